@@ -25,11 +25,15 @@ pub enum CredentialRef {
 /// Why a string is not a credential reference.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CredentialRefError {
-    #[error("credential must be a reference (`env:NAME`, `file:PATH` or `sealed:NAME`), not a plaintext secret")]
+    #[error(
+        "credential must be a reference (`env:NAME`, `file:PATH` or `sealed:NAME`), not a plaintext secret"
+    )]
     Plaintext,
     #[error("credential reference `{scheme}:` has an empty name")]
     EmptyName { scheme: &'static str },
-    #[error("environment variable name `{name}` may only hold A-Z, a-z, 0-9 and `_` and must not start with a digit")]
+    #[error(
+        "environment variable name `{name}` may only hold A-Z, a-z, 0-9 and `_` and must not start with a digit"
+    )]
     BadEnvName { name: String },
 }
 

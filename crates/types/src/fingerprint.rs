@@ -13,7 +13,9 @@ pub struct Fingerprint(pub [u8; 32]);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FingerprintError {
-    #[error("fingerprint `{text}` must be 32 bytes of hex (64 digits, colons allowed), found {digits} hex digits")]
+    #[error(
+        "fingerprint `{text}` must be 32 bytes of hex (64 digits, colons allowed), found {digits} hex digits"
+    )]
     Length { text: String, digits: usize },
     #[error("fingerprint `{text}` has a non-hex character `{ch}`")]
     NotHex { text: String, ch: char },
@@ -84,7 +86,10 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a, c);
         assert!(matches!("abc".parse::<Fingerprint>(), Err(FingerprintError::Length { digits: 3, .. })));
-        assert!(matches!("zz".repeat(32).parse::<Fingerprint>(), Err(FingerprintError::NotHex { ch: 'z', .. })));
+        assert!(matches!(
+            "zz".repeat(32).parse::<Fingerprint>(),
+            Err(FingerprintError::NotHex { ch: 'z', .. })
+        ));
     }
 
     proptest! {

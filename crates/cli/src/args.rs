@@ -1,0 +1,90 @@
+//! Command-line grammar (clap). Names and flags here are a contract with operators and scripts.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "lifeline", version, about = "Out-of-band management and recovery for AI GPU clusters")]
+#[command(propagate_version = true, disable_help_subcommand = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every verb accepts, before or after the verb.
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// Inventory file (default: $LIFELINE_INVENTORY, then `inventory` in the server config).
+    #[arg(long, global = true, env = "LIFELINE_INVENTORY", value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Directory for the SQLite store, config blobs and console logs.
+    #[arg(long, global = true, env = "LIFELINE_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Database URL (`postgres://…` to share state between replicas; default: SQLite in --data-dir).
+    #[arg(long, global = true, env = "LIFELINE_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+    /// Server configuration file.
+    #[arg(long, global = true, env = "LIFELINE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+    /// More log output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Less log output (repeat for less).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "verbose")]
+    pub quiet: u8,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check, show and sync inventory files.
+    #[command(subcommand)]
+    Inventory(InventoryCmd),
+    /// Read the audit log.
+    #[command(subcommand)]
+    Audit(AuditCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InventoryCmd {
+    /// Validate inventory files; every problem is printed as FILE:LINE:COL: message.
+    /// Exit 0 valid, 1 invalid, 2 usage error (e.g. a file that cannot be read).
+    Check {
+        /// Files to check (default: the configured inventory).
+        files: Vec<PathBuf>,
+        /// Treat warnings as errors.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Print the site / rack / device tree with fabrics.
+    Show,
+    /// Copy the inventory's devices into the store (devices no longer listed are marked removed).
+    Sync,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCmd {
+    /// Newest audit rows first.
+    Log {
+        /// Only rows about this device.
+        #[arg(long)]
+        target: Option<String>,
+        /// How many rows.
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+}

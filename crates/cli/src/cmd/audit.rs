@@ -1,0 +1,36 @@
+//! `lifeline audit log`: who did what, when, and how it ended.
+
+use chrono::{TimeZone, Utc};
+
+use crate::args::{AuditCmd, Global};
+use crate::cmd::print_json;
+use crate::config::open_store;
+use crate::exit::CmdResult;
+
+pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
+    match cmd {
+        AuditCmd::Log { target, limit } => {
+            let store = open_store(g).await?;
+            let rows = store.audit_log(target.as_deref(), limit).await?;
+            if g.json {
+                print_json(&rows)?;
+            } else if rows.is_empty() {
+                println!("no audit rows");
+            } else {
+                for r in rows {
+                    let at = Utc
+                        .timestamp_millis_opt(r.at_ms)
+                        .single()
+                        .map(|t| t.to_rfc3339())
+                        .unwrap_or_default();
+                    println!(
+                        "{:>6}  {at}  {:<18} {:<20} {:<18} {:<8} {}",
+                        r.id, r.entry.actor, r.entry.action, r.entry.target, r.entry.outcome, r.entry.detail
+                    );
+                }
+            }
+            store.close().await;
+            Ok(crate::exit::Code::Ok)
+        }
+    }
+}

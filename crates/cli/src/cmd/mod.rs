@@ -1,0 +1,35 @@
+//! One module per verb; each returns an exit code or an `Exit` carrying one.
+
+mod audit;
+mod inventory;
+
+use crate::args::{Cli, Command};
+use crate::exit::{Code, Exit};
+
+pub async fn run(cli: Cli) -> Code {
+    let result = match cli.command {
+        Command::Inventory(c) => inventory::run(&cli.global, c).await,
+        Command::Audit(c) => audit::run(&cli.global, c).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(Exit { code, error }) => {
+            eprintln!("error: {error:#}");
+            code
+        }
+    }
+}
+
+/// Prints a serializable value as pretty JSON on stdout.
+pub fn print_json(v: &impl serde::Serialize) -> Result<(), Exit> {
+    let text = serde_json::to_string_pretty(v)?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Who is acting, for the audit log: the Unix user behind the CLI.
+pub fn actor() -> String {
+    let user =
+        std::env::var("SUDO_USER").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}

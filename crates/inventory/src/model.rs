@@ -1,0 +1,175 @@
+//! The validated cluster model that the rest of Lifeline works with. Every value here has been checked.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+use lifeline_types::{BmcProtocol, CredentialRef, DeviceName, Fabric, Fingerprint, Platform, Role, Tier};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inventory {
+    /// The file this was loaded from.
+    pub source: PathBuf,
+    pub cluster: Cluster,
+    pub sites: Vec<Site>,
+    pub racks: Vec<Rack>,
+    pub devices: Vec<Device>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cluster {
+    pub name: String,
+    pub description: Option<String>,
+    pub oob_subnets: Vec<IpNet>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Site {
+    pub name: String,
+    pub description: Option<String>,
+    pub location: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rack {
+    pub name: String,
+    pub site: String,
+    pub row: Option<String>,
+    pub description: Option<String>,
+}
+
+/// A host name or an IP literal. Hostnames are allowed because real OOB networks name their BMCs, but only
+/// IP literals can be checked against the OOB subnets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Host {
+    Ip(IpAddr),
+    Name(String),
+}
+
+impl Serialize for Host {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Ip(ip) => write!(f, "{ip}"),
+            Host::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Device {
+    pub name: DeviceName,
+    pub role: Role,
+    pub rack: String,
+    pub site: String,
+    pub model: Option<String>,
+    pub description: Option<String>,
+    pub groups: Vec<String>,
+    pub switch: Option<SwitchInfo>,
+    pub bmc: Option<Bmc>,
+    pub management: Option<Management>,
+    pub frontend: Option<Frontend>,
+    pub gpus: Option<Gpus>,
+    pub rails: Vec<Rail>,
+    /// 1-based line of the device's table in the source file, for messages that point back at it.
+    pub line: usize,
+}
+
+impl Device {
+    /// Every fabric this device is attached to, for `inventory show`.
+    pub fn fabrics(&self) -> Vec<Fabric> {
+        let mut f: Vec<Fabric> = Vec::new();
+        if let Some(s) = &self.switch {
+            f.push(s.fabric);
+        }
+        f.extend(self.rails.iter().map(|r| r.fabric));
+        if self.frontend.is_some() {
+            f.push(Fabric::Frontend);
+        }
+        if self.bmc.is_some() || self.management.is_some() {
+            f.push(Fabric::Oob);
+        }
+        f.sort();
+        f.dedup();
+        f
+    }
+
+    pub fn backend_rails(&self) -> impl Iterator<Item = &Rail> {
+        self.rails.iter().filter(|r| r.fabric == Fabric::Backend)
+    }
+
+    pub fn storage_rails(&self) -> impl Iterator<Item = &Rail> {
+        self.rails.iter().filter(|r| r.fabric == Fabric::Storage)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SwitchInfo {
+    pub fabric: Fabric,
+    pub tier: Option<Tier>,
+    pub platform: Platform,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bmc {
+    pub address: Host,
+    /// `None`: the protocol's standard port (623/udp, 443/tcp).
+    pub port: Option<u16>,
+    pub protocol: BmcProtocol,
+    pub username: String,
+    pub credential: CredentialRef,
+    pub tls_fingerprint: Option<Fingerprint>,
+    /// Simulator flavor (`generic`, `idrac-like`, …); real BMCs ignore it.
+    pub flavor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Management {
+    pub address: Host,
+    /// `None`: 22.
+    pub port: Option<u16>,
+    pub username: String,
+    pub credential: CredentialRef,
+    pub ssh_host_key: Option<Fingerprint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Frontend {
+    pub address: Option<Host>,
+    pub interface: Option<String>,
+    pub ssh_user: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gpus {
+    pub count: u32,
+    pub model: Option<String>,
+}
+
+lifeline_types::kebab_enum! {
+    /// What a rail runs over: RoCEv2 on Ethernet or native InfiniBand.
+    pub enum LinkLayer {
+        Ethernet => "ethernet",
+        Infiniband => "infiniband",
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rail {
+    /// RDMA device name as in `/sys/class/infiniband`, e.g. `mlx5_0`.
+    pub hca: String,
+    /// Kernel network interface, e.g. `ens1f0np0`.
+    pub netdev: Option<String>,
+    pub fabric: Fabric,
+    pub subnet: Option<IpNet>,
+    pub address: Option<IpAddr>,
+    pub rate_gbps: Option<u32>,
+    pub mtu: Option<u32>,
+    pub link_layer: LinkLayer,
+}

@@ -1,0 +1,146 @@
+//! The inventory file as written: serde structs that keep every value's span.
+//!
+//! Values that need a semantic check (addresses, credentials, enum words) are kept as spanned strings and
+//! checked in `check.rs`, so one bad value is one diagnostic and does not hide the others. Unknown keys are
+//! collected with `serde_ignored` across the whole file instead of stopping at the first one.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawFile {
+    pub cluster: Option<S<RawCluster>>,
+    pub defaults: Option<RawDefaults>,
+    #[serde(default)]
+    pub site: Vec<S<RawSite>>,
+    #[serde(default)]
+    pub rack: Vec<S<RawRack>>,
+    // Devices are deserialized one by one in `check.rs` so that a type error in one device does not
+    // hide the problems of the others.
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawCluster {
+    pub name: S<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub oob_subnets: Vec<S<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawDefaults {
+    pub bmc: Option<RawBmcDefaults>,
+    pub management: Option<RawMgmtDefaults>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawBmcDefaults {
+    pub protocol: Option<S<String>>,
+    pub username: Option<S<String>>,
+    pub credential: Option<S<String>>,
+    pub flavor: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawMgmtDefaults {
+    pub username: Option<S<String>>,
+    pub credential: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawSite {
+    pub name: S<String>,
+    pub description: Option<String>,
+    pub location: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawRack {
+    pub name: S<String>,
+    pub site: S<String>,
+    pub row: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawDevice {
+    pub name: S<String>,
+    pub role: S<String>,
+    pub rack: S<String>,
+    pub model: Option<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub groups: Vec<S<String>>,
+    pub fabric: Option<S<String>>,
+    pub tier: Option<S<String>>,
+    pub platform: Option<S<String>>,
+    pub bmc: Option<S<RawBmc>>,
+    pub management: Option<S<RawManagement>>,
+    pub frontend: Option<S<RawFrontend>>,
+    pub gpus: Option<S<RawGpus>>,
+    #[serde(default)]
+    pub rail: Vec<S<RawRail>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawBmc {
+    pub address: S<String>,
+    pub port: Option<S<u16>>,
+    pub protocol: Option<S<String>>,
+    pub username: Option<S<String>>,
+    pub credential: Option<S<String>>,
+    /// Plaintext secrets are refused, but the key is recognised so the message says why.
+    pub password: Option<S<String>>,
+    pub tls_fingerprint: Option<S<String>>,
+    pub flavor: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawManagement {
+    pub address: S<String>,
+    pub port: Option<S<u16>>,
+    pub username: Option<S<String>>,
+    pub credential: Option<S<String>>,
+    pub password: Option<S<String>>,
+    pub ssh_host_key: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawFrontend {
+    pub address: Option<S<String>>,
+    pub interface: Option<S<String>>,
+    pub ssh_user: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawGpus {
+    pub count: S<u32>,
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawRail {
+    pub hca: S<String>,
+    pub netdev: Option<S<String>>,
+    pub fabric: Option<S<String>>,
+    pub address: Option<S<String>>,
+    pub subnet: Option<S<String>>,
+    pub rate_gbps: Option<S<u32>>,
+    pub mtu: Option<S<u32>>,
+    pub link_layer: Option<S<String>>,
+}

@@ -1,0 +1,211 @@
+//! Checks the inventory checker against the shipped example and against deliberately broken copies.
+
+use std::path::{Path, PathBuf};
+
+use lifeline_inventory::{Severity, check_str, select};
+use proptest::prelude::*;
+
+fn example_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inventory/example-cluster.toml")
+}
+
+fn example() -> String {
+    std::fs::read_to_string(example_path()).expect("example inventory")
+}
+
+/// Replaces exactly one occurrence, so a fixture never silently stops matching the example.
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert_eq!(text.matches(from).count(), 1, "fixture anchor `{from}` must occur exactly once");
+    text.replacen(from, to, 1)
+}
+
+fn errors(text: &str) -> Vec<String> {
+    check_str(Path::new("inv.toml"), text)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| d.to_string())
+        .collect()
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    let at = text.find(needle).unwrap_or_else(|| panic!("`{needle}` not in text"));
+    text[..at].matches('\n').count() + 1
+}
+
+#[test]
+fn example_is_valid_and_complete() {
+    let r = check_str(&example_path(), &example());
+    let errs: Vec<_> = r.errors().collect();
+    assert!(errs.is_empty(), "{errs:#?}");
+    let inv = r.inventory.expect("model");
+    assert_eq!(inv.sites.len(), 1);
+    assert_eq!(inv.racks.len(), 2);
+    let gpu: Vec<_> = inv.devices.iter().filter(|d| d.role == lifeline_types::Role::GpuNode).collect();
+    assert_eq!(gpu.len(), 8);
+    for d in &gpu {
+        assert_eq!(d.gpus.as_ref().unwrap().count, 8, "{}", d.name);
+        assert_eq!(d.backend_rails().count(), 8, "{}", d.name);
+        assert_eq!(d.storage_rails().count(), 2, "{}", d.name);
+    }
+    let count = |role| inv.devices.iter().filter(|d| d.role == role).count();
+    assert_eq!(count(lifeline_types::Role::HeadNode), 2);
+    assert_eq!(count(lifeline_types::Role::StorageServer), 1);
+    let switches: Vec<_> = inv.devices.iter().filter_map(|d| d.switch.as_ref().map(|s| (d, s))).collect();
+    use lifeline_types::{Fabric::*, Platform::*, Tier::*};
+    let has = |p, f, t| {
+        switches.iter().filter(|(_, s)| s.platform == p && s.fabric == f && s.tier == Some(t)).count()
+    };
+    assert_eq!(has(Sonic, Backend, Leaf), 2);
+    assert_eq!(has(Sonic, Backend, Spine), 1);
+    assert_eq!(has(Eos, Storage, Leaf), 1);
+    assert_eq!(has(Cumulus, Frontend, Leaf), 1);
+    assert_eq!(has(Ios, Oob, Leaf), 1);
+    // Everything the simulator must serve is on loopback.
+    for d in &inv.devices {
+        for a in [
+            d.bmc.as_ref().map(|b| b.address.to_string()),
+            d.management.as_ref().map(|m| m.address.to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert!(a.starts_with("127."), "{} has non-loopback {a}", d.name);
+        }
+    }
+}
+
+#[test]
+fn reports_every_problem_with_its_location() {
+    let base = example();
+    let mut t = edit(&base, "name = \"gpu-node-02\"", "name = \"gpu-node-01\"");
+    t = edit(
+        &t,
+        "rack = \"r01\"\nmodel = \"HGX H100 8-GPU\"\ngroups = [\"training\", \"pod-1\"]\nbmc = { address = \"127.10.1.3\"",
+        "rack = \"r01\"\nmodel = \"HGX H100 8-GPU\"\ncolour = \"red\"\ngroups = [\"training\", \"pod-1\"]\nbmc = { address = \"127.10.1.3\"",
+    );
+    t = edit(
+        &t,
+        "bmc = { address = \"127.10.1.5\", protocol",
+        "bmc = { address = \"127.10.1.5\", password = \"calvin\", protocol",
+    );
+    let errs = errors(&t);
+    assert_eq!(errs.len(), 3, "{errs:#?}");
+    let dup_line = line_of(
+        &t,
+        "name = \"gpu-node-01\"\nrole = \"gpu-node\"\nrack = \"r01\"\nmodel = \"HGX H100 8-GPU\"\ngroups = [\"training\", \"pod-1\"]\nbmc = { address = \"127.10.1.2\"",
+    );
+    let first_line = line_of(&t, "name = \"gpu-node-01\"");
+    assert!(
+        errs.iter().any(|e| e.starts_with(&format!(
+            "inv.toml:{dup_line}:8: duplicate device name `gpu-node-01` (first defined at line {first_line})"
+        ))),
+        "{errs:#?}"
+    );
+    let colour_line = line_of(&t, "colour = ");
+    assert!(
+        errs.iter()
+            .any(|e| e == &format!("inv.toml:{colour_line}:1: unknown key `colour` in device `gpu-node-03`")),
+        "{errs:#?}"
+    );
+    let pw_line = line_of(&t, "password = \"calvin\"");
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with(&format!("inv.toml:{pw_line}:")) && e.contains("plaintext password")),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn addresses_subnets_and_credentials() {
+    let base = example();
+    let t = edit(
+        &base,
+        "bmc = { address = \"127.10.1.21\"",
+        "bmc = { address = \"10.9.9.9\", credential = \"admin:hunter2\"",
+    );
+    let t = edit(&t, "address = \"127.100.3.4\"", "address = \"127.100.3.400\"");
+    let t =
+        edit(&t, "oob-subnets = [\"127.10.0.0/16\"]", "oob-subnets = [\"127.10.0.0/16\", \"300.1.0.0/16\"]");
+    let t =
+        edit(&t, "management = { address = \"127.10.2.6\" }", "management = { address = \"127.10.2.5\" }");
+    let t = edit(
+        &t,
+        "bmc = { address = \"127.10.1.31\"",
+        "bmc = { address = \"127.10.1.31\", credential = \"file:/nonexistent/secret\"",
+    );
+    let errs = errors(&t).join("\n");
+    for want in [
+        "BMC address 10.9.9.9 is outside the declared OOB subnets",
+        "plaintext credential in [device.bmc] of `head-node-01`",
+        "invalid address `127.100.3.400` in rail.address of `gpu-node-04`",
+        "invalid CIDR `300.1.0.0/16` in cluster.oob-subnets",
+        "duplicate address 127.10.2.5: management address of `oob-sw-01` is also the management address of `frontend-leaf-01`",
+        "credential `file:/nonexistent/secret` (used by `storage-01`) cannot be resolved",
+    ] {
+        assert!(errs.contains(want), "missing `{want}` in:\n{errs}");
+    }
+}
+
+#[test]
+fn rails_must_match_gpus_and_switches_need_a_platform() {
+    let base = example();
+    let t = edit(
+        &base,
+        "  { hca = \"mlx5_7\", netdev = \"rdma7\", fabric = \"backend\", subnet = \"127.100.7.0/24\", address = \"127.100.7.8\", rate-gbps = 400, mtu = 9000, link-layer = \"ethernet\" },\n",
+        "",
+    );
+    let t = edit(&t, "platform = \"eos\"\n", "");
+    let t = edit(&t, "platform = \"cumulus\"", "platform = \"junos\"");
+    let errs = errors(&t).join("\n");
+    assert!(errs.contains("`gpu-node-08` declares 8 GPUs but 7 backend rails"), "{errs}");
+    assert!(errs.contains("switch `storage-leaf-01` has no platform"), "{errs}");
+    assert!(errs.contains("platform: unknown Platform `junos`"), "{errs}");
+}
+
+#[test]
+fn syntax_and_type_errors_do_not_hide_other_problems() {
+    let base = example();
+    let t = edit(
+        &base,
+        "gpus = { count = 8, model = \"NVIDIA H100 80GB HBM3\" }\nrail = [\n  { hca = \"mlx5_0\", netdev = \"rdma0\", fabric = \"backend\", subnet = \"127.100.0.0/24\", address = \"127.100.0.1\"",
+        "gpus = { count = \"eight\", model = \"NVIDIA H100 80GB HBM3\" }\nrail = [\n  { hca = \"mlx5_0\", netdev = \"rdma0\", fabric = \"backend\", subnet = \"127.100.0.0/24\", address = \"127.100.0.1\"",
+    );
+    let t = edit(&t, "name = \"oob-sw-01\"", "name = \"OOB_SW\"");
+    let errs = errors(&t).join("\n");
+    assert!(errs.contains("invalid device `gpu-node-01`"), "{errs}");
+    assert!(errs.contains("invalid device name"), "{errs}");
+    let broken = format!("{t}\n[[device]\n");
+    let errs = errors(&broken).join("\n");
+    assert!(errs.contains("syntax error"), "{errs}");
+}
+
+#[test]
+fn selection_by_name_rack_role_group_and_glob() {
+    let r = check_str(&example_path(), &example());
+    let inv = r.inventory.unwrap();
+    let names = |t: &[&str]| -> Vec<String> {
+        let t: Vec<String> = t.iter().map(|s| s.to_string()).collect();
+        select(&inv, &t).unwrap().iter().map(|d| d.name.to_string()).collect()
+    };
+    assert_eq!(names(&["gpu-node-0[1-2]"]), ["gpu-node-01", "gpu-node-02"]);
+    assert_eq!(names(&["r01"]).len(), 8);
+    assert_eq!(names(&["switch"]).len(), 6);
+    assert_eq!(names(&["pod-2", "gpu-node-05"]).len(), 4);
+    assert_eq!(names(&["all"]).len(), inv.devices.len());
+    let err = select(&inv, &["gpu-node-99".to_string()]).unwrap_err();
+    assert!(err.to_string().contains("gpu-node-99"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn checker_never_panics(text in "(\\[\\[device\\]\\]\n|\\[cluster\\]\n|name = \"[a-z0-9-]{0,8}\"\n|role = \"[a-z-]{0,10}\"\n|rack = \"r0[12]\"\n|bmc = \\{ address = \"[0-9.]{0,15}\" \\}\n|[a-z]{1,6} = [0-9]{1,3}\n|.{0,20}\n){0,30}") {
+        let _ = check_str(Path::new("x.toml"), &text);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(text in "\\PC{0,300}") {
+        let _ = check_str(Path::new("x.toml"), &text);
+    }
+}

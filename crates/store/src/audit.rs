@@ -1,0 +1,85 @@
+//! The audit log: every action Lifeline takes or refuses. Insert-only; callers write the row *before*
+//! reporting success, so an action that happened always has its row.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::error::{QueryContext, StoreError};
+use crate::{Store, now_ms};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Who asked: `cli:<unix user>`, `web:<user>`, `scheduler`, `runbook:<run id>`.
+    pub actor: String,
+    /// What: `power.cycle`, `backup.restore`, `readmit.resume`, …
+    pub action: String,
+    /// Which device (or `fleet`).
+    pub target: String,
+    /// `started`, `ok`, `failed`, `refused`, `timeout`.
+    pub outcome: String,
+    pub detail: serde_json::Value,
+    pub request_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at_ms: i64,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+}
+
+impl Store {
+    pub async fn audit(&self, e: &AuditEntry) -> Result<i64, StoreError> {
+        let q = self.sql(
+            "INSERT INTO audit_log (at, actor, action, target, outcome, detail_json, request_id) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        );
+        let row = sqlx::query(&q)
+            .bind(now_ms())
+            .bind(&e.actor)
+            .bind(&e.action)
+            .bind(&e.target)
+            .bind(&e.outcome)
+            .bind(e.detail.to_string())
+            .bind(&e.request_id)
+            .fetch_one(&self.pool)
+            .await
+            .op("audit.insert")?;
+        row.try_get::<i64, _>("id").op("audit.id")
+    }
+
+    /// Newest first; `target` filters to one device.
+    pub async fn audit_log(&self, target: Option<&str>, limit: i64) -> Result<Vec<AuditRow>, StoreError> {
+        let base = "SELECT id, at, actor, action, target, outcome, detail_json, request_id FROM audit_log";
+        let rows = match target {
+            Some(t) => {
+                let q = self.sql(&format!("{base} WHERE target = ? ORDER BY id DESC LIMIT ?"));
+                sqlx::query(&q).bind(t.to_owned()).bind(limit).fetch_all(&self.pool).await
+            }
+            None => {
+                let q = self.sql(&format!("{base} ORDER BY id DESC LIMIT ?"));
+                sqlx::query(&q).bind(limit).fetch_all(&self.pool).await
+            }
+        }
+        .op("audit.select")?;
+        rows.into_iter()
+            .map(|r| {
+                let detail: String = r.try_get("detail_json").op("audit.detail")?;
+                Ok(AuditRow {
+                    id: r.try_get("id").op("audit.id")?,
+                    at_ms: r.try_get("at").op("audit.at")?,
+                    entry: AuditEntry {
+                        actor: r.try_get("actor").op("audit.actor")?,
+                        action: r.try_get("action").op("audit.action")?,
+                        target: r.try_get("target").op("audit.target")?,
+                        outcome: r.try_get("outcome").op("audit.outcome")?,
+                        detail: serde_json::from_str(&detail)
+                            .map_err(|source| StoreError::Json { op: "audit.detail", source })?,
+                        request_id: r.try_get("request_id").op("audit.request_id")?,
+                    },
+                })
+            })
+            .collect()
+    }
+}

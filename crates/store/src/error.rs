@@ -1,0 +1,49 @@
+//! Store errors, with the operation and the database location in each variant.
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create data directory {path}")]
+    DataDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unsupported database URL `{url}` (expected sqlite:PATH or postgres://…)")]
+    BadUrl { url: String },
+    #[error("cannot connect to {backend} database {location}")]
+    Connect {
+        backend: &'static str,
+        location: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("migrating the {backend} database failed")]
+    Migrate {
+        backend: &'static str,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("store query `{op}` failed")]
+    Query {
+        op: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("stored JSON for `{op}` is invalid")]
+    Json {
+        op: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Attaches the operation name to a sqlx error.
+pub(crate) trait QueryContext<T> {
+    fn op(self, op: &'static str) -> Result<T, StoreError>;
+}
+
+impl<T> QueryContext<T> for Result<T, sqlx::Error> {
+    fn op(self, op: &'static str) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Query { op, source })
+    }
+}

@@ -1,0 +1,25 @@
+//! Lifeline's store: one API over SQLite (embedded, zero setup) and PostgreSQL (shared by replicas).
+//!
+//! Queries are runtime queries through sqlx's `Any` driver, so the workspace builds on a fresh machine with
+//! no database and no offline query cache. Time is stored as Unix milliseconds (`BIGINT`) and structured
+//! data as JSON text: both portable across the two backends. Migrations are embedded in the binary, one
+//! directory per dialect, and run when the store opens.
+
+mod audit;
+mod devices;
+mod error;
+mod events;
+mod open;
+mod pins;
+
+pub use audit::{AuditEntry, AuditRow};
+pub use devices::{DeviceRecord, SyncSummary};
+pub use error::StoreError;
+pub use events::{EventRow, NewEvent, Observation};
+pub use open::{Backend, Store};
+pub use pins::PinKind;
+
+/// Milliseconds since the Unix epoch, the store's one time representation.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

@@ -1,0 +1,161 @@
+//! Opening the store: choosing the backend from the URL, creating the SQLite file, running migrations.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, ConnectOptions, Executor};
+
+use crate::error::StoreError;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// A handle to the store; cheap to clone (the pool is shared).
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    backend: Backend,
+    location: String,
+}
+
+impl Store {
+    /// Opens the store named by `database_url`, or the SQLite file `lifeline.db` in `data_dir`.
+    pub async fn open(data_dir: &Path, database_url: Option<&str>) -> Result<Store, StoreError> {
+        match database_url {
+            Some(url) => Self::open_url(url).await,
+            None => {
+                std::fs::create_dir_all(data_dir)
+                    .map_err(|source| StoreError::DataDir { path: data_dir.to_path_buf(), source })?;
+                let file = data_dir.join("lifeline.db");
+                Self::open_url(&format!("sqlite://{}", file.display())).await
+            }
+        }
+    }
+
+    /// Opens a `sqlite:` or `postgres://` URL and runs the migrations.
+    pub async fn open_url(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            return Err(StoreError::BadUrl { url: url.to_owned() });
+        };
+        let location = redact(url);
+        let connect_err =
+            |source| StoreError::Connect { backend: backend.as_str(), location: location.clone(), source };
+        let url = match backend {
+            // `mode=rwc` creates the file on first use.
+            Backend::Sqlite if !url.contains('?') => format!("{url}?mode=rwc"),
+            _ => url.to_owned(),
+        };
+        let opts = AnyConnectOptions::from_str(&url).map_err(connect_err)?.disable_statement_logging();
+        let pool = AnyPoolOptions::new()
+            // SQLite serialises writers anyway; a small pool avoids lock contention.
+            .max_connections(if backend == Backend::Sqlite { 4 } else { 10 })
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute("PRAGMA busy_timeout = 10000").await?;
+                        conn.execute("PRAGMA foreign_keys = ON").await?;
+                        conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .map_err(connect_err)?;
+        if backend == Backend::Sqlite {
+            // WAL lets the web console read while a sweep writes; the mode is stored in the file.
+            sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await.map_err(connect_err)?;
+        }
+        let migrator = match backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate { backend: backend.as_str(), source })?;
+        tracing::debug!(backend = backend.as_str(), %location, "store open");
+        Ok(Store { pool, backend, location })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Where the data lives, with any password removed.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Closes the pool, waiting for connections to finish (SQLite checkpoints the WAL on last close).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Rewrites `?` placeholders as `$1, $2, …` for PostgreSQL; SQLite accepts `?` as written.
+    pub(crate) fn sql(&self, q: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => q.to_owned(),
+            Backend::Postgres => {
+                let mut out = String::with_capacity(q.len() + 8);
+                let mut n = 0;
+                for ch in q.chars() {
+                    if ch == '?' {
+                        n += 1;
+                        out.push('$');
+                        out.push_str(&n.to_string());
+                    } else {
+                        out.push(ch);
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Hides the password of a `postgres://user:pass@host/db` URL for logs and errors.
+fn redact(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if let Some((creds, host)) = rest.split_once('@') {
+            let user = creds.split(':').next().unwrap_or("");
+            return format!("{scheme}://{user}:***@{host}");
+        }
+    }
+    url.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("postgres://u:secret@127.0.0.1/db"), "postgres://u:***@127.0.0.1/db");
+        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}
