@@ -1,0 +1,2 @@
+//! lifeline-agent (wip).
+fn main() {}

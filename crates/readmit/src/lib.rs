@@ -1,0 +1,1 @@
+//! Re-admission (wip).
