@@ -1,0 +1,41 @@
+//! Lifeline's lenient Redfish client.
+//!
+//! Why our own layer on reqwest rather than a generated SDK: BMCs deviate from the schema in small ways, and
+//! an out-of-band control plane must degrade one field on one BMC, never fail a fleet sweep. Documents are
+//! read field by field ([`doc`], [`model`]), vendor deviations are data ([`quirks`]), certificates are pinned
+//! on first use ([`tls`]), sessions stay within each BMC's limit and are logged out ([`session`]).
+//!
+//! The pure parts (model, quirks, reset planning, SSE parser) build without the `client` feature, so the
+//! simulator can share the schema subset without depending on the client.
+
+pub mod doc;
+pub mod model;
+pub mod power;
+pub mod quirks;
+pub mod sse;
+
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+pub mod error;
+#[cfg(feature = "client")]
+mod events;
+#[cfg(feature = "client")]
+mod session;
+#[cfg(feature = "client")]
+pub mod tls;
+
+#[cfg(feature = "client")]
+pub use client::{
+    AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, Listing, PowerOutcome, TrustOutcome,
+    probe_certificate, trust,
+};
+pub use doc::FieldWarning;
+#[cfg(feature = "client")]
+pub use error::RedfishError;
+#[cfg(feature = "client")]
+pub use events::{EventStream, SseLimits, SubscriptionRequest};
+pub use power::{ResetPlan, plan_reset};
+pub use quirks::{PlatformProfile, Quirk, RuleSet};
+#[cfg(feature = "client")]
+pub use tls::{MemoryPinStore, PinStore, TlsTrust, fingerprint_der};

@@ -1,0 +1,249 @@
+//! TLS trust for BMCs: pin on first use, or a CA file.
+//!
+//! Why: BMC certificates are self-signed, carry factory names and rarely chain to anything, so web PKI
+//! verification fails and "accept invalid certs" would hand the BMC password to anyone on the OOB network.
+//! Instead the SHA-256 of the leaf certificate is pinned the first time (trust on first use); a later
+//! different certificate is refused with both fingerprints named, until an operator re-pins after an intended
+//! replacement (`trust`). An explicit pin from the inventory always wins over the stored one. The handshake
+//! signature is still verified against the presented certificate's key, so a pin cannot be replayed by a
+//! peer that merely copied the certificate.
+//!
+//! The verifier is per BMC (one reqwest client per BMC), so it knows which pin applies; it records what it
+//! saw so the client can turn a rustls failure into `CertificateChanged { pinned, presented }`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use sha2::{Digest, Sha256};
+
+use lifeline_types::Fingerprint;
+
+use crate::error::BoxError;
+
+/// Where pins live between runs (the store crate implements this over its database).
+#[async_trait]
+pub trait PinStore: Send + Sync {
+    async fn get_pin(&self, bmc: &str) -> Result<Option<Fingerprint>, BoxError>;
+    async fn set_pin(&self, bmc: &str, pin: Fingerprint) -> Result<(), BoxError>;
+}
+
+/// In-memory pin store (tests, one-shot CLI runs with `--bmc`).
+#[derive(Debug, Default)]
+pub struct MemoryPinStore(Mutex<HashMap<String, Fingerprint>>);
+
+impl MemoryPinStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl PinStore for MemoryPinStore {
+    async fn get_pin(&self, bmc: &str) -> Result<Option<Fingerprint>, BoxError> {
+        Ok(self.0.lock().unwrap_or_else(|e| e.into_inner()).get(bmc).copied())
+    }
+    async fn set_pin(&self, bmc: &str, pin: Fingerprint) -> Result<(), BoxError> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(bmc.to_owned(), pin);
+        Ok(())
+    }
+}
+
+/// How to trust a BMC's certificate.
+#[derive(Clone)]
+pub enum TlsTrust {
+    /// Pin on first use, persisted in `store`; `explicit` (from the inventory) wins over the stored pin.
+    Pin { store: Arc<dyn PinStore>, explicit: Option<Fingerprint> },
+    /// Verify the chain and name against CA certificates in this PEM file (e.g. sushy's `ca.pem`).
+    CaFile(PathBuf),
+    /// Same, with the PEM already in memory.
+    CaPem(Vec<u8>),
+}
+
+impl std::fmt::Debug for TlsTrust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsTrust::Pin { explicit, .. } => {
+                f.debug_struct("Pin").field("explicit", explicit).finish_non_exhaustive()
+            }
+            TlsTrust::CaFile(p) => f.debug_tuple("CaFile").field(p).finish(),
+            TlsTrust::CaPem(_) => f.write_str("CaPem(..)"),
+        }
+    }
+}
+
+/// SHA-256 of a DER certificate.
+pub fn fingerprint_der(der: &[u8]) -> Fingerprint {
+    Fingerprint(Sha256::digest(der).into())
+}
+
+/// What the verifier has seen; shared between the verifier (inside rustls) and the client.
+#[derive(Debug, Default)]
+pub(crate) struct PinState {
+    /// Enforced pin; `None` means "pin whatever comes first".
+    pub pinned: Option<Fingerprint>,
+    /// Set when this process pinned a certificate that the store does not know yet.
+    pub newly_pinned: Option<Fingerprint>,
+    /// Last leaf presented (fingerprint and DER: the audit wants to inspect expiry / self-signature).
+    pub last_seen: Option<(Fingerprint, Vec<u8>)>,
+    /// Last refusal: (pinned, presented).
+    pub mismatch: Option<(Fingerprint, Fingerprint)>,
+}
+
+pub(crate) type SharedPinState = Arc<Mutex<PinState>>;
+
+pub(crate) fn lock(s: &SharedPinState) -> std::sync::MutexGuard<'_, PinState> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Debug)]
+pub(crate) struct BmcVerifier {
+    algorithms: WebPkiSupportedAlgorithms,
+    /// `Some` in CA mode: chain + name verification delegated to webpki.
+    ca: Option<Arc<dyn ServerCertVerifier>>,
+    pub(crate) state: SharedPinState,
+}
+
+impl ServerCertVerifier for BmcVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let presented = fingerprint_der(end_entity.as_ref());
+        let mut st = lock(&self.state);
+        st.last_seen = Some((presented, end_entity.as_ref().to_vec()));
+        if let Some(ca) = &self.ca {
+            drop(st);
+            return ca.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        }
+        match st.pinned {
+            Some(pinned) if pinned == presented => Ok(ServerCertVerified::assertion()),
+            Some(pinned) => {
+                st.mismatch = Some((pinned, presented));
+                Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::ApplicationVerificationFailure,
+                ))
+            }
+            None => {
+                // First use: pin now, so that concurrent handshakes in this process already enforce it.
+                st.pinned = Some(presented);
+                st.newly_pinned = Some(presented);
+                Ok(ServerCertVerified::assertion())
+            }
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsSetupError {
+    #[error("reading CA file")]
+    Io(#[source] std::io::Error, PathBuf),
+    #[error("no certificate in CA PEM")]
+    Empty(PathBuf),
+    #[error("rustls configuration")]
+    Rustls(#[source] BoxError),
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Build the rustls config for one BMC. `pinned` is the pin to enforce (already resolved: explicit, else
+/// stored, else none = pin on first use). Reading a CA file is blocking I/O: callers run this on
+/// `spawn_blocking` when a file is involved.
+pub(crate) fn client_config(
+    trust: &TlsTrust,
+    pinned: Option<Fingerprint>,
+) -> Result<(rustls::ClientConfig, SharedPinState), TlsSetupError> {
+    let provider = provider();
+    let state: SharedPinState = Arc::new(Mutex::new(PinState { pinned, ..PinState::default() }));
+    let ca = match trust {
+        TlsTrust::Pin { .. } => None,
+        TlsTrust::CaFile(path) => {
+            let pem = std::fs::read(path).map_err(|e| TlsSetupError::Io(e, path.clone()))?;
+            Some(ca_verifier(&pem, path.clone(), &provider)?)
+        }
+        TlsTrust::CaPem(pem) => Some(ca_verifier(pem, PathBuf::from("<memory>"), &provider)?),
+    };
+    let verifier =
+        BmcVerifier { algorithms: provider.signature_verification_algorithms, ca, state: state.clone() };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsSetupError::Rustls(Box::new(e)))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    Ok((config, state))
+}
+
+fn ca_verifier(
+    pem: &[u8],
+    path: PathBuf,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, TlsSetupError> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem).flatten() {
+        let _ = roots.add(cert);
+    }
+    if roots.is_empty() {
+        return Err(TlsSetupError::Empty(path));
+    }
+    let v = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| TlsSetupError::Rustls(Box::new(e)))?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_matches_openssl_convention() {
+        // sha256 of the empty string, as `openssl dgst -sha256` prints it.
+        assert_eq!(
+            fingerprint_der(b"").to_string(),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn ca_pem_without_certificates_is_refused() {
+        assert!(matches!(
+            client_config(&TlsTrust::CaPem(b"nothing".to_vec()), None),
+            Err(TlsSetupError::Empty(_))
+        ));
+    }
+}
