@@ -1,0 +1,209 @@
+//! An interactive PTY shell driven by prompt detection.
+//!
+//! Why prompt-driven: a CLI gives no "end of output" marker; the only reliable one is the prompt
+//! coming back. After the first prompt we learn the device's own prompt prefix (`leaf1#` →
+//! `leaf1`), so a config line that merely ends in `#` or `>` does not end a command early. A
+//! `--More--` pager seen at the end of the output is answered with a space, in case disabling paging
+//! did not work on this device.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use lifeline_types::DeviceName;
+use regex::Regex;
+use russh::client::Msg;
+use russh::{Channel, ChannelMsg};
+use tokio::time::{Instant, timeout_at};
+
+use super::SshError;
+use crate::text::{clean_transcript, output_between};
+
+static PAGER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:--More--|-- More --|<--- More --->|\(END\)|lines \d+-\d+) ?\z").expect("pager"));
+static PASSWORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)password: ?\z").expect("password"));
+
+/// How much of the end of the output is examined for a prompt.
+const TAIL: usize = 2048;
+
+pub struct Shell {
+    ch: Channel<Msg>,
+    device: DeviceName,
+    prompt: Regex,
+    command_timeout: Duration,
+    buf: Vec<u8>,
+    /// Bytes received over the whole session (for "closed early" reports).
+    received: usize,
+    /// The last prompt seen (to know whether the session is already privileged).
+    last_prompt: String,
+}
+
+impl std::fmt::Debug for Shell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shell").field("device", &self.device).finish()
+    }
+}
+
+enum Seen {
+    Prompt,
+    Answer(usize),
+}
+
+impl Shell {
+    pub(crate) fn new(ch: Channel<Msg>, device: DeviceName, prompt: Regex, command_timeout: Duration) -> Shell {
+        Shell { ch, device, prompt, command_timeout, buf: Vec::new(), received: 0, last_prompt: String::new() }
+    }
+
+    fn tail(&self) -> String {
+        let start = self.buf.len().saturating_sub(TAIL);
+        clean_transcript(&String::from_utf8_lossy(&self.buf[start..]))
+    }
+
+    async fn send(&self, bytes: &[u8]) -> Result<(), SshError> {
+        self.ch.data(bytes).await.map_err(|source| SshError::Channel { device: self.device.clone(), source })
+    }
+
+    /// Read until the prompt (or one of `answers`) is at the end of the output.
+    async fn read_until(&mut self, what: &str, answers: &[&Regex]) -> Result<Seen, SshError> {
+        let deadline = Instant::now() + self.command_timeout;
+        loop {
+            let tail = self.tail();
+            if self.prompt.is_match(&tail) {
+                self.last_prompt = tail.rsplit('\n').next().unwrap_or("").trim().to_owned();
+                return Ok(Seen::Prompt);
+            }
+            if let Some(i) = answers.iter().position(|r| r.is_match(&tail)) {
+                return Ok(Seen::Answer(i));
+            }
+            if PAGER.is_match(&tail) {
+                // Drop the marker so it is not matched again, then ask for the next page.
+                let cut = self.buf.iter().rposition(|&b| b == b'\n').map(|p| p + 1).unwrap_or(0);
+                self.buf.truncate(cut);
+                self.send(b" ").await?;
+            }
+            let msg = timeout_at(deadline, self.ch.wait()).await.map_err(|_| SshError::CommandTimeout {
+                device: self.device.clone(),
+                command: what.to_owned(),
+                after: self.command_timeout,
+            })?;
+            match msg {
+                Some(ChannelMsg::Data { data }) | Some(ChannelMsg::ExtendedData { data, .. }) => {
+                    self.received += data.len();
+                    self.buf.extend_from_slice(&data);
+                }
+                Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => {
+                    return Err(SshError::ClosedEarly {
+                        device: self.device.clone(),
+                        command: what.to_owned(),
+                        received: self.received,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    pub(crate) async fn wait_first_prompt(&mut self) -> Result<(), SshError> {
+        self.read_until("<login>", &[]).await?;
+        // Learn this device's prompt: its text up to the first mode/privilege character.
+        let tail = self.tail();
+        let last = tail.rsplit('\n').next().unwrap_or("").trim();
+        let base: String = last.chars().take_while(|c| !"(:>#$% ".contains(*c)).collect();
+        if !base.is_empty() {
+            let learned = format!(r"(?:^|\n){}[^\n]{{0,60}}[>#$%] ?\z", regex::escape(&base));
+            if let Ok(re) = Regex::new(&learned) {
+                self.prompt = re;
+            }
+        }
+        // Some CLIs print the banner and prompt twice; drain what arrives right away.
+        let quiet = Instant::now() + Duration::from_millis(30);
+        while let Ok(Some(msg)) = timeout_at(quiet, self.ch.wait()).await {
+            if let ChannelMsg::Data { data } = msg {
+                self.received += data.len();
+            }
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Send one command and return its output (echo and prompt removed).
+    pub async fn run(&mut self, command: &str) -> Result<String, SshError> {
+        self.run_answering(command, &[]).await
+    }
+
+    /// Like [`Shell::run`], answering confirmation questions on the way.
+    pub async fn run_answering(&mut self, command: &str, answers: &[(Regex, String)]) -> Result<String, SshError> {
+        self.buf.clear();
+        self.send(format!("{command}\n").as_bytes()).await?;
+        let res: Vec<&Regex> = answers.iter().map(|(r, _)| r).collect();
+        let mut rounds = 0;
+        loop {
+            match self.read_until(command, &res).await? {
+                Seen::Prompt => break,
+                Seen::Answer(i) => {
+                    rounds += 1;
+                    if rounds > 8 {
+                        return Err(SshError::CliError {
+                            device: self.device.clone(),
+                            command: command.to_owned(),
+                            message: "keeps asking for confirmation".into(),
+                        });
+                    }
+                    // Forget the question so it is not answered twice.
+                    self.buf.push(b'\n');
+                    self.send(format!("{}\n", answers[i].1).as_bytes()).await?;
+                }
+            }
+        }
+        let transcript = clean_transcript(&String::from_utf8_lossy(&self.buf));
+        Ok(output_between(&transcript, command))
+    }
+
+    /// Whether the last prompt was a privileged one (`#`).
+    pub fn privileged(&self) -> bool {
+        self.last_prompt.ends_with('#')
+    }
+
+    /// `enable`, answering a password prompt if one comes.
+    pub async fn enable(&mut self, password: &str) -> Result<(), SshError> {
+        self.buf.clear();
+        self.send(b"enable\n").await?;
+        if let Seen::Answer(_) = self.read_until("enable", &[&PASSWORD]).await? {
+            self.buf.clear();
+            self.send(format!("{password}\n").as_bytes()).await?;
+            self.read_until("enable", &[]).await?;
+        }
+        if !self.privileged() {
+            return Err(SshError::CliError {
+                device: self.device.clone(),
+                command: "enable".into(),
+                message: format!("still not privileged at prompt `{}`", self.last_prompt),
+            });
+        }
+        Ok(())
+    }
+
+    /// Send `intro`, the lines of `body`, then `end`, and wait for the prompt; returns the transcript.
+    pub async fn block(&mut self, intro: &str, body: &str, end: &str) -> Result<String, SshError> {
+        self.buf.clear();
+        let mut payload = String::with_capacity(body.len() + intro.len() + 16);
+        payload.push_str(intro);
+        payload.push('\n');
+        payload.push_str(body);
+        if !body.ends_with('\n') && !body.is_empty() {
+            payload.push('\n');
+        }
+        payload.push_str(end);
+        if !end.starts_with('\x04') {
+            payload.push('\n');
+        }
+        self.send(payload.as_bytes()).await?;
+        self.read_until(intro, &[]).await?;
+        Ok(clean_transcript(&String::from_utf8_lossy(&self.buf)))
+    }
+
+    /// Ask the CLI to end the session (best effort).
+    pub async fn exit(self) {
+        let _ = self.ch.data(&b"exit\n"[..]).await;
+        let _ = self.ch.eof().await;
+    }
+}
