@@ -106,7 +106,7 @@ pub fn check_str(file: &Path, text: &str) -> Report {
 
     let inventory = Validator { cx: &mut cx, file }.validate(raw, raw_devices);
     let mut diagnostics = cx.diags;
-    diagnostics.sort_by(|a, b| (a.line, a.col).cmp(&(b.line, b.col)));
+    diagnostics.sort_by_key(|a| (a.line, a.col));
     let inventory = if diagnostics.iter().any(|d| d.severity == Severity::Error) { None } else { inventory };
     Report { diagnostics, inventory }
 }
@@ -427,15 +427,15 @@ impl Validator<'_, '_> {
                 Gpus { count: *gg.count.get_ref(), model: gg.model.clone() }
             });
             let rails = self.rails(name_text, &d.rail);
-            if let (Some(role), Some(g)) = (role, &d.gpus) {
-                if role != Role::GpuNode {
-                    self.cx.warn(
-                        g.span().start,
-                        format!(
-                            "{role} `{name_text}` declares GPUs; only gpu-node devices are verified for them"
-                        ),
-                    );
-                }
+            if let (Some(role), Some(g)) = (role, &d.gpus)
+                && role != Role::GpuNode
+            {
+                self.cx.warn(
+                    g.span().start,
+                    format!(
+                        "{role} `{name_text}` declares GPUs; only gpu-node devices are verified for them"
+                    ),
+                );
             }
             if role == Some(Role::GpuNode) && d.gpus.is_none() {
                 self.cx.warn(d.name.span().start, format!("gpu-node `{name_text}` declares no [device.gpus]; the agent cannot check the GPU count"));
@@ -541,14 +541,15 @@ impl Validator<'_, '_> {
     }
 
     fn check_oob(&mut self, host: &Host, v: &Spanned<String>, subnets: &[IpNet], what: &str) {
-        if let Host::Ip(ip) = host {
-            if !subnets.is_empty() && !subnets.iter().any(|n| n.contains(ip)) {
-                let list: Vec<String> = subnets.iter().map(|n| n.to_string()).collect();
-                self.cx.err(
-                    v.span().start,
-                    format!("{what} {ip} is outside the declared OOB subnets ({})", list.join(", ")),
-                );
-            }
+        if let Host::Ip(ip) = host
+            && !subnets.is_empty()
+            && !subnets.iter().any(|n| n.contains(ip))
+        {
+            let list: Vec<String> = subnets.iter().map(|n| n.to_string()).collect();
+            self.cx.err(
+                v.span().start,
+                format!("{what} {ip} is outside the declared OOB subnets ({})", list.join(", ")),
+            );
         }
     }
 
@@ -798,13 +799,13 @@ impl Validator<'_, '_> {
                 let ip = text.parse::<IpAddr>().ok().or_else(|| text.parse::<IpNet>().ok().map(|n| n.addr()));
                 match ip {
                     Some(ip) => {
-                        if let Some(n) = subnet {
-                            if !n.contains(&ip) {
-                                self.cx.err(
-                                    a.span().start,
-                                    format!("rail address {ip} of `{device}` is outside its subnet {n}"),
-                                );
-                            }
+                        if let Some(n) = subnet
+                            && !n.contains(&ip)
+                        {
+                            self.cx.err(
+                                a.span().start,
+                                format!("rail address {ip} of `{device}` is outside its subnet {n}"),
+                            );
                         }
                         Some(ip)
                     }
@@ -817,18 +818,18 @@ impl Validator<'_, '_> {
                     }
                 }
             });
-            if let Some(m) = &r.mtu {
-                if !(576..=9216).contains(m.get_ref()) {
-                    self.cx.err(
-                        m.span().start,
-                        format!("rail MTU {} of `{device}` is outside 576..=9216", m.get_ref()),
-                    );
-                }
+            if let Some(m) = &r.mtu
+                && !(576..=9216).contains(m.get_ref())
+            {
+                self.cx.err(
+                    m.span().start,
+                    format!("rail MTU {} of `{device}` is outside 576..=9216", m.get_ref()),
+                );
             }
-            if let Some(rate) = &r.rate_gbps {
-                if *rate.get_ref() == 0 {
-                    self.cx.err(rate.span().start, "rail rate-gbps must be positive");
-                }
+            if let Some(rate) = &r.rate_gbps
+                && *rate.get_ref() == 0
+            {
+                self.cx.err(rate.span().start, "rail rate-gbps must be positive");
             }
             let link_layer = match &r.link_layer {
                 Some(l) => self.parse_word::<LinkLayer>(l, "rail.link-layer"),

@@ -69,6 +69,10 @@ impl Store {
             _ => url.to_owned(),
         };
         let opts = AnyConnectOptions::from_str(&url).map_err(connect_err)?.disable_statement_logging();
+        // One direct connection first: a wrong host or password fails at once with the server's own error,
+        // instead of after the pool's acquire timeout.
+        let probe = opts.connect().await.map_err(connect_err)?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = AnyPoolOptions::new()
             // SQLite serialises writers anyway; a small pool avoids lock contention.
             .max_connections(if backend == Backend::Sqlite { 4 } else { 10 })
@@ -140,11 +144,11 @@ impl Store {
 
 /// Hides the password of a `postgres://user:pass@host/db` URL for logs and errors.
 fn redact(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        if let Some((creds, host)) = rest.split_once('@') {
-            let user = creds.split(':').next().unwrap_or("");
-            return format!("{scheme}://{user}:***@{host}");
-        }
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((creds, host)) = rest.split_once('@')
+    {
+        let user = creds.split(':').next().unwrap_or("");
+        return format!("{scheme}://{user}:***@{host}");
     }
     url.to_owned()
 }

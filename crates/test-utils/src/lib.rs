@@ -1,0 +1,18 @@
+//! The one harness every integration and end-to-end test uses (dev-dependency only).
+//!
+//! Tests run in parallel, one process each (nextest), so everything here hands out per-test resources:
+//! a fresh loopback address, a fresh PostgreSQL database, a fresh data directory. Real third-party peers
+//! (`../shared/peers/`) are started once by `.ci/run`; tests find them through their endpoints files and,
+//! with `OOB_PEERS_REQUIRED=1`, fail instead of skipping when one is missing.
+
+mod bin;
+mod loopback;
+mod peers;
+mod postgres;
+mod wait;
+
+pub use bin::{lifeline_bin, workspace_root};
+pub use loopback::unique_loopback;
+pub use peers::{PeerRow, peer_endpoints, peers_required};
+pub use postgres::{TestDatabase, postgres_url};
+pub use wait::{wait_until, wait_until_async};
