@@ -193,7 +193,9 @@ pub(crate) async fn ready_shell(
         let t = session.target();
         let pw = match (&t.enable_password, &t.auth) {
             (Some(p), _) => p.clone(),
-            (None, crate::ssh::SshAuth::Password(p) | crate::ssh::SshAuth::KeyboardInteractive(p)) => p.clone(),
+            (None, crate::ssh::SshAuth::Password(p) | crate::ssh::SshAuth::KeyboardInteractive(p)) => {
+                p.clone()
+            }
             (None, crate::ssh::SshAuth::PublicKey(_)) => String::new(),
         };
         sh.enable(&pw).await?;
@@ -255,7 +257,8 @@ async fn backup_inner(ctx: &BackupContext, target: &BackupTarget) -> Result<Back
         raw.seal(&device, &id, &fetched.raw).await.map_err(index_err)?;
         sealed = true;
     }
-    let rec = ctx.index.record(&device, target.platform, &id, size, Utc::now(), sealed).await.map_err(index_err)?;
+    let rec =
+        ctx.index.record(&device, target.platform, &id, size, Utc::now(), sealed).await.map_err(index_err)?;
     Ok(BackupOutcome::NewVersion { version: rec.version, blob: id, previous: latest.map(|l| l.version) })
 }
 

@@ -62,10 +62,11 @@ pub async fn export_git(
         if done.contains(&marker(&rec.device, rec.version)) {
             continue;
         }
-        let bytes = blobs
-            .get(&rec.blob)
-            .await
-            .map_err(|source| GitExportError::Blob { device: rec.device.clone(), version: rec.version, source })?;
+        let bytes = blobs.get(&rec.blob).await.map_err(|source| GitExportError::Blob {
+            device: rec.device.clone(),
+            version: rec.version,
+            source,
+        })?;
         todo.push((rec, bytes));
     }
     let dir = dir.to_owned();
@@ -81,7 +82,8 @@ fn open_or_init(dir: &Path) -> Result<Repository, GitExportError> {
     match Repository::open(dir) {
         Ok(r) => Ok(r),
         Err(_) => {
-            std::fs::create_dir_all(dir).map_err(|source| GitExportError::Io { path: dir.to_owned(), source })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|source| GitExportError::Io { path: dir.to_owned(), source })?;
             Repository::init(dir).map_err(ge)
         }
     }

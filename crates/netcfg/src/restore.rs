@@ -78,7 +78,12 @@ pub async fn load_version(
             .await
             .map_err(ie)?
             .ok_or(RestoreError::NoSuchVersion { device: device.clone(), version: v })?,
-        None => ctx.index.latest(device).await.map_err(ie)?.ok_or(RestoreError::NoVersions { device: device.clone() })?,
+        None => ctx
+            .index
+            .latest(device)
+            .await
+            .map_err(ie)?
+            .ok_or(RestoreError::NoVersions { device: device.clone() })?,
     };
     let bytes = ctx
         .blobs
@@ -175,9 +180,13 @@ async fn restore_inner(
         }
     };
 
-    let session =
-        Session::connect(&target.ssh, target.platform_algorithms, ctx.pins.clone(), PinPolicy::TrustOnFirstUse)
-            .await?;
+    let session = Session::connect(
+        &target.ssh,
+        target.platform_algorithms,
+        ctx.pins.clone(),
+        PinPolicy::TrustOnFirstUse,
+    )
+    .await?;
     let mut rebooted = false;
     let run = async {
         let mut sh = ready_shell(&session, driver.as_ref()).await?;

@@ -11,8 +11,9 @@ use regex::Regex;
 
 use super::{Driver, Incomplete, Step, cli_error};
 
-static PROMPT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:^|\n)[\w.\-]+@[\w.\-]+(?::[\w.\-]+)?:[^\n]{0,60}[$#] ?\z").expect("prompt"));
+static PROMPT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\n)[\w.\-]+@[\w.\-]+(?::[\w.\-]+)?:[^\n]{0,60}[$#] ?\z").expect("prompt")
+});
 
 #[derive(Debug, Default)]
 pub struct Cumulus;

@@ -107,7 +107,11 @@ impl Driver for Ios {
             Step::Command {
                 line: "reload".into(),
                 answers: vec![
-                    (Regex::new(r"System configuration has been modified. Save\? \[yes/no\]: ?\z").expect("re"), "no".into()),
+                    (
+                        Regex::new(r"System configuration has been modified. Save\? \[yes/no\]: ?\z")
+                            .expect("re"),
+                        "no".into(),
+                    ),
                     (Regex::new(r"\[confirm\] ?\z").expect("re"), String::new()),
                 ],
             },

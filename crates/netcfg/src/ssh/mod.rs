@@ -235,9 +235,11 @@ impl Session {
             seen: seen.clone(),
         };
         let handshake = async {
-            let tcp = TcpStream::connect(&addr)
-                .await
-                .map_err(|source| SshError::Connect { device: device.clone(), addr: addr.clone(), source })?;
+            let tcp = TcpStream::connect(&addr).await.map_err(|source| SshError::Connect {
+                device: device.clone(),
+                addr: addr.clone(),
+                source,
+            })?;
             let _ = tcp.set_nodelay(true);
             client::connect_stream(config, tcp, handler).await.map_err(|source| {
                 match verdict.lock().expect("verdict lock").take() {
@@ -250,9 +252,11 @@ impl Session {
                 }
             })
         };
-        let mut handle = timeout(t.connect, handshake)
-            .await
-            .map_err(|_| SshError::ConnectTimeout { device: device.clone(), addr: addr.clone(), after: t.connect })??;
+        let mut handle = timeout(t.connect, handshake).await.map_err(|_| SshError::ConnectTimeout {
+            device: device.clone(),
+            addr: addr.clone(),
+            after: t.connect,
+        })??;
         let host_key = seen.lock().expect("seen lock").expect("host key checked during handshake");
 
         timeout(t.auth, authenticate(&mut handle, target))
@@ -344,7 +348,10 @@ impl Session {
     }
 }
 
-async fn authenticate(handle: &mut client::Handle<PinningHandler>, target: &SshTarget) -> Result<(), SshError> {
+async fn authenticate(
+    handle: &mut client::Handle<PinningHandler>,
+    target: &SshTarget,
+) -> Result<(), SshError> {
     let device = target.device.clone();
     let user = target.username.clone();
     let auth_err = |source| SshError::Auth { device: device.clone(), source };
@@ -384,9 +391,5 @@ async fn authenticate(handle: &mut client::Handle<PinningHandler>, target: &SshT
             }
         }
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(SshError::AuthRejected { device, user, method: target.auth.method() })
-    }
+    if ok { Ok(()) } else { Err(SshError::AuthRejected { device, user, method: target.auth.method() }) }
 }

@@ -18,8 +18,9 @@ use tokio::time::{Instant, timeout_at};
 use super::SshError;
 use crate::text::{clean_transcript, output_between};
 
-static PAGER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:--More--|-- More --|<--- More --->|\(END\)|lines \d+-\d+) ?\z").expect("pager"));
+static PAGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:--More--|-- More --|<--- More --->|\(END\)|lines \d+-\d+) ?\z").expect("pager")
+});
 static PASSWORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)password: ?\z").expect("password"));
 
 /// How much of the end of the output is examined for a prompt.
@@ -49,8 +50,21 @@ enum Seen {
 }
 
 impl Shell {
-    pub(crate) fn new(ch: Channel<Msg>, device: DeviceName, prompt: Regex, command_timeout: Duration) -> Shell {
-        Shell { ch, device, prompt, command_timeout, buf: Vec::new(), received: 0, last_prompt: String::new() }
+    pub(crate) fn new(
+        ch: Channel<Msg>,
+        device: DeviceName,
+        prompt: Regex,
+        command_timeout: Duration,
+    ) -> Shell {
+        Shell {
+            ch,
+            device,
+            prompt,
+            command_timeout,
+            buf: Vec::new(),
+            received: 0,
+            last_prompt: String::new(),
+        }
     }
 
     fn tail(&self) -> String {
@@ -131,7 +145,11 @@ impl Shell {
     }
 
     /// Like [`Shell::run`], answering confirmation questions on the way.
-    pub async fn run_answering(&mut self, command: &str, answers: &[(Regex, String)]) -> Result<String, SshError> {
+    pub async fn run_answering(
+        &mut self,
+        command: &str,
+        answers: &[(Regex, String)],
+    ) -> Result<String, SshError> {
         self.buf.clear();
         self.send(format!("{command}\n").as_bytes()).await?;
         let res: Vec<&Regex> = answers.iter().map(|(r, _)| r).collect();

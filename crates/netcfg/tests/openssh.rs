@@ -1,0 +1,176 @@
+//! Backups from a real OpenSSH `sshd` started by the test (as the current user, on its own loopback
+//! address): exec channel + `ForceCommand` printing a config, public-key auth, the legacy algorithm
+//! profile, and a transfer cut halfway.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lifeline_netcfg::backup::{BackupError, BackupOutcome, backup_one};
+use lifeline_netcfg::ssh::{AlgorithmProfile, SshAuth, SshError, Transport};
+use lifeline_types::{DeviceName, Platform};
+
+struct Sshd {
+    child: Child,
+    addr: std::net::Ipv4Addr,
+    port: u16,
+    _dir: tempfile::TempDir,
+    key: Arc<russh::keys::PrivateKey>,
+    user: String,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn keygen(path: &Path, kind: &str) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", "", "-f"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(st.success());
+}
+
+/// Start sshd serving `config_text` through a forced command. `extra` adds sshd_config lines.
+fn start_sshd(config_text: &str, extra: &str, host_key_kind: &str) -> Option<Sshd> {
+    if !Path::new("/usr/sbin/sshd").exists() {
+        if lifeline_test_utils::peers_required() {
+            panic!("OpenSSH server required (apt openssh-server) but /usr/sbin/sshd is missing");
+        }
+        eprintln!("SKIP: no /usr/sbin/sshd (apt-get install openssh-server)");
+        return None;
+    }
+    // Privilege separation directory sshd insists on when started as root.
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(&d.join("host_key"), host_key_kind);
+    keygen(&d.join("client_key"), "ed25519");
+    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+    std::fs::write(d.join("config.txt"), config_text).unwrap();
+    let addr = lifeline_test_utils::unique_loopback();
+    let port = std::net::TcpListener::bind((addr, 0)).unwrap().local_addr().unwrap().port();
+    let user =
+        String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_owned();
+    let conf = format!(
+        "ListenAddress {addr}:{port}\nHostKey {hk}\nPidFile {pid}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
+         UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
+         AllowUsers {user}\nForceCommand cat {cfg}\nLogLevel ERROR\n{extra}\n",
+        hk = d.join("host_key").display(),
+        pid = d.join("sshd.pid").display(),
+        ak = d.join("authorized_keys").display(),
+        cfg = d.join("config.txt").display(),
+    );
+    std::fs::write(d.join("sshd_config"), conf).unwrap();
+    let child = Command::new("/usr/sbin/sshd")
+        .args(["-D", "-e", "-f"])
+        .arg(d.join("sshd_config"))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sshd");
+    lifeline_test_utils::wait_until("sshd listening", Duration::from_secs(10), || {
+        std::net::TcpStream::connect((addr, port)).ok()
+    });
+    let key = russh::keys::load_secret_key(d.join("client_key"), None).unwrap();
+    Some(Sshd { child, addr, port, _dir: dir, key: Arc::new(key), user })
+}
+
+fn eos_config(n: usize) -> String {
+    let mut s =
+        String::from("! Command: show running-config\n! Time: Mon Jan  1 00:00:00 2024\nhostname spine9\n");
+    s.push_str("username admin privilege 15 role network-admin secret sha512 $6$abc$SECRETHASH\n");
+    for i in 0..n {
+        s.push_str(&format!("interface Ethernet{i}\n   mtu 9214\n   description rail {i}\n!\n"));
+    }
+    s.push_str("end\n");
+    s
+}
+
+fn target(s: &Sshd, name: &str) -> lifeline_netcfg::BackupTarget {
+    let mut t = common::target(
+        name,
+        &s.addr.to_string(),
+        s.port,
+        &s.user,
+        SshAuth::PublicKey(s.key.clone()),
+        Platform::Eos,
+    );
+    t.ssh.transport = Transport::Exec;
+    t
+}
+
+#[tokio::test]
+async fn exec_with_forced_command_and_key_auth() {
+    let Some(sshd) = start_sshd(&eos_config(20), "", "ed25519") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), false);
+    let t = target(&sshd, "spine9");
+    let out = backup_one(&ctx, &t).await.unwrap();
+    assert!(matches!(out, BackupOutcome::NewVersion { version: 1, previous: None, .. }), "{out:?}");
+    let v = ctx.index.latest(&DeviceName::new("spine9").unwrap()).await.unwrap().unwrap();
+    let text = String::from_utf8(ctx.blobs.get(&v.blob).await.unwrap()).unwrap();
+    assert!(text.starts_with("hostname spine9\n"), "volatile header kept:\n{text}");
+    assert!(text.contains("secret sha512 <removed>") && !text.contains("SECRETHASH"), "{text}");
+    // A new timestamp alone is not a change.
+    std::fs::write(sshd._dir.path().join("config.txt"), eos_config(20).replace("00:00:00", "12:34:56"))
+        .unwrap();
+    assert!(matches!(backup_one(&ctx, &t).await.unwrap(), BackupOutcome::Unchanged { version: 1 }));
+    // A real change is.
+    std::fs::write(sshd._dir.path().join("config.txt"), eos_config(21)).unwrap();
+    assert!(matches!(
+        backup_one(&ctx, &t).await.unwrap(),
+        BackupOutcome::NewVersion { version: 2, previous: Some(1), .. }
+    ));
+    // A truncated config (no `end`) is refused and stores nothing.
+    let cut = eos_config(22);
+    std::fs::write(sshd._dir.path().join("config.txt"), &cut[..cut.len() / 2]).unwrap();
+    let err = backup_one(&ctx, &t).await.unwrap_err();
+    assert!(matches!(err, BackupError::Incomplete { .. }), "{}", err.chain());
+    assert_eq!(ctx.index.list(&DeviceName::new("spine9").unwrap()).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn legacy_algorithms_only_when_allowed() {
+    let legacy = "KexAlgorithms diffie-hellman-group14-sha1\nHostKeyAlgorithms ssh-rsa\nCiphers aes128-cbc\nMACs hmac-sha1\n";
+    let Some(sshd) = start_sshd(&eos_config(3), legacy, "rsa") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), false);
+    let mut t = target(&sshd, "old-switch");
+    let err = backup_one(&ctx, &t).await.unwrap_err();
+    assert!(matches!(err, BackupError::Ssh(SshError::Handshake { .. })), "{}", err.chain());
+    assert!(ctx.pins.get(&DeviceName::new("old-switch").unwrap()).await.unwrap().is_none());
+    t.ssh.algorithms = Some(AlgorithmProfile::LEGACY);
+    let out = backup_one(&ctx, &t).await.unwrap();
+    assert!(matches!(out, BackupOutcome::NewVersion { version: 1, .. }), "{out:?}");
+}
+
+#[tokio::test]
+async fn exec_transfer_cut_halfway_stores_nothing() {
+    // ~100 kB of config so the cut lands well inside the transfer.
+    let Some(sshd) = start_sshd(&eos_config(2000), "", "ed25519") else { return };
+    let upstream = format!("{}:{}", sshd.addr, sshd.port);
+    let (addr, _) = common::cutting_proxy(upstream, Some(60_000)).await;
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), false);
+    let mut t = target(&sshd, "spine9");
+    t.ssh.host = host.to_owned();
+    t.ssh.port = port.parse().unwrap();
+    let results = lifeline_netcfg::backup_all(&ctx, vec![t], 4, |_| {}).await;
+    let err = results[0].outcome.as_ref().unwrap_err();
+    assert!(
+        matches!(err, BackupError::Ssh(SshError::ClosedEarly { received, .. }) if *received > 0),
+        "{}",
+        err.chain()
+    );
+    assert!(ctx.index.list(&DeviceName::new("spine9").unwrap()).await.unwrap().is_empty());
+    assert!(!dir.path().join("blobs").exists());
+}
