@@ -132,7 +132,7 @@ pub fn run_with_hook(policy: &Policy, opts: &Options, between_samples: impl FnOn
     let measured = sample_start.elapsed();
     for (i, r) in policy.rails.iter().enumerate() {
         let second = rails::sample_counters(roots, r, names);
-        rail_checks[i].push(timed(|| rails::counters_check(r, first_counters[i].as_ref(), second.as_ref(), measured)));
+        rail_checks[i].push(timed(|| rails::counters_check(r, first_counters[i].as_ref(), second.as_ref(), interval)));
         let second_pause = if pfc_wanted { host::sample_pause(roots, r) } else { Err(String::new()) };
         host_checks.push(timed(|| host::pfc_check(&policy.host, r, &first_pause[i], &second_pause, measured)));
     }

@@ -131,7 +131,8 @@ impl GpuSnapshot {
             return Err(GpuSourceError::HostDown { path: shown });
         }
         Ok(Collected {
-            source: format!("snapshot:{shown}"),
+            // Evidence names the kind of source only; the report's `sources.gpu` carries the path.
+            source: "snapshot".into(),
             driver_version: snap.driver_version,
             gpus: snap.gpus,
             xid_coverage: format!("xid_events since driver load as recorded in the snapshot taken {}", snap.taken_at),
