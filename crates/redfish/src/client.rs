@@ -143,17 +143,19 @@ impl Transport {
                 attempt.stop()
             }
         });
-        let mut b = reqwest::Client::builder()
+        let b = reqwest::Client::builder()
             .redirect(policy)
             .connect_timeout(opts.connect_timeout)
             .pool_max_idle_per_host(opts.max_concurrent_requests.max(1))
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_only()
             .user_agent(concat!("lifeline-redfish/", env!("CARGO_PKG_VERSION")));
-        if let Some(cfg) = tls {
-            b = b.tls_backend_preconfigured(cfg);
-        }
-        b.build().map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })
+        let cfg = match tls {
+            Some(cfg) => cfg,
+            None => crate::tls::trust_nothing_config()
+                .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?,
+        };
+        b.tls_backend_preconfigured(cfg).build().map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })
     }
 
     /// Resolve a link (path or absolute URL) against the BMC; refuse other hosts; drop `#fragments`

@@ -207,6 +207,16 @@ pub(crate) fn client_config(
     Ok((config, state))
 }
 
+/// Config for a plain-HTTP BMC (mockups): reqwest needs some TLS config with `rustls-no-provider`; this one
+/// trusts nothing, so it could never carry credentials to an HTTPS host.
+pub(crate) fn trust_nothing_config() -> Result<rustls::ClientConfig, TlsSetupError> {
+    Ok(rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsSetupError::Rustls(Box::new(e)))?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth())
+}
+
 fn ca_verifier(
     pem: &[u8],
     path: PathBuf,
