@@ -36,8 +36,17 @@ pub fn default_route(roots: &Roots, host: &HostPolicy) -> Check {
     let table = match read.result {
         Ok(t) => t,
         Err(e) => {
-            return Check::new("host.default_route", "host", Status::Error, format!("cannot read {}", read.logical))
-                .with_evidence(vec![Evidence::new("route", format!("unreadable: {e}"), read.logical)]);
+            return Check::new(
+                "host.default_route",
+                "host",
+                Status::Error,
+                format!("cannot read {}", read.logical),
+            )
+            .with_evidence(vec![Evidence::new(
+                "route",
+                format!("unreadable: {e}"),
+                read.logical,
+            )]);
         }
     };
     let ifaces = default_route_interfaces(&table);
@@ -53,8 +62,13 @@ pub fn default_route(roots: &Roots, host: &HostPolicy) -> Check {
         )
         .with_evidence(ev)
     } else if ifaces.is_empty() {
-        Check::new("host.default_route", "host", Status::Fail, format!("no default route (expected on {frontend})"))
-            .with_evidence(ev)
+        Check::new(
+            "host.default_route",
+            "host",
+            Status::Fail,
+            format!("no default route (expected on {frontend})"),
+        )
+        .with_evidence(ev)
     } else {
         Check::new("host.default_route", "host", Status::Pass, format!("default route only on {frontend}"))
             .with_evidence(ev)
@@ -76,15 +90,21 @@ pub fn rp_filter(roots: &Roots, host: &HostPolicy, rail: &RailPolicy) -> Check {
             _ => {
                 let shown = read.result.clone().unwrap_or_else(|e| format!("unreadable: {e}"));
                 ev.push(Evidence::new(format!("rp_filter[{scope}]"), shown, read.logical.clone()));
-                return Check::new("host.rp_filter", subj, Status::Error, format!("cannot read {}", read.logical))
-                    .with_evidence(ev);
+                return Check::new(
+                    "host.rp_filter",
+                    subj,
+                    Status::Error,
+                    format!("cannot read {}", read.logical),
+                )
+                .with_evidence(ev);
             }
         }
     }
     let effective = values.iter().copied().max().unwrap_or(0);
     let allowed = host.rp_filter.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" or ");
     if host.rp_filter.contains(&effective) {
-        Check::new("host.rp_filter", subj, Status::Pass, format!("effective rp_filter {effective}")).with_evidence(ev)
+        Check::new("host.rp_filter", subj, Status::Pass, format!("effective rp_filter {effective}"))
+            .with_evidence(ev)
     } else {
         Check::new(
             "host.rp_filter",
@@ -139,7 +159,10 @@ pub fn sample_pause(roots: &Roots, rail: &RailPolicy) -> Result<PauseSample, Str
         Some(dir) => {
             let path = dir.join(&rail.netdev);
             let shown = format!("ethtool -S {} (recorded: {})", rail.netdev, path.display());
-            (std::fs::read_to_string(&path).map_err(|e| format!("{shown}: {e}"))?, format!("ethtool -S {} (recorded)", rail.netdev))
+            (
+                std::fs::read_to_string(&path).map_err(|e| format!("{shown}: {e}"))?,
+                format!("ethtool -S {} (recorded)", rail.netdev),
+            )
         }
         None if roots.is_live() => (run_ethtool(&rail.netdev)?, format!("ethtool -S {}", rail.netdev)),
         None => return Err("recorded tree without an ethtool directory (`ethtool -S` outputs)".into()),

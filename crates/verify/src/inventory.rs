@@ -9,7 +9,9 @@ use std::net::IpAddr;
 use ipnet::{IpNet, Ipv4Net};
 use lifeline_inventory::{Inventory, LinkLayer as InvLinkLayer};
 
-use crate::policy::{GpuPolicy, HostPolicy, LinkLayer, Policy, RailPolicy, SamplingPolicy, default_critical_xids};
+use crate::policy::{
+    GpuPolicy, HostPolicy, LinkLayer, Policy, RailPolicy, SamplingPolicy, default_critical_xids,
+};
 
 /// Why a node's expectations cannot be derived.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +26,8 @@ impl Policy {
     /// The expectations for `node` as declared in the inventory. Rails without an MTU expect 9000 (backend
     /// and storage rails are jumbo by design).
     pub fn from_inventory(inv: &Inventory, node: &str) -> Result<Policy, FromInventoryError> {
-        let dev = inv.device(node).ok_or_else(|| FromInventoryError::UnknownNode { node: node.to_owned() })?;
+        let dev =
+            inv.device(node).ok_or_else(|| FromInventoryError::UnknownNode { node: node.to_owned() })?;
         let gpus = dev.gpus.as_ref().map(|g| GpuPolicy {
             count: g.count,
             model: g.model.clone(),
@@ -45,7 +48,9 @@ impl Policy {
             let netdev = r.netdev.clone().ok_or_else(|| err("no netdev"))?;
             let rate_gbps = r.rate_gbps.ok_or_else(|| err("no rate_gbps"))?;
             let ipv4 = match (r.address, r.subnet) {
-                (Some(IpAddr::V4(a)), Some(IpNet::V4(n))) => Some(Ipv4Net::new(a, n.prefix_len()).map_err(|_| err("bad prefix"))?),
+                (Some(IpAddr::V4(a)), Some(IpNet::V4(n))) => {
+                    Some(Ipv4Net::new(a, n.prefix_len()).map_err(|_| err("bad prefix"))?)
+                }
                 (Some(IpAddr::V4(a)), _) => Some(Ipv4Net::new(a, 32).map_err(|_| err("bad address"))?),
                 _ => None,
             };

@@ -78,14 +78,16 @@ pub fn run_with_hook(policy: &Policy, opts: &Options, between_samples: impl FnOn
     let roots = &opts.roots;
     let interval = opts.interval.unwrap_or(Duration::from_millis(policy.sampling.interval_ms));
 
-    let mut rail_checks: Vec<Vec<Check>> = policy.rails.iter().map(|r| rails::static_checks(roots, r)).collect();
+    let mut rail_checks: Vec<Vec<Check>> =
+        policy.rails.iter().map(|r| rails::static_checks(roots, r)).collect();
     let mut host_checks = vec![timed(|| host::default_route(roots, &policy.host))];
     for r in &policy.rails {
         host_checks.push(timed(|| host::rp_filter(roots, &policy.host, r)));
     }
 
     let names = &policy.sampling.error_counters;
-    let first_counters: Vec<_> = policy.rails.iter().map(|r| rails::sample_counters(roots, r, names)).collect();
+    let first_counters: Vec<_> =
+        policy.rails.iter().map(|r| rails::sample_counters(roots, r, names)).collect();
     let pfc_wanted = policy.host.pfc_max_pause_per_sec.is_some();
     let first_pause: Vec<_> = policy
         .rails
@@ -132,9 +134,11 @@ pub fn run_with_hook(policy: &Policy, opts: &Options, between_samples: impl FnOn
     let measured = sample_start.elapsed();
     for (i, r) in policy.rails.iter().enumerate() {
         let second = rails::sample_counters(roots, r, names);
-        rail_checks[i].push(timed(|| rails::counters_check(r, first_counters[i].as_ref(), second.as_ref(), interval)));
+        rail_checks[i]
+            .push(timed(|| rails::counters_check(r, first_counters[i].as_ref(), second.as_ref(), interval)));
         let second_pause = if pfc_wanted { host::sample_pause(roots, r) } else { Err(String::new()) };
-        host_checks.push(timed(|| host::pfc_check(&policy.host, r, &first_pause[i], &second_pause, measured)));
+        host_checks
+            .push(timed(|| host::pfc_check(&policy.host, r, &first_pause[i], &second_pause, measured)));
     }
 
     #[cfg(feature = "verbs")]

@@ -204,7 +204,8 @@ impl Policy {
 
     pub fn from_file(path: &Path) -> Result<Policy, PolicyError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| PolicyError::Read { path: shown.clone(), source })?;
         Policy::from_toml_str(&text, &shown)
     }
 

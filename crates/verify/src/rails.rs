@@ -64,7 +64,12 @@ pub fn static_checks(roots: &Roots, rail: &RailPolicy) -> Vec<Check> {
         if hca_ok {
             out.push(timed(|| f(roots, rail)));
         } else {
-            out.push(Check::new(id, subject(rail), Status::Skip, format!("not evaluated: HCA {} absent", rail.hca)));
+            out.push(Check::new(
+                id,
+                subject(rail),
+                Status::Skip,
+                format!("not evaluated: HCA {} absent", rail.hca),
+            ));
         }
     }
     out.push(timed(|| mtu(roots, rail)));
@@ -79,7 +84,10 @@ fn present(roots: &Roots, rail: &RailPolicy) -> Check {
             "rail.present",
             subj,
             Status::Fail,
-            format!("{class_logical} is missing: no RDMA driver loaded, but this node expects HCA {}", rail.hca),
+            format!(
+                "{class_logical} is missing: no RDMA driver loaded, but this node expects HCA {}",
+                rail.hca
+            ),
         )
         .with_evidence(vec![Evidence::new("exists", "false", class_logical)]);
     }
@@ -148,11 +156,15 @@ fn rate(roots: &Roots, rail: &RailPolicy) -> Check {
     let ev = vec![Evidence::new("rate", text.clone(), read.logical.clone())];
     match parse_rate_gbps(&text) {
         Some(r) if r >= f64::from(rail.rate_gbps) => {
-            Check::new("rail.rate", subj, Status::Pass, format!("{text} >= {} Gb/s", rail.rate_gbps)).with_evidence(ev)
+            Check::new("rail.rate", subj, Status::Pass, format!("{text} >= {} Gb/s", rail.rate_gbps))
+                .with_evidence(ev)
         }
-        Some(_) => Check::new("rail.rate", subj, Status::Fail, format!("{text} < {} Gb/s expected", rail.rate_gbps))
+        Some(_) => {
+            Check::new("rail.rate", subj, Status::Fail, format!("{text} < {} Gb/s expected", rail.rate_gbps))
+                .with_evidence(ev)
+        }
+        None => Check::new("rail.rate", subj, Status::Error, format!("unparsable rate `{text}`"))
             .with_evidence(ev),
-        None => Check::new("rail.rate", subj, Status::Error, format!("unparsable rate `{text}`")).with_evidence(ev),
     }
 }
 
@@ -211,8 +223,13 @@ fn gid(roots: &Roots, rail: &RailPolicy) -> Check {
                     if let Ok(n) = nd.result {
                         ev.push(Evidence::new(format!("ndev[{idx}]"), n, nd.logical));
                     }
-                    return Check::new("rail.gid", subj, Status::Pass, format!("RoCE v2 GID index {idx} carries {want}"))
-                        .with_evidence(ev);
+                    return Check::new(
+                        "rail.gid",
+                        subj,
+                        Status::Pass,
+                        format!("RoCE v2 GID index {idx} carries {want}"),
+                    )
+                    .with_evidence(ev);
                 }
                 v1_only = true;
             }
@@ -246,7 +263,8 @@ fn mtu(roots: &Roots, rail: &RailPolicy) -> Check {
             let ev = vec![Evidence::new("mtu", t.clone(), read.logical)];
             match t.parse::<u32>() {
                 Ok(m) if m == rail.mtu => {
-                    Check::new("rail.mtu", subj, Status::Pass, format!("{} mtu {m}", rail.netdev)).with_evidence(ev)
+                    Check::new("rail.mtu", subj, Status::Pass, format!("{} mtu {m}", rail.netdev))
+                        .with_evidence(ev)
                 }
                 Ok(m) => Check::new(
                     "rail.mtu",
@@ -255,7 +273,8 @@ fn mtu(roots: &Roots, rail: &RailPolicy) -> Check {
                     format!("{} mtu {m}, expected {}", rail.netdev, rail.mtu),
                 )
                 .with_evidence(ev),
-                Err(_) => Check::new("rail.mtu", subj, Status::Error, format!("unparsable mtu `{t}`")).with_evidence(ev),
+                Err(_) => Check::new("rail.mtu", subj, Status::Error, format!("unparsable mtu `{t}`"))
+                    .with_evidence(ev),
             }
         }
         Err(e) => {
@@ -265,8 +284,11 @@ fn mtu(roots: &Roots, rail: &RailPolicy) -> Check {
             } else {
                 (Status::Error, format!("cannot read {}", read.logical))
             };
-            Check::new("rail.mtu", subj, status, message)
-                .with_evidence(vec![Evidence::new("mtu", format!("unreadable: {e}"), read.logical)])
+            Check::new("rail.mtu", subj, status, message).with_evidence(vec![Evidence::new(
+                "mtu",
+                format!("unreadable: {e}"),
+                read.logical,
+            )])
         }
     }
 }
@@ -307,11 +329,21 @@ pub fn counters_check(
 ) -> Check {
     let subj = subject(rail);
     let (Some(a), Some(b)) = (first, second) else {
-        return Check::new("rail.counters", subj, Status::Skip, format!("not evaluated: HCA {} absent", rail.hca));
+        return Check::new(
+            "rail.counters",
+            subj,
+            Status::Skip,
+            format!("not evaluated: HCA {} absent", rail.hca),
+        );
     };
     if a.values.is_empty() {
         let why = a.unreadable.iter().map(|(n, e)| format!("{n}: {e}")).collect::<Vec<_>>().join("; ");
-        return Check::new("rail.counters", subj, Status::Error, format!("no error counter readable ({why})"));
+        return Check::new(
+            "rail.counters",
+            subj,
+            Status::Error,
+            format!("no error counter readable ({why})"),
+        );
     }
     let mut ev = Vec::new();
     let mut rising = Vec::new();

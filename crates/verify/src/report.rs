@@ -255,7 +255,12 @@ impl Report {
         table.load_preset(comfy_table::presets::ASCII_BORDERS_ONLY_CONDENSED);
         table.set_header(vec!["STATUS", "CHECK", "SUBJECT", "MESSAGE"]);
         for c in &self.checks {
-            table.add_row(vec![c.status.as_str().to_uppercase(), c.id.clone(), c.subject.clone(), c.message.clone()]);
+            table.add_row(vec![
+                c.status.as_str().to_uppercase(),
+                c.id.clone(),
+                c.subject.clone(),
+                c.message.clone(),
+            ]);
         }
         let s = &self.summary;
         let mut out = format!(

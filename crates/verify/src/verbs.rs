@@ -76,10 +76,16 @@ fn active_mtu(rail: &RailPolicy) -> Check {
             };
             let ev = vec![Evidence::new("active_mtu", format!("{bytes} (IBV_MTU enum {raw})"), src)];
             if bytes == want {
-                Check::new("rail.active_mtu", subj, Status::Pass, format!("active MTU {bytes}")).with_evidence(ev)
-            } else {
-                Check::new("rail.active_mtu", subj, Status::Fail, format!("active MTU {bytes}, expected {want}"))
+                Check::new("rail.active_mtu", subj, Status::Pass, format!("active MTU {bytes}"))
                     .with_evidence(ev)
+            } else {
+                Check::new(
+                    "rail.active_mtu",
+                    subj,
+                    Status::Fail,
+                    format!("active MTU {bytes}, expected {want}"),
+                )
+                .with_evidence(ev)
             }
         }
         Ok(None) => Check::new(
@@ -114,16 +120,21 @@ fn query_active_mtu(hca: &str, port: u32) -> Result<Option<u32>, (Status, String
         // SAFETY: dev is valid while the list is alive; the context is closed below.
         let ctx = unsafe { ffi::ibv_open_device(dev) };
         if ctx.is_null() {
-            result = Err((Status::Error, format!("ibv_open_device({hca}): {}", std::io::Error::last_os_error())));
+            result =
+                Err((Status::Error, format!("ibv_open_device({hca}): {}", std::io::Error::last_os_error())));
             break;
         }
         let mut attr = ffi::ibv_port_attr::default();
         // SAFETY: ctx is an open context; attr is a properly sized, writable ibv_port_attr.
-        let rc = unsafe { ffi::ibv_query_port(ctx, port as u8, &mut attr as *mut ffi::ibv_port_attr as *mut _) };
+        let rc =
+            unsafe { ffi::ibv_query_port(ctx, port as u8, &mut attr as *mut ffi::ibv_port_attr as *mut _) };
         result = if rc == 0 {
             Ok(Some(attr.active_mtu as u32))
         } else {
-            Err((Status::Error, format!("ibv_query_port({hca}, {port}): {}", std::io::Error::from_raw_os_error(rc))))
+            Err((
+                Status::Error,
+                format!("ibv_query_port({hca}, {port}): {}", std::io::Error::from_raw_os_error(rc)),
+            ))
         };
         // SAFETY: ctx was opened above and is not used afterwards.
         unsafe { ffi::ibv_close_device(ctx) };
@@ -203,14 +214,20 @@ fn loopback_inner(rail: &RailPolicy) -> Result<usize, (Status, String)> {
             if let Some((status, vendor)) = wc.error() {
                 std::mem::forget(send);
                 std::mem::forget(recv);
-                return Err((Status::Fail, format!("{} loopback completion error {status:?} (vendor {vendor})", rail.hca)));
+                return Err((
+                    Status::Fail,
+                    format!("{} loopback completion error {status:?} (vendor {vendor})", rail.hca),
+                ));
             }
             done += 1;
         }
         if Instant::now() > deadline {
             std::mem::forget(send);
             std::mem::forget(recv);
-            return Err((Status::Fail, format!("{} loopback timed out after {LOOPBACK_TIMEOUT:?}", rail.hca)));
+            return Err((
+                Status::Fail,
+                format!("{} loopback timed out after {LOOPBACK_TIMEOUT:?}", rail.hca),
+            ));
         }
     }
     if recv[..] != send[..] {

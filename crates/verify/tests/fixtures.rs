@@ -70,15 +70,17 @@ impl Node {
             write(&port.join("link_layer"), "Ethernet");
             let ll = "fe80:0000:0000:0000:bace:f6ff:fe01:0203";
             let v4 = gid([10, 1, i as u8, 11]);
-            for (n, (g, ty)) in [(ll, "IB/RoCE v1"), (ll, "RoCE v2"), (v4.as_str(), "IB/RoCE v1"), (v4.as_str(), "RoCE v2")]
-                .iter()
-                .enumerate()
+            for (n, (g, ty)) in
+                [(ll, "IB/RoCE v1"), (ll, "RoCE v2"), (v4.as_str(), "IB/RoCE v1"), (v4.as_str(), "RoCE v2")]
+                    .iter()
+                    .enumerate()
             {
                 write(&port.join(format!("gids/{n}")), g);
                 write(&port.join(format!("gid_attrs/types/{n}")), ty);
                 write(&port.join(format!("gid_attrs/ndevs/{n}")), netdev);
             }
-            for c in ["symbol_error", "link_downed", "port_rcv_errors", "port_xmit_discards", "port_rcv_data"] {
+            for c in ["symbol_error", "link_downed", "port_rcv_errors", "port_xmit_discards", "port_rcv_data"]
+            {
                 write(&port.join(format!("counters/{c}")), "0");
             }
             write(&root.join(format!("sysfs/class/net/{netdev}/mtu")), "9000");
@@ -206,7 +208,10 @@ fn wrong_mtu() {
 fn missing_gid() {
     let n = Node::healthy();
     for i in [2, 3] {
-        write(&n.path(&format!("sysfs/class/infiniband/mlx5_0/ports/1/gids/{i}")), &"0000:".repeat(7).add("0000"));
+        write(
+            &n.path(&format!("sysfs/class/infiniband/mlx5_0/ports/1/gids/{i}")),
+            &"0000:".repeat(7).add("0000"),
+        );
     }
     assert_only_fails(&n.check(), &[("rail.gid", "rail mlx5_0")]);
 }
@@ -237,7 +242,8 @@ fn missing_hca() {
     fs::remove_dir_all(n.path("sysfs/class/infiniband/mlx5_1")).unwrap();
     let r = n.check();
     assert_only_fails(&r, &[("rail.present", "rail mlx5_1")]);
-    let skipped: Vec<&str> = r.checks.iter().filter(|c| c.status == Status::Skip).map(|c| c.id.as_str()).collect();
+    let skipped: Vec<&str> =
+        r.checks.iter().filter(|c| c.status == Status::Skip).map(|c| c.id.as_str()).collect();
     assert_eq!(skipped, ["rail.link", "rail.rate", "rail.link_layer", "rail.gid", "rail.counters"]);
 }
 
@@ -330,7 +336,10 @@ fn thermal_throttle() {
 fn default_route_on_a_rail() {
     let n = Node::healthy();
     let route = fs::read_to_string(n.path("proc/net/route")).unwrap();
-    write(&n.path("proc/net/route"), &format!("{route}ens2np0\t00000000\t01010A0A\t0003\t0\t0\t50\t00000000\t0\t0\t0"));
+    write(
+        &n.path("proc/net/route"),
+        &format!("{route}ens2np0\t00000000\t01010A0A\t0003\t0\t0\t50\t00000000\t0\t0\t0"),
+    );
     assert_only_fails(&n.check(), &[("host.default_route", "host")]);
 }
 
@@ -361,7 +370,12 @@ fn nvml_missing_is_an_error_never_a_pass() {
     opts.gpu = GpuSource::Nvml { kmsg: n.path("no-kmsg") };
     let r = run(&policy(), &opts);
     let p = problems(&r);
-    assert_eq!(p, vec![("gpu.source".to_string(), "gpus".to_string(), Status::Error)], "\n{}", r.render_table());
+    assert_eq!(
+        p,
+        vec![("gpu.source".to_string(), "gpus".to_string(), Status::Error)],
+        "\n{}",
+        r.render_table()
+    );
     assert_eq!(r.verdict, Verdict::Error);
     assert_eq!(r.verdict.exit_code(), 2);
     let msg = &r.problems().next().unwrap().message;
@@ -371,7 +385,8 @@ fn nvml_missing_is_an_error_never_a_pass() {
 #[test]
 fn snapshot_of_a_host_that_was_down_is_an_error() {
     let n = Node::healthy();
-    let text = fs::read_to_string(n.path("gpus.json")).unwrap().replace("\"host_up\": true", "\"host_up\": false");
+    let text =
+        fs::read_to_string(n.path("gpus.json")).unwrap().replace("\"host_up\": true", "\"host_up\": false");
     write(&n.path("gpus.json"), &text);
     let r = n.check();
     assert_eq!(r.verdict, Verdict::Error);

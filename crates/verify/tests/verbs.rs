@@ -41,7 +41,12 @@ fn verbs_fail_cleanly_without_rdma() {
 #[test]
 fn verbs_skip_on_recorded_trees() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { roots: Roots::for_tree(dir.path()), interval: Some(Duration::ZERO), verbs: true, ..Options::default() };
+    let opts = Options {
+        roots: Roots::for_tree(dir.path()),
+        interval: Some(Duration::ZERO),
+        verbs: true,
+        ..Options::default()
+    };
     let r = run(&policy(), &opts);
     let c = r.checks.iter().find(|c| c.id == "rail.loopback").unwrap();
     assert_eq!(c.status, Status::Skip);

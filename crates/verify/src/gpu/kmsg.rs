@@ -72,7 +72,8 @@ mod tests {
 
     #[test]
     fn parses_driver_lines() {
-        let x = parse_xid("4,1234,5678,-;NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.").unwrap();
+        let x = parse_xid("4,1234,5678,-;NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.")
+            .unwrap();
         assert_eq!(x.pci, (0, 0x18, 0));
         assert_eq!(x.code, 79);
         assert_eq!(x.message, "pid=0, GPU has fallen off the bus.");

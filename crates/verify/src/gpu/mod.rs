@@ -135,7 +135,10 @@ impl GpuSnapshot {
             source: "snapshot".into(),
             driver_version: snap.driver_version,
             gpus: snap.gpus,
-            xid_coverage: format!("xid_events since driver load as recorded in the snapshot taken {}", snap.taken_at),
+            xid_coverage: format!(
+                "xid_events since driver load as recorded in the snapshot taken {}",
+                snap.taken_at
+            ),
         })
     }
 }
@@ -187,8 +190,11 @@ fn model(policy: &GpuPolicy, c: &Collected) -> Check {
     let Some(want) = &policy.model else {
         return Check::new("gpu.model", "gpus", Status::Skip, "no model in the policy");
     };
-    let ev: Vec<Evidence> =
-        c.gpus.iter().map(|g| Evidence::new(format!("name[{}]", g.index), g.name.clone(), src(c, "name"))).collect();
+    let ev: Vec<Evidence> = c
+        .gpus
+        .iter()
+        .map(|g| Evidence::new(format!("name[{}]", g.index), g.name.clone(), src(c, "name")))
+        .collect();
     let wrong: Vec<String> = c
         .gpus
         .iter()
@@ -198,7 +204,8 @@ fn model(policy: &GpuPolicy, c: &Collected) -> Check {
     if wrong.is_empty() {
         Check::new("gpu.model", "gpus", Status::Pass, want.clone()).with_evidence(ev)
     } else {
-        Check::new("gpu.model", "gpus", Status::Fail, format!("expected {want}: {}", wrong.join(", "))).with_evidence(ev)
+        Check::new("gpu.model", "gpus", Status::Fail, format!("expected {want}: {}", wrong.join(", ")))
+            .with_evidence(ev)
     }
 }
 
@@ -210,7 +217,8 @@ fn ecc(c: &Collected, g: &GpuFacts, subj: &str) -> Check {
     if n == 0 {
         Check::new("gpu.ecc", subj, Status::Pass, "no volatile uncorrectable ECC errors").with_evidence(ev)
     } else {
-        Check::new("gpu.ecc", subj, Status::Fail, format!("{n} volatile uncorrectable ECC errors")).with_evidence(ev)
+        Check::new("gpu.ecc", subj, Status::Fail, format!("{n} volatile uncorrectable ECC errors"))
+            .with_evidence(ev)
     }
 }
 
@@ -232,7 +240,8 @@ fn retired(c: &Collected, g: &GpuFacts, subj: &str) -> Check {
     if ev.is_empty() {
         Check::new("gpu.retired_pages", subj, Status::Skip, "page retirement / row remapping not reported")
     } else if bad.is_empty() {
-        Check::new("gpu.retired_pages", subj, Status::Pass, "no pending page retirement or row remap").with_evidence(ev)
+        Check::new("gpu.retired_pages", subj, Status::Pass, "no pending page retirement or row remap")
+            .with_evidence(ev)
     } else {
         Check::new("gpu.retired_pages", subj, Status::Fail, format!("{} (GPU reset needed)", bad.join(", ")))
             .with_evidence(ev)
@@ -243,7 +252,13 @@ fn xid(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check {
     let mut ev: Vec<Evidence> = g
         .xid_events
         .iter()
-        .map(|x| Evidence::new(format!("xid {}", x.code), format!("{} {}", x.at, x.message).trim().to_owned(), src(c, "xid")))
+        .map(|x| {
+            Evidence::new(
+                format!("xid {}", x.code),
+                format!("{} {}", x.at, x.message).trim().to_owned(),
+                src(c, "xid"),
+            )
+        })
         .collect();
     ev.push(Evidence::new("coverage", c.xid_coverage.clone(), c.source.clone()));
     let critical: Vec<String> = g
@@ -260,7 +275,8 @@ fn xid(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check {
         };
         Check::new("gpu.xid", subj, Status::Pass, msg).with_evidence(ev)
     } else {
-        Check::new("gpu.xid", subj, Status::Fail, format!("critical XID {}", critical.join(", "))).with_evidence(ev)
+        Check::new("gpu.xid", subj, Status::Fail, format!("critical XID {}", critical.join(", ")))
+            .with_evidence(ev)
     }
 }
 
@@ -278,7 +294,8 @@ fn nvlink(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check 
     if up >= want {
         Check::new("gpu.nvlink", subj, Status::Pass, format!("{up} NVLinks up")).with_evidence(ev)
     } else {
-        Check::new("gpu.nvlink", subj, Status::Fail, format!("{up} NVLinks up, expected {want}")).with_evidence(ev)
+        Check::new("gpu.nvlink", subj, Status::Fail, format!("{up} NVLinks up, expected {want}"))
+            .with_evidence(ev)
     }
 }
 
@@ -304,14 +321,20 @@ fn pcie(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check {
         match g.pcie_gen_max {
             Some(v) if v < want => problems.push(format!("gen {v} < {want}")),
             Some(_) => {}
-            None => return Check::new("gpu.pcie", subj, Status::Error, "PCIe generation not reported").with_evidence(ev),
+            None => {
+                return Check::new("gpu.pcie", subj, Status::Error, "PCIe generation not reported")
+                    .with_evidence(ev);
+            }
         }
     }
     if let Some(want) = policy.pcie_width {
         match g.pcie_width_current {
             Some(v) if v < want => problems.push(format!("width x{v} < x{want}")),
             Some(_) => {}
-            None => return Check::new("gpu.pcie", subj, Status::Error, "PCIe width not reported").with_evidence(ev),
+            None => {
+                return Check::new("gpu.pcie", subj, Status::Error, "PCIe width not reported")
+                    .with_evidence(ev);
+            }
         }
     }
     if problems.is_empty() {
@@ -322,7 +345,8 @@ fn pcie(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check {
         );
         Check::new("gpu.pcie", subj, Status::Pass, shown).with_evidence(ev)
     } else {
-        Check::new("gpu.pcie", subj, Status::Fail, format!("PCIe downgraded: {}", problems.join(", "))).with_evidence(ev)
+        Check::new("gpu.pcie", subj, Status::Fail, format!("PCIe downgraded: {}", problems.join(", ")))
+            .with_evidence(ev)
     }
 }
 
@@ -338,15 +362,24 @@ fn thermal(policy: &GpuPolicy, c: &Collected, g: &GpuFacts, subj: &str) -> Check
         }
         None => return Check::new("gpu.thermal", subj, Status::Error, "temperature not reported"),
     }
-    ev.push(Evidence::new("throttle_reasons", g.throttle_reasons.join(","), src(c, "current_throttle_reasons")));
+    ev.push(Evidence::new(
+        "throttle_reasons",
+        g.throttle_reasons.join(","),
+        src(c, "current_throttle_reasons"),
+    ));
     let bad: Vec<&str> =
         g.throttle_reasons.iter().map(String::as_str).filter(|r| BAD_THROTTLE.contains(r)).collect();
     if !bad.is_empty() {
         problems.push(format!("throttled: {}", bad.join(", ")));
     }
     if problems.is_empty() {
-        Check::new("gpu.thermal", subj, Status::Pass, format!("{} C, no hardware/thermal throttling", g.temperature_c.unwrap_or(0)))
-            .with_evidence(ev)
+        Check::new(
+            "gpu.thermal",
+            subj,
+            Status::Pass,
+            format!("{} C, no hardware/thermal throttling", g.temperature_c.unwrap_or(0)),
+        )
+        .with_evidence(ev)
     } else {
         Check::new("gpu.thermal", subj, Status::Fail, problems.join("; ")).with_evidence(ev)
     }

@@ -34,9 +34,10 @@ pub fn collect(xid_window: Duration, kmsg_path: &Path) -> Result<Collected, GpuS
         .map_err(|source| GpuSourceError::Nvml { call: "nvmlDeviceGetCount".into(), source })?;
     let mut gpus = Vec::new();
     for index in 0..count {
-        let dev = nvml
-            .device_by_index(index)
-            .map_err(|source| GpuSourceError::Nvml { call: format!("nvmlDeviceGetHandleByIndex({index})"), source })?;
+        let dev = nvml.device_by_index(index).map_err(|source| GpuSourceError::Nvml {
+            call: format!("nvmlDeviceGetHandleByIndex({index})"),
+            source,
+        })?;
         gpus.push(facts(index, &dev));
     }
 
@@ -53,7 +54,9 @@ pub fn collect(xid_window: Duration, kmsg_path: &Path) -> Result<Collected, GpuS
             }
             coverage.push(format!("{} read ({} records, {n} XID lines)", kmsg_path.display(), records.len()));
         }
-        Err(e) => coverage.push(format!("{} unreadable ({e}): XIDs before this run not seen", kmsg_path.display())),
+        Err(e) => {
+            coverage.push(format!("{} unreadable ({e}): XIDs before this run not seen", kmsg_path.display()))
+        }
     }
     watch_xids(&nvml, &mut gpus, xid_window, &mut coverage);
 
@@ -70,7 +73,8 @@ fn facts(index: u32, dev: &nvml_wrapper::Device<'_>) -> GpuFacts {
     };
     let ecc_on = dev.is_ecc_enabled().map(|m| m.currently_enabled).unwrap_or(false);
     if ecc_on {
-        g.ecc_volatile_uncorrected = dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).ok();
+        g.ecc_volatile_uncorrected =
+            dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile).ok();
     }
     g.retired_pages_pending = dev.are_pages_pending_retired().ok();
     if let Ok(values) = dev.field_values_for(&[FieldId(FI_REMAPPED_PENDING), FieldId(FI_REMAPPED_FAILURE)]) {
@@ -164,7 +168,8 @@ fn watch_xids(nvml: &Nvml, gpus: &mut [GpuFacts], window: Duration, coverage: &m
             }
         }
     }
-    let by_uuid: BTreeMap<String, usize> = gpus.iter().enumerate().map(|(i, g)| (g.uuid.clone(), i)).collect();
+    let by_uuid: BTreeMap<String, usize> =
+        gpus.iter().enumerate().map(|(i, g)| (g.uuid.clone(), i)).collect();
     let deadline = Instant::now() + window;
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         let ms = u32::try_from(left.as_millis()).unwrap_or(u32::MAX).max(1);
@@ -175,7 +180,11 @@ fn watch_xids(nvml: &Nvml, gpus: &mut [GpuFacts], window: Duration, coverage: &m
                     Some(XidError::Unknown) | None => 999,
                 };
                 if let Some(&i) = ev.device.uuid().ok().and_then(|u| by_uuid.get(&u)) {
-                    gpus[i].xid_events.push(XidEvent { code, at: "during check".into(), message: String::new() });
+                    gpus[i].xid_events.push(XidEvent {
+                        code,
+                        at: "during check".into(),
+                        message: String::new(),
+                    });
                 }
             }
             Err(NvmlError::Timeout) => break,
