@@ -906,7 +906,9 @@ impl Client {
         Ok(out)
     }
 
-    /// Every SEL-like log on the BMC (Managers first, then Systems), with up to `max` entries each.
+    /// Every SEL-like log on the BMC (Managers first, then Systems), with up to `max` entries each. A log is
+    /// SEL-like by its type or name; when no log on the BMC is, logs whose entries are `EntryType: SEL` are
+    /// used (the DMTF mockup names its SEL "Log1").
     pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
         let mut out = Listing::default();
         let mut holders: Vec<String> = Vec::new();
@@ -920,22 +922,24 @@ impl Client {
             out.warnings.extend(s.warnings);
             holders.extend(s.items.into_iter().filter_map(|s| s.log_services));
         }
+        let mut all = Vec::new();
         for h in holders {
-            let logs = match self.log_services(&h).await {
-                Ok(l) => l,
-                Err(e) => {
-                    out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") });
-                    continue;
+            match self.log_services(&h).await {
+                Ok(l) => {
+                    out.warnings.extend(l.warnings);
+                    all.extend(l.items);
                 }
-            };
-            out.warnings.extend(logs.warnings);
-            for log in logs.items.into_iter().filter(LogService::is_sel) {
-                match self.log_entries(&log, max).await {
-                    Ok(e) => out.items.push(e),
-                    Err(e) => out
-                        .warnings
-                        .push(FieldWarning { at: log.odata_id.clone(), problem: format!("unreadable: {e}") }),
-                }
+                Err(e) => out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") }),
+            }
+        }
+        let named: Vec<&LogService> = all.iter().filter(|l| l.is_sel()).collect();
+        let by_name = !named.is_empty();
+        let candidates = if by_name { named } else { all.iter().collect() };
+        for log in candidates {
+            match self.log_entries(log, max).await {
+                Ok(e) if by_name || e.entries.iter().any(|x| x.entry_type.as_deref() == Some("SEL")) => out.items.push(e),
+                Ok(_) => {}
+                Err(e) => out.warnings.push(FieldWarning { at: log.odata_id.clone(), problem: format!("unreadable: {e}") }),
             }
         }
         Ok(out)
