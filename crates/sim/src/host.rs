@@ -242,6 +242,11 @@ impl BmcFaults {
 pub enum HostEvent {
     Power(PowerState),
     Sel(SelEntry),
+    /// A free-form message (Redfish `SubmitTestEvent`).
+    Message {
+        message_id: String,
+        message: String,
+    },
 }
 
 /// A boot device override, as both IPMI boot options and Redfish `Boot` express it.
@@ -435,6 +440,11 @@ impl Host {
 
     pub fn subscribe_events(&self) -> broadcast::Receiver<HostEvent> {
         self.events.subscribe()
+    }
+
+    /// Sends an event to every subscriber (SSE streams, Redfish subscriptions).
+    pub fn publish(&self, e: HostEvent) {
+        let _ = self.events.send(e);
     }
 
     pub fn sensors(&self) -> Vec<Sensor> {

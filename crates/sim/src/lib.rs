@@ -5,13 +5,17 @@
 //! depends on a client crate, so no client is ever tested only against itself.
 
 pub mod console;
+pub mod control;
 pub mod fault;
+pub mod fleet;
 pub mod host;
 pub mod node_state;
+pub mod redfish;
 pub mod sel;
 pub mod sensors;
 pub mod spec;
 
 pub use fault::{Fault, FaultParseError};
+pub use fleet::{Endpoint, EndpointKind, Fleet, PortPlan, RunningFleet, SimError, SimOptions};
 pub use host::{Host, HostConfig, HostEvent, Phase, PowerCommand};
 pub use spec::{BmcSpec, FleetSpec, GpuSpec, LinkLayer, RailSpec, RedfishFlavor, ServerSpec, SwitchSpec};

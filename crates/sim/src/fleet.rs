@@ -1,0 +1,512 @@
+//! Starting and stopping a whole simulated fleet, and the registry of its devices by name.
+//!
+//! `Fleet::start` binds every listener first and only then writes the endpoints JSON, so a script that
+//! waits for that file can connect at once. Every task belongs to the fleet's `JoinSet` and watches its
+//! cancellation token: `shutdown().await` stops them in order, dropping the `RunningFleet` aborts them.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lifeline_types::{PowerAction, Role};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::console::HostKind;
+use crate::control::DeviceInfo;
+use crate::fault::Fault;
+use crate::host::{BmcConfig, BmcIdentity, Host, HostConfig, HostError, PowerCommand, Timings};
+use crate::redfish::{RedfishBmc, TlsError};
+use crate::spec::{BmcSpec, FleetSpec, GpuSpec, SwitchSpec};
+
+/// How ports are chosen for every device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortPlan {
+    /// 443/tcp, 623/udp, 22/tcp (needs root or CAP_NET_BIND_SERVICE).
+    Standard,
+    /// Standard port + offset (443+N, 623+N, 22+N): each device still has its own address.
+    Offset(u16),
+    /// Port 0 everywhere: the OS picks, the endpoints list says which (tests).
+    Ephemeral,
+}
+
+impl PortPlan {
+    /// `Standard` when running as root, else `Offset(10000)`.
+    pub fn auto() -> PortPlan {
+        let root = std::fs::read_to_string("/proc/self/status").ok().is_some_and(|s| {
+            s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        });
+        if root { PortPlan::Standard } else { PortPlan::Offset(10000) }
+    }
+
+    fn port(self, standard: u16, explicit: Option<u16>) -> u16 {
+        if let Some(p) = explicit {
+            return p;
+        }
+        match self {
+            PortPlan::Standard => standard,
+            PortPlan::Offset(n) => standard.saturating_add(n),
+            PortPlan::Ephemeral => 0,
+        }
+    }
+}
+
+/// Options of a run.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub ports: PortPlan,
+    /// Where the control API listens (`127.0.0.1:0` by default: read it from the endpoints).
+    pub control: SocketAddr,
+    /// Multiplies every simulated delay (boot stages, vendor latency). 1.0 = realistic, 0.01 = tests.
+    pub time_scale: f64,
+    pub timings: Timings,
+    /// `--export-node-state DIR`.
+    pub export_node_state: Option<PathBuf>,
+    /// `--endpoints-json FILE`, written once everything listens.
+    pub endpoints_json: Option<PathBuf>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            ports: PortPlan::auto(),
+            control: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            time_scale: 1.0,
+            timings: Timings::default(),
+            export_node_state: None,
+            endpoints_json: None,
+        }
+    }
+}
+
+impl SimOptions {
+    /// Ephemeral ports, fast boots: what tests want.
+    pub fn for_tests() -> SimOptions {
+        SimOptions { ports: PortPlan::Ephemeral, time_scale: 0.01, ..SimOptions::default() }
+    }
+}
+
+/// Protocol of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndpointKind {
+    Redfish,
+    Ipmi,
+    Ssh,
+    Control,
+}
+
+/// One line of the endpoints JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub name: String,
+    pub kind: EndpointKind,
+    pub address: IpAddr,
+    pub port: u16,
+    pub username: String,
+    pub password: String,
+}
+
+/// Why the fleet could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("device name `{name}` is used twice")]
+    DuplicateName { name: String },
+    #[error("{name}: cannot listen for {kind:?} on {addr}")]
+    Bind {
+        name: String,
+        kind: EndpointKind,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name}: TLS setup failed")]
+    Tls {
+        name: String,
+        #[source]
+        source: TlsError,
+    },
+    #[error("cannot write the endpoints file {path}")]
+    Endpoints {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a control request on a device failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("no device named `{name}`")]
+    UnknownDevice { name: String },
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error("{name}: `{what}` is not supported on this device")]
+    NotSupported { name: String, what: String },
+}
+
+/// A server: the host model and its Redfish face.
+#[derive(Debug)]
+pub struct ServerDevice {
+    pub host: Arc<Host>,
+    pub redfish: Arc<RedfishBmc>,
+}
+
+/// A switch: where its state lives. The SSH CLI (`crate::switch`) and the optional BMC (a `Host` of kind
+/// `Switch`, for IPMI + SOL) hang off this entry, looked up by name in [`Devices`].
+#[derive(Debug)]
+pub struct SwitchDevice {
+    pub spec: SwitchSpec,
+    /// The switch's BMC and console, if it has one.
+    pub bmc: Option<Arc<Host>>,
+    /// Faults routed to the switch itself (config-change, pfc-storm, boot-loop without BMC).
+    pub faults: std::sync::Mutex<Vec<Fault>>,
+}
+
+/// A device of the fleet.
+#[derive(Debug)]
+pub enum Device {
+    Server(ServerDevice),
+    Switch(SwitchDevice),
+}
+
+/// Every device by name: what the control API, the CLI and tests look up.
+#[derive(Debug, Default)]
+pub struct Devices {
+    map: BTreeMap<String, Device>,
+}
+
+fn phase_name(h: &Host) -> String {
+    serde_json::to_value(h.phase()).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+impl Devices {
+    pub fn get(&self, name: &str) -> Option<&Device> {
+        self.map.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Device)> {
+        self.map.iter()
+    }
+
+    fn lookup(&self, name: &str) -> Result<&Device, DeviceError> {
+        self.map.get(name).ok_or_else(|| DeviceError::UnknownDevice { name: name.to_owned() })
+    }
+
+    /// The host model of a server, or the BMC host of a switch.
+    pub fn host(&self, name: &str) -> Option<Arc<Host>> {
+        match self.map.get(name)? {
+            Device::Server(s) => Some(s.host.clone()),
+            Device::Switch(s) => s.bmc.clone(),
+        }
+    }
+
+    pub fn info(&self, name: &str) -> Result<DeviceInfo, DeviceError> {
+        Ok(match self.lookup(name)? {
+            Device::Server(s) => DeviceInfo {
+                name: name.to_owned(),
+                kind: "server".into(),
+                power: s.host.power_state().to_string(),
+                phase: phase_name(&s.host),
+                faults: s.host.active_faults().iter().map(Fault::to_string).collect(),
+                flavor: Some(s.redfish.flavor.kind.to_string()),
+                platform: None,
+            },
+            Device::Switch(s) => {
+                let mut faults: Vec<String> =
+                    s.faults.lock().unwrap_or_else(|e| e.into_inner()).iter().map(Fault::to_string).collect();
+                if let Some(b) = &s.bmc {
+                    faults.extend(b.active_faults().iter().map(Fault::to_string));
+                }
+                DeviceInfo {
+                    name: name.to_owned(),
+                    kind: "switch".into(),
+                    power: s.bmc.as_ref().map_or("on".into(), |b| b.power_state().to_string()),
+                    phase: s.bmc.as_ref().map_or("os-up".into(), |b| phase_name(b)),
+                    faults,
+                    flavor: None,
+                    platform: Some(s.spec.platform.to_string()),
+                }
+            }
+        })
+    }
+
+    pub fn infos(&self) -> Vec<DeviceInfo> {
+        self.map.keys().filter_map(|n| self.info(n).ok()).collect()
+    }
+
+    pub fn console_history(&self, name: &str) -> Result<String, DeviceError> {
+        self.lookup(name)?;
+        self.host(name)
+            .map(|h| h.console().history())
+            .ok_or_else(|| DeviceError::NotSupported { name: name.into(), what: "console (no BMC)".into() })
+    }
+
+    /// Applies a fault; returns once the exported node state reflects it.
+    pub async fn inject(&self, name: &str, fault: &Fault) -> Result<DeviceInfo, DeviceError> {
+        match self.lookup(name)? {
+            Device::Server(s) => {
+                s.host.inject(fault)?;
+                s.host.flush_export().await;
+            }
+            Device::Switch(s) => {
+                let to_bmc = fault.is_bmc_fault() || *fault == Fault::BootLoop;
+                match (&s.bmc, to_bmc) {
+                    (Some(b), true) => b.inject(fault)?,
+                    (None, true) if *fault != Fault::BootLoop => {
+                        return Err(DeviceError::NotSupported { name: name.into(), what: fault.to_string() });
+                    }
+                    _ => {
+                        if !matches!(fault, Fault::ConfigChange | Fault::PfcStorm { .. } | Fault::BootLoop) {
+                            return Err(HostError::FaultNotApplicable {
+                                host: name.into(),
+                                fault: fault.to_string(),
+                            }
+                            .into());
+                        }
+                        let mut f = s.faults.lock().unwrap_or_else(|e| e.into_inner());
+                        f.retain(|x| x != fault);
+                        f.push(fault.clone());
+                    }
+                }
+            }
+        }
+        self.info(name)
+    }
+
+    pub async fn clear(&self, name: &str) -> Result<DeviceInfo, DeviceError> {
+        match self.lookup(name)? {
+            Device::Server(s) => {
+                s.host.clear_faults();
+                s.host.flush_export().await;
+            }
+            Device::Switch(s) => {
+                s.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                if let Some(b) = &s.bmc {
+                    b.clear_faults();
+                }
+            }
+        }
+        self.info(name)
+    }
+
+    pub fn power(&self, name: &str, action: PowerAction) -> Result<DeviceInfo, DeviceError> {
+        let host = self
+            .host(name)
+            .ok_or_else(|| DeviceError::NotSupported { name: name.into(), what: "power (no BMC)".into() })?;
+        let cmd = match action {
+            PowerAction::On => PowerCommand::On,
+            PowerAction::Off => PowerCommand::ForceOff,
+            PowerAction::Cycle => PowerCommand::PowerCycle,
+            PowerAction::Reset => PowerCommand::ForceRestart,
+            PowerAction::Soft => PowerCommand::GracefulShutdown,
+        };
+        host.power(cmd)?;
+        self.info(name)
+    }
+}
+
+/// Entry point: `Fleet::start(spec, opts)`.
+#[derive(Debug)]
+pub struct Fleet;
+
+/// A started fleet. Dropping it stops every task.
+#[derive(Debug)]
+pub struct RunningFleet {
+    devices: Arc<Devices>,
+    endpoints: Vec<Endpoint>,
+    control_url: String,
+    cancel: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl Drop for RunningFleet {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn bmc_config(name: &str, b: &BmcSpec) -> BmcConfig {
+    BmcConfig {
+        username: b.username.clone(),
+        password: b.password.clone(),
+        flavor: b.flavor,
+        cipher_suites: if b.cipher_suites.is_empty() {
+            b.flavor.default_cipher_suites()
+        } else {
+            b.cipher_suites.clone()
+        },
+        session_limit: b.session_limit.unwrap_or_else(|| b.flavor.default_session_limit()),
+        identity: BmcIdentity::for_flavor(b.flavor, name),
+    }
+}
+
+async fn bind_tcp(
+    name: &str,
+    kind: EndpointKind,
+    addr: SocketAddr,
+) -> Result<tokio::net::TcpListener, SimError> {
+    crate::redfish::bind(addr).await.map_err(|source| SimError::Bind {
+        name: name.into(),
+        kind,
+        addr,
+        source,
+    })
+}
+
+fn local_port(l: &tokio::net::TcpListener, fallback: u16) -> u16 {
+    l.local_addr().map(|a| a.port()).unwrap_or(fallback)
+}
+
+impl Fleet {
+    /// Builds every host, binds every listener, starts serving, then writes the endpoints JSON.
+    pub async fn start(spec: FleetSpec, opts: SimOptions) -> Result<RunningFleet, SimError> {
+        let mut seen = std::collections::HashSet::new();
+        for n in spec.names() {
+            if !seen.insert(n.to_owned()) {
+                return Err(SimError::DuplicateName { name: n.to_owned() });
+            }
+        }
+        let cancel = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        let mut endpoints = Vec::new();
+        let mut devices = Devices::default();
+
+        for s in &spec.servers {
+            let gpus = if s.role == Role::GpuNode.as_str() {
+                s.gpus.clone()
+            } else {
+                GpuSpec { count: 0, ..s.gpus.clone() }
+            };
+            let host = Host::new(HostConfig {
+                name: s.name.clone(),
+                kind: HostKind::Server,
+                gpus,
+                rails: s.rails.clone(),
+                powered_on: s.powered_on,
+                timings: opts.timings,
+                time_scale: opts.time_scale,
+                export_dir: opts.export_node_state.clone(),
+                bmc: bmc_config(&s.name, &s.bmc),
+            });
+            let addr = SocketAddr::new(s.bmc.address, opts.ports.port(443, s.bmc.redfish_port));
+            let listener = bind_tcp(&s.name, EndpointKind::Redfish, addr).await?;
+            let redfish = RedfishBmc::new(host.clone(), s.bmc.address)
+                .map_err(|source| SimError::Tls { name: s.name.clone(), source })?;
+            endpoints.push(Endpoint {
+                name: s.name.clone(),
+                kind: EndpointKind::Redfish,
+                address: s.bmc.address,
+                port: local_port(&listener, addr.port()),
+                username: s.bmc.username.clone(),
+                password: s.bmc.password.clone(),
+            });
+            tasks.spawn(crate::redfish::serve(listener, redfish.clone(), cancel.clone()));
+            devices.map.insert(s.name.clone(), Device::Server(ServerDevice { host, redfish }));
+        }
+
+        for sw in &spec.switches {
+            let bmc = sw.bmc.as_ref().map(|b| {
+                Host::new(HostConfig {
+                    name: sw.name.clone(),
+                    kind: HostKind::Switch(sw.platform),
+                    gpus: GpuSpec { count: 0, model: String::new() },
+                    rails: Vec::new(),
+                    powered_on: true,
+                    timings: opts.timings,
+                    time_scale: opts.time_scale,
+                    export_dir: None,
+                    bmc: bmc_config(&sw.name, b),
+                })
+            });
+            devices.map.insert(
+                sw.name.clone(),
+                Device::Switch(SwitchDevice {
+                    spec: sw.clone(),
+                    bmc,
+                    faults: std::sync::Mutex::new(Vec::new()),
+                }),
+            );
+        }
+
+        let devices = Arc::new(devices);
+        let control = bind_tcp("control", EndpointKind::Control, opts.control).await?;
+        let control_port = local_port(&control, opts.control.port());
+        let control_url = format!("http://{}:{control_port}", opts.control.ip());
+        endpoints.push(Endpoint {
+            name: "control".into(),
+            kind: EndpointKind::Control,
+            address: opts.control.ip(),
+            port: control_port,
+            username: String::new(),
+            password: String::new(),
+        });
+        tasks.spawn(crate::control::serve(control, devices.clone(), cancel.clone()));
+
+        // The node-state tree exists before anyone is told the fleet is up.
+        for (_, d) in devices.iter() {
+            if let Device::Server(s) = d {
+                s.host.flush_export().await;
+            }
+        }
+        if let Some(path) = &opts.endpoints_json {
+            write_endpoints(path, &endpoints).await?;
+        }
+        Ok(RunningFleet { devices, endpoints, control_url, cancel, tasks })
+    }
+}
+
+async fn write_endpoints(path: &Path, endpoints: &[Endpoint]) -> Result<(), SimError> {
+    let json = serde_json::to_string_pretty(endpoints).unwrap_or_default() + "\n";
+    let path = path.to_owned();
+    let p2 = path.clone();
+    tokio::task::spawn_blocking(move || {
+        let tmp = p2.with_extension("json.tmp");
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(&tmp, &p2)
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    .map_err(|source| SimError::Endpoints { path, source })
+}
+
+impl RunningFleet {
+    /// Every endpoint, in the order of the endpoints JSON.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    /// The endpoint of `name` for `kind`.
+    pub fn endpoint(&self, name: &str, kind: EndpointKind) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.name == name && e.kind == kind)
+    }
+
+    /// `http://127.0.0.1:PORT` of the control API.
+    pub fn control_url(&self) -> &str {
+        &self.control_url
+    }
+
+    pub fn devices(&self) -> &Arc<Devices> {
+        &self.devices
+    }
+
+    /// The host model behind a server's BMC (or a switch's BMC).
+    pub fn host(&self, name: &str) -> Option<Arc<Host>> {
+        self.devices.host(name)
+    }
+
+    pub fn redfish(&self, name: &str) -> Option<Arc<RedfishBmc>> {
+        match self.devices.get(name)? {
+            Device::Server(s) => Some(s.redfish.clone()),
+            Device::Switch(_) => None,
+        }
+    }
+
+    /// Stops every listener and connection and waits for the tasks to end.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}

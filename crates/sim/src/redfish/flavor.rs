@@ -1,0 +1,221 @@
+//! Vendor flavors as data: resource ids, allowed resets, where the SEL lives, session-limit replies, latency.
+//!
+//! Keeping quirks in one table (not `if idrac` scattered through handlers) mirrors how Lifeline's client
+//! treats quirks, and makes the differences between vendors reviewable in one screen.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::spec::RedfishFlavor;
+
+/// Everything that differs between flavors.
+#[derive(Debug)]
+pub struct Flavor {
+    pub kind: RedfishFlavor,
+    pub vendor: &'static str,
+    pub product: &'static str,
+    pub redfish_version: &'static str,
+    pub system_id: &'static str,
+    pub chassis_id: &'static str,
+    pub manager_id: &'static str,
+    /// Id of the LogService holding the SEL.
+    pub sel_id: &'static str,
+    /// OpenBMC (and iLO's IML) keep the event log under the System, others under the Manager.
+    pub sel_under_system: bool,
+    /// `ResetType@Redfish.AllowableValues` of `ComputerSystem.Reset`.
+    pub resets: &'static [&'static str],
+    /// Base latency of every response, before `time_scale` (OpenBMC on an AST2500 is slow).
+    pub latency: Duration,
+    /// iDRAC answers `On` on a powered-on system with 409 instead of doing nothing.
+    pub on_while_on_conflict: bool,
+    /// Supermicro rejects a boot override PATCH without `BootSourceOverrideEnabled`.
+    pub boot_patch_needs_enabled: bool,
+}
+
+const GENERIC: Flavor = Flavor {
+    kind: RedfishFlavor::Generic,
+    vendor: "Lifeline",
+    product: "Lifeline Simulated BMC",
+    redfish_version: "1.15.0",
+    system_id: "Self",
+    chassis_id: "Self",
+    manager_id: "Self",
+    sel_id: "SEL",
+    sel_under_system: false,
+    resets: &[
+        "On",
+        "ForceOff",
+        "GracefulShutdown",
+        "GracefulRestart",
+        "ForceRestart",
+        "Nmi",
+        "ForceOn",
+        "PushPowerButton",
+        "PowerCycle",
+    ],
+    latency: Duration::ZERO,
+    on_while_on_conflict: false,
+    boot_patch_needs_enabled: false,
+};
+
+const IDRAC: Flavor = Flavor {
+    kind: RedfishFlavor::IdracLike,
+    vendor: "Dell",
+    product: "Integrated Dell Remote Access Controller",
+    redfish_version: "1.17.0",
+    system_id: "System.Embedded.1",
+    chassis_id: "System.Embedded.1",
+    manager_id: "iDRAC.Embedded.1",
+    sel_id: "Sel",
+    sel_under_system: false,
+    // iDRAC 9 before 7.x: no PowerCycle; ForceOn absent too.
+    resets: &[
+        "On",
+        "ForceOff",
+        "ForceRestart",
+        "GracefulRestart",
+        "GracefulShutdown",
+        "PushPowerButton",
+        "Nmi",
+    ],
+    latency: Duration::from_millis(120),
+    on_while_on_conflict: true,
+    boot_patch_needs_enabled: false,
+};
+
+const ILO: Flavor = Flavor {
+    kind: RedfishFlavor::IloLike,
+    vendor: "HPE",
+    product: "ProLiant XD685 Gen11",
+    redfish_version: "1.13.0",
+    system_id: "1",
+    chassis_id: "1",
+    manager_id: "1",
+    sel_id: "IEL",
+    sel_under_system: false,
+    resets: &[
+        "On",
+        "ForceOff",
+        "GracefulShutdown",
+        "ForceRestart",
+        "Nmi",
+        "PushPowerButton",
+        "GracefulRestart",
+    ],
+    latency: Duration::from_millis(60),
+    on_while_on_conflict: false,
+    boot_patch_needs_enabled: false,
+};
+
+const SUPERMICRO: Flavor = Flavor {
+    kind: RedfishFlavor::SupermicroLike,
+    vendor: "Supermicro",
+    product: "SYS-821GE-TNHR",
+    redfish_version: "1.11.0",
+    system_id: "1",
+    chassis_id: "1",
+    manager_id: "1",
+    sel_id: "Log1",
+    sel_under_system: false,
+    resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"],
+    latency: Duration::from_millis(80),
+    on_while_on_conflict: false,
+    boot_patch_needs_enabled: true,
+};
+
+const OPENBMC: Flavor = Flavor {
+    kind: RedfishFlavor::OpenbmcLike,
+    vendor: "OpenBMC",
+    product: "OpenBMC bmcweb",
+    redfish_version: "1.17.0",
+    system_id: "system",
+    chassis_id: "chassis",
+    manager_id: "bmc",
+    sel_id: "EventLog",
+    sel_under_system: true,
+    resets: &[
+        "On",
+        "ForceOff",
+        "ForceOn",
+        "ForceRestart",
+        "GracefulRestart",
+        "GracefulShutdown",
+        "PowerCycle",
+        "Nmi",
+    ],
+    latency: Duration::from_millis(400),
+    on_while_on_conflict: false,
+    boot_patch_needs_enabled: false,
+};
+
+impl Flavor {
+    pub fn get(kind: RedfishFlavor) -> &'static Flavor {
+        match kind {
+            RedfishFlavor::Generic => &GENERIC,
+            RedfishFlavor::IdracLike => &IDRAC,
+            RedfishFlavor::IloLike => &ILO,
+            RedfishFlavor::SupermicroLike => &SUPERMICRO,
+            RedfishFlavor::OpenbmcLike => &OPENBMC,
+        }
+    }
+
+    /// What the BMC answers when its session table is full.
+    ///
+    /// iDRAC: 503 with `Base.1.x.GeneralError` and extended info `IDRAC.2.x.RAC0218` ("The maximum number of
+    /// user sessions is reached."), as seen in client bug reports. Others: 503 with the DMTF Base registry's
+    /// `SessionLimitExceeded`.
+    pub fn session_limit_error(&self) -> (StatusCode, Value) {
+        match self.kind {
+            RedfishFlavor::IdracLike => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": {
+                    "code": "Base.1.12.GeneralError",
+                    "message": "A general error has occurred. See ExtendedInfo for more information",
+                    "@Message.ExtendedInfo": [{
+                        "Message": "The maximum number of user sessions is reached.",
+                        "MessageArgs": [],
+                        "MessageArgs@odata.count": 0,
+                        "MessageId": "IDRAC.2.9.RAC0218",
+                        "RelatedProperties": [],
+                        "RelatedProperties@odata.count": 0,
+                        "Resolution": "Close one or more sessions before opening another session.",
+                        "Severity": "Informational"
+                    }]
+                }}),
+            ),
+            _ => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                super::error_body(
+                    "SessionLimitExceeded",
+                    "The session establishment failed due to the number of simultaneous sessions exceeding the \
+                     limit of the implementation.",
+                    "Reduce the number of other sessions before trying to establish the session or increase the \
+                     limit of simultaneous sessions (if supported).",
+                    &[],
+                ),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_quirks() {
+        assert!(!Flavor::get(RedfishFlavor::IdracLike).resets.contains(&"PowerCycle"));
+        assert_eq!(Flavor::get(RedfishFlavor::IloLike).system_id, "1");
+        assert_eq!(Flavor::get(RedfishFlavor::OpenbmcLike).system_id, "system");
+        assert_eq!(Flavor::get(RedfishFlavor::IdracLike).system_id, "System.Embedded.1");
+        for f in RedfishFlavor::ALL {
+            let fl = Flavor::get(f);
+            assert!(fl.resets.contains(&"On") && fl.resets.contains(&"ForceOff"), "{f}");
+            let (status, body) = fl.session_limit_error();
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(body["error"]["@Message.ExtendedInfo"][0]["MessageId"].is_string());
+        }
+    }
+}

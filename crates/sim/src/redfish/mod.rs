@@ -1,0 +1,338 @@
+//! Redfish over HTTPS for every simulated BMC.
+//!
+//! One listener per BMC address (clients see distinct BMCs), one process for all of them. Requests are
+//! dispatched by hand on path segments rather than through a per-BMC router: the resource ids differ per
+//! flavor, and one shared dispatcher keeps 1,000 BMCs cheap. Connections are plain HTTP/1.1 with keep-alive
+//! over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
+//! connection and request.
+
+mod events;
+pub mod flavor;
+mod resources;
+pub mod tls;
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::ServerConfig;
+use rustls::pki_types::CertificateDer;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::host::Host;
+pub use flavor::Flavor;
+pub use tls::TlsError;
+
+/// Largest request body accepted (a session login or a PATCH is tiny).
+const MAX_BODY: usize = 64 * 1024;
+/// Redfish `SessionTimeout`: idle sessions expire after this.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(1800);
+/// An idle keep-alive connection is closed after this.
+const IDLE_CONNECTION: Duration = Duration::from_secs(60);
+/// A hung (unresponsive) BMC holds a connection at most this long, even if never cleared.
+const HANG_LIMIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug)]
+struct Session {
+    id: String,
+    token: String,
+    user: String,
+    created: String,
+    last_used: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Sessions {
+    list: Vec<Session>,
+    next_id: u32,
+    /// The BMC reset generation these sessions belong to; a BMC reset drops them all.
+    reset_generation: u32,
+}
+
+struct Tls {
+    generation: u32,
+    config: Arc<ServerConfig>,
+    cert: CertificateDer<'static>,
+}
+
+/// The Redfish face of one BMC.
+pub struct RedfishBmc {
+    pub host: Arc<Host>,
+    pub flavor: &'static Flavor,
+    addr: IpAddr,
+    session_limit: usize,
+    sessions: Mutex<Sessions>,
+    tls: Mutex<Tls>,
+    events: events::EventState,
+}
+
+impl std::fmt::Debug for RedfishBmc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedfishBmc").field("host", &self.host.name()).field("addr", &self.addr).finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RedfishBmc {
+    pub fn new(host: Arc<Host>, addr: IpAddr) -> Result<Arc<RedfishBmc>, TlsError> {
+        let (config, cert) = tls::server_config(host.name(), addr)?;
+        let flavor = Flavor::get(host.bmc_config().flavor);
+        Ok(Arc::new(RedfishBmc {
+            flavor,
+            addr,
+            session_limit: host.bmc_config().session_limit,
+            sessions: Mutex::new(Sessions::default()),
+            tls: Mutex::new(Tls { generation: host.bmc().cert_generation(), config, cert }),
+            events: events::EventState::default(),
+            host,
+        }))
+    }
+
+    /// The certificate currently served (DER), e.g. for a test that pins it.
+    pub fn certificate(&self) -> CertificateDer<'static> {
+        self.tls_config().1
+    }
+
+    fn tls_config(&self) -> (Arc<ServerConfig>, CertificateDer<'static>) {
+        let want = self.host.bmc().cert_generation();
+        let mut t = lock(&self.tls);
+        if t.generation != want {
+            match tls::server_config(self.host.name(), self.addr) {
+                Ok((config, cert)) => *t = Tls { generation: want, config, cert },
+                Err(e) => tracing::warn!(bmc = self.host.name(), error = %e, "certificate change failed"),
+            }
+        }
+        (t.config.clone(), t.cert.clone())
+    }
+
+    /// Number of open Redfish sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions().list.len()
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        let mut s = lock(&self.sessions);
+        let g = self.host.bmc().reset_generation();
+        if s.reset_generation != g {
+            s.list.clear();
+            s.reset_generation = g;
+        }
+        s.list.retain(|x| x.last_used.elapsed() < SESSION_TIMEOUT);
+        s
+    }
+
+    fn latency(&self) -> Duration {
+        self.host.scaled(self.flavor.latency) + self.host.bmc().slow().unwrap_or_default()
+    }
+
+    pub(crate) fn system_path(&self) -> String {
+        format!("/redfish/v1/Systems/{}", self.flavor.system_id)
+    }
+    pub(crate) fn chassis_path(&self) -> String {
+        format!("/redfish/v1/Chassis/{}", self.flavor.chassis_id)
+    }
+    pub(crate) fn manager_path(&self) -> String {
+        format!("/redfish/v1/Managers/{}", self.flavor.manager_id)
+    }
+    pub(crate) fn log_services_path(&self) -> String {
+        if self.flavor.sel_under_system {
+            format!("{}/LogServices", self.system_path())
+        } else {
+            format!("{}/LogServices", self.manager_path())
+        }
+    }
+}
+
+/// Accepts connections for one BMC until `cancel` fires. Connection tasks stop with it too.
+pub async fn serve(listener: TcpListener, bmc: Arc<RedfishBmc>, cancel: CancellationToken) {
+    loop {
+        let tcp = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(bmc = bmc.host.name(), error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = cancel.cancelled() => return,
+        };
+        let bmc = bmc.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = connection(tcp, bmc) => {}
+                _ = cancel.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// Holds a request or connection while the BMC is unresponsive (what a hung web server looks like).
+async fn hang(bmc: &RedfishBmc) {
+    let deadline = Instant::now() + HANG_LIMIT;
+    while bmc.host.bmc().unresponsive() && Instant::now() < deadline {
+        let _ = tokio::time::timeout(Duration::from_millis(500), bmc.host.bmc().changed()).await;
+    }
+}
+
+async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
+    if bmc.host.bmc().unresponsive() {
+        hang(&bmc).await;
+        return;
+    }
+    let _ = tcp.set_nodelay(true);
+    let acceptor = tokio_rustls::TlsAcceptor::from(bmc.tls_config().0);
+    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        _ => return,
+    };
+    let svc = hyper::service::service_fn(move |req| {
+        let bmc = bmc.clone();
+        async move { Ok::<_, Infallible>(handle(bmc, req).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(IDLE_CONNECTION)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(tls), svc)
+        .await;
+}
+
+/// Paths that need no credentials (DSP0266: service root, OData documents, session login).
+fn is_public(method: &Method, path: &str) -> bool {
+    matches!(path, "/redfish" | "/redfish/v1" | "/redfish/v1/odata" | "/redfish/v1/$metadata")
+        || (method == Method::POST && path == "/redfish/v1/SessionService/Sessions")
+}
+
+async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
+    if bmc.host.bmc().unresponsive() {
+        hang(&bmc).await;
+    }
+    let latency = bmc.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let (parts, body) = req.into_parts();
+    let raw = parts.uri.path();
+    let path = if raw.len() > 1 { raw.trim_end_matches('/') } else { raw }.to_owned();
+    let who = if is_public(&parts.method, &path) { None } else { Some(authenticate(&bmc, &parts.headers)) };
+    if let Some(Err(resp)) = who {
+        return resp;
+    }
+    let body = match axum::body::to_bytes(Body::new(body), MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "GeneralError",
+                "The request body is too large.",
+                &[],
+            );
+        }
+    };
+    let mut resp = resources::dispatch(&bmc, &parts.method, &path, &parts.headers, &body).await;
+    let h = resp.headers_mut();
+    h.insert("OData-Version", HeaderValue::from_static("4.0"));
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
+}
+
+/// Checks `X-Auth-Token` (a session) or HTTP Basic; returns the user name.
+fn authenticate(bmc: &RedfishBmc, headers: &HeaderMap) -> Result<String, Response> {
+    if let Some(token) = headers.get("X-Auth-Token").and_then(|v| v.to_str().ok()) {
+        let mut s = bmc.sessions();
+        if let Some(sess) = s.list.iter_mut().find(|x| x.token == token) {
+            sess.last_used = Instant::now();
+            return Ok(sess.user.clone());
+        }
+        return Err(unauthorized());
+    }
+    if let Some(basic) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic ").or_else(|| v.strip_prefix("basic ")))
+        && let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(basic.trim())
+        && let Ok(raw) = String::from_utf8(raw)
+        && let Some((user, pass)) = raw.split_once(':')
+        && check_password(bmc, user, pass)
+    {
+        return Ok(user.to_owned());
+    }
+    Err(unauthorized())
+}
+
+fn check_password(bmc: &RedfishBmc, user: &str, pass: &str) -> bool {
+    let c = bmc.host.bmc_config();
+    user == c.username && pass == c.password
+}
+
+fn unauthorized() -> Response {
+    let mut r = error(
+        StatusCode::UNAUTHORIZED,
+        "NoValidSession",
+        "There is no valid session established with the implementation.",
+        &[],
+    );
+    r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"Redfish\""));
+    r
+}
+
+/// A Redfish error body with one extended-info message from the Base registry.
+pub(crate) fn error_body(id: &str, message: &str, resolution: &str, args: &[&str]) -> Value {
+    let mid = format!("Base.1.15.0.{id}");
+    json!({"error": {
+        "code": mid,
+        "message": message,
+        "@Message.ExtendedInfo": [{
+            "@odata.type": "#Message.v1_1_1.Message",
+            "MessageId": mid,
+            "Message": message,
+            "MessageArgs": args,
+            "Severity": "Warning",
+            "MessageSeverity": "Warning",
+            "Resolution": resolution
+        }]
+    }})
+}
+
+pub(crate) fn error(status: StatusCode, id: &str, message: &str, args: &[&str]) -> Response {
+    let resolution = match status {
+        StatusCode::UNAUTHORIZED => "Establish a session or supply valid credentials.",
+        StatusCode::NOT_FOUND => "Provide a valid resource identifier and resubmit the request.",
+        _ => "Correct the request and resubmit it.",
+    };
+    json_response(status, error_body(id, message, resolution, args))
+}
+
+pub(crate) fn json_response(status: StatusCode, v: Value) -> Response {
+    let mut r = (status, v.to_string()).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+    r
+}
+
+/// Binds a Redfish listener: `addr` with the given port (0 = any).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(256)
+}

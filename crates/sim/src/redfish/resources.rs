@@ -1,0 +1,844 @@
+//! The Redfish resource tree of one BMC, rendered from the host's live state on every GET.
+//!
+//! Schema versions are ones present in the DMTF 2025.4 bundle, and every link points at a resource that
+//! exists, so the DMTF Service Validator can walk the whole tree.
+
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use lifeline_types::{Health, PowerState};
+use serde_json::{Map, Value, json};
+
+use super::{RedfishBmc, Session, error, events, json_response, lock};
+use crate::host::{BOOT_TARGETS, BootOverride, HostError, PowerCommand, PowerOutcome};
+use crate::sel::SelEntry;
+use crate::sensors::{Sensor, SensorKind};
+
+fn link(path: &str) -> Value {
+    json!({ "@odata.id": path })
+}
+
+fn health(h: Health) -> &'static str {
+    match h {
+        Health::Ok | Health::Unknown => "OK",
+        Health::Warning => "Warning",
+        Health::Critical => "Critical",
+    }
+}
+
+fn collection(path: &str, ty: &str, name: &str, members: Vec<String>) -> Value {
+    json!({
+        "@odata.id": path,
+        "@odata.type": format!("#{ty}.{ty}"),
+        "Name": name,
+        "Members": members.iter().map(|m| link(m)).collect::<Vec<_>>(),
+        "Members@odata.count": members.len(),
+    })
+}
+
+fn ok(v: Value) -> Response {
+    json_response(StatusCode::OK, v)
+}
+
+fn not_found(path: &str) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "ResourceNotFound",
+        &format!("The requested resource of type Resource named '{path}' was not found."),
+        &["Resource", path],
+    )
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "OperationNotAllowed",
+        "The HTTP method is not allowed on this resource.",
+        &[],
+    );
+    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+fn parse_json(body: &Bytes) -> Result<Map<String, Value>, Response> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(error(
+            StatusCode::BAD_REQUEST,
+            "MalformedJSON",
+            "The request body submitted was malformed JSON and could not be parsed by the receiving service.",
+            &[],
+        )),
+    }
+}
+
+/// Routes one request. `path` has no trailing slash and no query.
+pub(super) async fn dispatch(
+    bmc: &Arc<RedfishBmc>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
+    let f = bmc.flavor;
+    if path == "/redfish" {
+        return get_only(method, || ok(json!({ "v1": "/redfish/v1/" })));
+    }
+    let Some(rest) = path.strip_prefix("/redfish/v1") else { return not_found(path) };
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        [] => get_only(method, || ok(service_root(bmc))),
+        ["odata"] => get_only(method, || ok(odata_document())),
+        ["$metadata"] => get_only(method, metadata),
+        ["SessionService"] => get_only(method, || ok(session_service(bmc))),
+        ["SessionService", "Sessions"] => match *method {
+            Method::GET => ok(session_collection(bmc)),
+            Method::POST => create_session(bmc, body),
+            _ => method_not_allowed("GET, POST"),
+        },
+        ["SessionService", "Sessions", id] => match *method {
+            Method::GET => session_member(bmc, id).unwrap_or_else(|| not_found(path)),
+            Method::DELETE => {
+                let mut s = bmc.sessions();
+                let before = s.list.len();
+                s.list.retain(|x| x.id != *id);
+                if s.list.len() < before { no_content() } else { not_found(path) }
+            }
+            _ => method_not_allowed("GET, DELETE"),
+        },
+        ["Systems"] => get_only(method, || {
+            ok(collection(
+                "/redfish/v1/Systems",
+                "ComputerSystemCollection",
+                "Computer System Collection",
+                vec![bmc.system_path()],
+            ))
+        }),
+        ["Systems", id] if *id == f.system_id => match *method {
+            Method::GET => ok(system(bmc)),
+            Method::PATCH => patch_system(bmc, body),
+            _ => method_not_allowed("GET, PATCH"),
+        },
+        ["Systems", id, "Actions", "ComputerSystem.Reset"] if *id == f.system_id => {
+            if *method != Method::POST {
+                return method_not_allowed("POST");
+            }
+            reset_system(bmc, body)
+        }
+        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && f.sel_under_system => {
+            log_services(bmc, method, path, tail)
+        }
+        ["Managers", id, "LogServices", tail @ ..] if *id == f.manager_id && !f.sel_under_system => {
+            log_services(bmc, method, path, tail)
+        }
+        ["Chassis"] => get_only(method, || {
+            ok(collection(
+                "/redfish/v1/Chassis",
+                "ChassisCollection",
+                "Chassis Collection",
+                vec![bmc.chassis_path()],
+            ))
+        }),
+        ["Chassis", id] if *id == f.chassis_id => get_only(method, || ok(chassis(bmc))),
+        ["Chassis", id, "Thermal"] if *id == f.chassis_id => get_only(method, || ok(thermal(bmc))),
+        ["Chassis", id, "Power"] if *id == f.chassis_id => get_only(method, || ok(power(bmc))),
+        ["Chassis", id, "Sensors"] if *id == f.chassis_id => get_only(method, || {
+            let base = format!("{}/Sensors", bmc.chassis_path());
+            let members = bmc.host.sensors().iter().map(|s| format!("{base}/{}", s.id)).collect();
+            ok(collection(&base, "SensorCollection", "Sensors", members))
+        }),
+        ["Chassis", id, "Sensors", sid] if *id == f.chassis_id => {
+            get_only(method, || match bmc.host.sensors().iter().find(|s| s.id == *sid) {
+                Some(s) => ok(sensor(bmc, s)),
+                None => not_found(path),
+            })
+        }
+        ["Managers"] => get_only(method, || {
+            ok(collection(
+                "/redfish/v1/Managers",
+                "ManagerCollection",
+                "Manager Collection",
+                vec![bmc.manager_path()],
+            ))
+        }),
+        ["Managers", id] if *id == f.manager_id => get_only(method, || ok(manager(bmc))),
+        ["Managers", id, "Actions", "Manager.Reset"] if *id == f.manager_id => {
+            if *method != Method::POST {
+                return method_not_allowed("POST");
+            }
+            let m = match parse_json(body) {
+                Ok(m) => m,
+                Err(r) => return r,
+            };
+            match m.get("ResetType").and_then(Value::as_str) {
+                Some("GracefulRestart" | "ForceRestart") | None => {
+                    bmc.host.reset_bmc();
+                    no_content()
+                }
+                Some(other) => param_not_in_list(other, "ResetType"),
+            }
+        }
+        ["EventService", tail @ ..] => events::route(bmc, method, path, tail, headers, body).await,
+        _ => not_found(path),
+    }
+}
+
+fn get_only(method: &Method, f: impl FnOnce() -> Response) -> Response {
+    if *method == Method::GET || *method == Method::HEAD { f() } else { method_not_allowed("GET") }
+}
+
+fn param_not_in_list(value: &str, prop: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "ActionParameterValueNotInList",
+        &format!(
+            "The value '{value}' for the parameter {prop} in the action is not in the list of acceptable values."
+        ),
+        &[value, prop],
+    )
+}
+
+fn service_root(bmc: &RedfishBmc) -> Value {
+    let f = bmc.flavor;
+    json!({
+        "@odata.id": "/redfish/v1",
+        "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
+        "Id": "RootService",
+        "Name": "Root Service",
+        "RedfishVersion": f.redfish_version,
+        "UUID": bmc.host.bmc_config().identity.uuid,
+        "Vendor": f.vendor,
+        "Product": f.product,
+        "Systems": link("/redfish/v1/Systems"),
+        "Chassis": link("/redfish/v1/Chassis"),
+        "Managers": link("/redfish/v1/Managers"),
+        "SessionService": link("/redfish/v1/SessionService"),
+        "EventService": link("/redfish/v1/EventService"),
+        "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
+        "ProtocolFeaturesSupported": {
+            "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
+            "FilterQuery": false,
+            "SelectQuery": false,
+            "OnlyMemberQuery": false,
+            "ExcerptQuery": false
+        }
+    })
+}
+
+fn odata_document() -> Value {
+    let names = [
+        ("Systems", "/redfish/v1/Systems"),
+        ("Chassis", "/redfish/v1/Chassis"),
+        ("Managers", "/redfish/v1/Managers"),
+        ("SessionService", "/redfish/v1/SessionService"),
+        ("EventService", "/redfish/v1/EventService"),
+    ];
+    let mut value = vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
+    value.extend(names.iter().map(|(n, u)| json!({"name": n, "kind": "Singleton", "url": u})));
+    json!({ "@odata.context": "/redfish/v1/$metadata", "value": value })
+}
+
+/// The schemas (and a version namespace of each) this service uses.
+const SCHEMAS: &[(&str, &str)] = &[
+    ("ServiceRoot", "v1_15_0"),
+    ("SessionService", "v1_1_8"),
+    ("Session", "v1_6_0"),
+    ("SessionCollection", ""),
+    ("ComputerSystem", "v1_20_0"),
+    ("ComputerSystemCollection", ""),
+    ("Chassis", "v1_22_0"),
+    ("ChassisCollection", ""),
+    ("Manager", "v1_17_0"),
+    ("ManagerCollection", ""),
+    ("LogService", "v1_4_0"),
+    ("LogServiceCollection", ""),
+    ("LogEntry", "v1_15_0"),
+    ("LogEntryCollection", ""),
+    ("Thermal", "v1_7_1"),
+    ("Power", "v1_7_1"),
+    ("Sensor", "v1_7_0"),
+    ("SensorCollection", ""),
+    ("EventService", "v1_10_0"),
+    ("EventDestination", "v1_13_0"),
+    ("EventDestinationCollection", ""),
+    ("Event", "v1_7_0"),
+    ("Message", "v1_1_1"),
+    ("Resource", "v1_14_0"),
+];
+
+fn metadata() -> Response {
+    let mut x = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <edmx:Edmx xmlns:edmx=\"http://docs.oasis-open.org/odata/ns/edmx\" Version=\"4.0\">\n",
+    );
+    for (schema, ver) in SCHEMAS {
+        x.push_str(&format!(
+            "  <edmx:Reference Uri=\"http://redfish.dmtf.org/schemas/v1/{schema}_v1.xml\">\n    \
+             <edmx:Include Namespace=\"{schema}\"/>\n"
+        ));
+        if !ver.is_empty() {
+            x.push_str(&format!("    <edmx:Include Namespace=\"{schema}.{ver}\"/>\n"));
+        }
+        x.push_str("  </edmx:Reference>\n");
+    }
+    x.push_str(
+        "  <edmx:DataServices>\n    <Schema xmlns=\"http://docs.oasis-open.org/odata/ns/edm\" Namespace=\"Service\">\n      \
+         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_15_0.ServiceContainer\"/>\n    </Schema>\n  \
+         </edmx:DataServices>\n</edmx:Edmx>\n",
+    );
+    let mut r = (StatusCode::OK, x).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    r
+}
+
+fn session_service(bmc: &RedfishBmc) -> Value {
+    json!({
+        "@odata.id": "/redfish/v1/SessionService",
+        "@odata.type": "#SessionService.v1_1_8.SessionService",
+        "Id": "SessionService",
+        "Name": "Session Service",
+        "ServiceEnabled": true,
+        "SessionTimeout": super::SESSION_TIMEOUT.as_secs(),
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "Sessions": link("/redfish/v1/SessionService/Sessions"),
+        "Oem": {},
+        "Description": format!("Session Service (at most {} sessions)", bmc.session_limit),
+    })
+}
+
+fn session_doc(s: &Session) -> Value {
+    json!({
+        "@odata.id": format!("/redfish/v1/SessionService/Sessions/{}", s.id),
+        "@odata.type": "#Session.v1_6_0.Session",
+        "Id": s.id,
+        "Name": "User Session",
+        "UserName": s.user,
+        "CreatedTime": s.created,
+        "SessionType": "Redfish",
+    })
+}
+
+fn session_collection(bmc: &RedfishBmc) -> Value {
+    let s = bmc.sessions();
+    let members = s.list.iter().map(|x| format!("/redfish/v1/SessionService/Sessions/{}", x.id)).collect();
+    collection("/redfish/v1/SessionService/Sessions", "SessionCollection", "Session Collection", members)
+}
+
+fn session_member(bmc: &RedfishBmc, id: &str) -> Option<Response> {
+    let s = bmc.sessions();
+    s.list.iter().find(|x| x.id == id).map(|x| ok(session_doc(x)))
+}
+
+fn create_session(bmc: &RedfishBmc, body: &Bytes) -> Response {
+    let m = match parse_json(body) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let (Some(user), Some(pass)) =
+        (m.get("UserName").and_then(Value::as_str), m.get("Password").and_then(Value::as_str))
+    else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "PropertyMissing",
+            "The property UserName or Password is a required property and must be included in the request.",
+            &["UserName"],
+        );
+    };
+    if !super::check_password(bmc, user, pass) {
+        return super::unauthorized();
+    }
+    let mut s = bmc.sessions();
+    if bmc.host.bmc().sessions_full() || s.list.len() >= bmc.session_limit {
+        let (status, body) = bmc.flavor.session_limit_error();
+        return json_response(status, body);
+    }
+    s.next_id += 1;
+    let sess = Session {
+        id: format!("{}", s.next_id),
+        token: format!("{:032x}", rand::random::<u128>()),
+        user: user.to_owned(),
+        created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        last_used: std::time::Instant::now(),
+    };
+    let doc = session_doc(&sess);
+    let location = format!("/redfish/v1/SessionService/Sessions/{}", sess.id);
+    let token = sess.token.clone();
+    s.list.push(sess);
+    let mut r = json_response(StatusCode::CREATED, doc);
+    if let (Ok(t), Ok(l)) = (HeaderValue::from_str(&token), HeaderValue::from_str(&location)) {
+        r.headers_mut().insert("X-Auth-Token", t);
+        r.headers_mut().insert(header::LOCATION, l);
+    }
+    r
+}
+
+fn power_state_str(p: PowerState) -> &'static str {
+    match p {
+        PowerState::On => "On",
+        PowerState::Off => "Off",
+        PowerState::PoweringOn => "PoweringOn",
+        PowerState::PoweringOff => "PoweringOff",
+        PowerState::Unknown => "Off",
+    }
+}
+
+fn rollup(sensors: &[Sensor]) -> Health {
+    sensors.iter().fold(Health::Ok, |h, s| h.worst(s.health))
+}
+
+fn system(bmc: &RedfishBmc) -> Value {
+    let h = &bmc.host;
+    let id = &h.bmc_config().identity;
+    let boot = h.boot_override();
+    let node = h.node_state();
+    let sensors = h.sensors();
+    let path = bmc.system_path();
+    let mut v = json!({
+        "@odata.id": path,
+        "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+        "Id": bmc.flavor.system_id,
+        "Name": h.name(),
+        "HostName": h.name(),
+        "SystemType": "Physical",
+        "Manufacturer": id.manufacturer,
+        "Model": id.model,
+        "SerialNumber": id.serial,
+        "UUID": id.uuid,
+        "BiosVersion": id.bios_version,
+        "PowerState": power_state_str(h.power_state()),
+        "Status": { "State": "Enabled", "Health": health(rollup(&sensors)) },
+        "ProcessorSummary": { "Count": 2, "Model": "Intel(R) Xeon(R) Platinum 8480+" },
+        "MemorySummary": { "TotalSystemMemoryGiB": 2048 },
+        "Boot": {
+            "BootSourceOverrideEnabled": boot.enabled,
+            "BootSourceOverrideTarget": boot.target,
+            "BootSourceOverrideMode": boot.mode,
+            "BootSourceOverrideTarget@Redfish.AllowableValues": BOOT_TARGETS,
+        },
+        "Actions": {
+            "#ComputerSystem.Reset": {
+                "target": format!("{path}/Actions/ComputerSystem.Reset"),
+                "ResetType@Redfish.AllowableValues": bmc.flavor.resets,
+            }
+        },
+        "Links": {
+            "Chassis": [link(&bmc.chassis_path())],
+            "ManagedBy": [link(&bmc.manager_path())],
+        },
+        "Description": format!("{} GPUs, {} rails", node.gpus.len(), node.rails.len()),
+    });
+    if bmc.flavor.sel_under_system {
+        v["LogServices"] = link(&bmc.log_services_path());
+    }
+    v
+}
+
+fn patch_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
+    let m = match parse_json(body) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let Some(Value::Object(boot)) = m.get("Boot") else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "PropertyNotWritable",
+            "Only the Boot property of this resource can be changed.",
+            &[],
+        );
+    };
+    let mut o: BootOverride = bmc.host.boot_override();
+    if bmc.flavor.boot_patch_needs_enabled
+        && boot.contains_key("BootSourceOverrideTarget")
+        && !boot.contains_key("BootSourceOverrideEnabled")
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "PropertyMissing",
+            "The property BootSourceOverrideEnabled is a required property and must be included in the request.",
+            &["BootSourceOverrideEnabled"],
+        );
+    }
+    if let Some(t) = boot.get("BootSourceOverrideTarget") {
+        let t = t.as_str().unwrap_or_default();
+        match BOOT_TARGETS.iter().find(|x| **x == t) {
+            Some(x) => o.target = x,
+            None => return prop_not_in_list(t, "BootSourceOverrideTarget"),
+        }
+        // Setting a target without saying for how long means "once" on most BMCs.
+        if !boot.contains_key("BootSourceOverrideEnabled") && o.enabled == "Disabled" && t != "None" {
+            o.enabled = "Once";
+        }
+    }
+    if let Some(e) = boot.get("BootSourceOverrideEnabled") {
+        let e = e.as_str().unwrap_or_default();
+        match ["Disabled", "Once", "Continuous"].iter().find(|x| **x == e) {
+            Some(x) => o.enabled = x,
+            None => return prop_not_in_list(e, "BootSourceOverrideEnabled"),
+        }
+    }
+    if let Some(mo) = boot.get("BootSourceOverrideMode") {
+        let mo = mo.as_str().unwrap_or_default();
+        match ["UEFI", "Legacy"].iter().find(|x| **x == mo) {
+            Some(x) => o.mode = x,
+            None => return prop_not_in_list(mo, "BootSourceOverrideMode"),
+        }
+    }
+    bmc.host.set_boot_override(o);
+    no_content()
+}
+
+fn prop_not_in_list(value: &str, prop: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "PropertyValueNotInList",
+        &format!("The value '{value}' for the property {prop} is not in the list of acceptable values."),
+        &[value, prop],
+    )
+}
+
+fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
+    let m = match parse_json(body) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let Some(rt) = m.get("ResetType").and_then(Value::as_str) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "ActionParameterMissing",
+            "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.",
+            &["ComputerSystem.Reset", "ResetType"],
+        );
+    };
+    if !bmc.flavor.resets.contains(&rt) {
+        return param_not_in_list(rt, "ResetType");
+    }
+    let cmd = match rt {
+        "On" => PowerCommand::On,
+        "ForceOn" => PowerCommand::ForceOn,
+        "ForceOff" => PowerCommand::ForceOff,
+        "GracefulShutdown" => PowerCommand::GracefulShutdown,
+        "GracefulRestart" => PowerCommand::GracefulRestart,
+        "ForceRestart" => PowerCommand::ForceRestart,
+        "PowerCycle" => PowerCommand::PowerCycle,
+        "Nmi" => PowerCommand::Nmi,
+        "PushPowerButton" => PowerCommand::PushPowerButton,
+        other => return param_not_in_list(other, "ResetType"),
+    };
+    if bmc.flavor.on_while_on_conflict && cmd == PowerCommand::On && bmc.host.power_state() == PowerState::On
+    {
+        return error(
+            StatusCode::CONFLICT,
+            "ResourceInStandby",
+            "Unable to perform the reset operation because the server is already powered on.",
+            &[],
+        );
+    }
+    match bmc.host.power(cmd) {
+        Ok(PowerOutcome::Started | PowerOutcome::NoChange) => no_content(),
+        Err(HostError::NotPoweredOn { .. }) => error(
+            StatusCode::CONFLICT,
+            "ActionNotSupported",
+            &format!("The action {rt} is not supported while the system is powered off."),
+            &[rt],
+        ),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "GeneralError", &e.to_string(), &[]),
+    }
+}
+
+fn chassis(bmc: &RedfishBmc) -> Value {
+    let h = &bmc.host;
+    let id = &h.bmc_config().identity;
+    let path = bmc.chassis_path();
+    json!({
+        "@odata.id": path,
+        "@odata.type": "#Chassis.v1_22_0.Chassis",
+        "Id": bmc.flavor.chassis_id,
+        "Name": format!("{} chassis", h.name()),
+        "ChassisType": "RackMount",
+        "Manufacturer": id.manufacturer,
+        "Model": id.model,
+        "SerialNumber": id.serial,
+        "PowerState": power_state_str(h.power_state()),
+        "Status": { "State": "Enabled", "Health": health(rollup(&h.sensors())) },
+        "Thermal": link(&format!("{path}/Thermal")),
+        "Power": link(&format!("{path}/Power")),
+        "Sensors": link(&format!("{path}/Sensors")),
+        "Links": {
+            "ComputerSystems": [link(&bmc.system_path())],
+            "ManagedBy": [link(&bmc.manager_path())],
+        },
+    })
+}
+
+fn status(s: &Sensor) -> Value {
+    match s.reading {
+        Some(_) => json!({ "State": "Enabled", "Health": health(s.health) }),
+        None => json!({ "State": "UnavailableOffline" }),
+    }
+}
+
+fn thermal(bmc: &RedfishBmc) -> Value {
+    let path = format!("{}/Thermal", bmc.chassis_path());
+    let sensors = bmc.host.sensors();
+    let temps: Vec<Value> = sensors
+        .iter()
+        .filter(|s| s.kind == SensorKind::Temperature)
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "@odata.id": format!("{path}#/Temperatures/{i}"),
+                "MemberId": i.to_string(),
+                "Name": s.name,
+                "SensorNumber": s.number,
+                "ReadingCelsius": s.reading,
+                "UpperThresholdNonCritical": s.upper_warning,
+                "UpperThresholdCritical": s.upper_critical,
+                "Status": status(s),
+            })
+        })
+        .collect();
+    let fans: Vec<Value> = sensors
+        .iter()
+        .filter(|s| s.kind == SensorKind::Fan)
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "@odata.id": format!("{path}#/Fans/{i}"),
+                "MemberId": i.to_string(),
+                "Name": s.name,
+                "Reading": s.reading.map(|r| r as i64),
+                "ReadingUnits": "RPM",
+                "LowerThresholdCritical": s.lower_critical.map(|r| r as i64),
+                "Status": status(s),
+            })
+        })
+        .collect();
+    json!({
+        "@odata.id": path,
+        "@odata.type": "#Thermal.v1_7_1.Thermal",
+        "Id": "Thermal",
+        "Name": "Thermal",
+        "Temperatures": temps,
+        "Temperatures@odata.count": temps.len(),
+        "Fans": fans,
+        "Fans@odata.count": fans.len(),
+    })
+}
+
+fn power(bmc: &RedfishBmc) -> Value {
+    let path = format!("{}/Power", bmc.chassis_path());
+    let sensors = bmc.host.sensors();
+    let psus: Vec<&Sensor> = sensors.iter().filter(|s| s.kind == SensorKind::Power).collect();
+    let total: f64 = psus.iter().filter_map(|s| s.reading).sum();
+    let supplies: Vec<Value> = psus
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "@odata.id": format!("{path}#/PowerSupplies/{i}"),
+                "MemberId": i.to_string(),
+                "Name": s.name.trim_end_matches(" Power"),
+                "PowerCapacityWatts": 3300,
+                "LastPowerOutputWatts": s.reading,
+                "Status": status(s),
+            })
+        })
+        .collect();
+    let volts: Vec<Value> = sensors
+        .iter()
+        .filter(|s| s.kind == SensorKind::Voltage)
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "@odata.id": format!("{path}#/Voltages/{i}"),
+                "MemberId": i.to_string(),
+                "Name": s.name,
+                "SensorNumber": s.number,
+                "ReadingVolts": s.reading,
+                "LowerThresholdCritical": s.lower_critical,
+                "UpperThresholdCritical": s.upper_critical,
+                "Status": status(s),
+            })
+        })
+        .collect();
+    json!({
+        "@odata.id": path,
+        "@odata.type": "#Power.v1_7_1.Power",
+        "Id": "Power",
+        "Name": "Power",
+        "PowerControl": [{
+            "@odata.id": format!("{path}#/PowerControl/0"),
+            "MemberId": "0",
+            "Name": "System Power Control",
+            "PowerConsumedWatts": total,
+            "PowerCapacityWatts": 6600,
+        }],
+        "PowerControl@odata.count": 1,
+        "PowerSupplies": supplies,
+        "PowerSupplies@odata.count": supplies.len(),
+        "Voltages": volts,
+        "Voltages@odata.count": volts.len(),
+    })
+}
+
+fn sensor(bmc: &RedfishBmc, s: &Sensor) -> Value {
+    let (ty, units) = s.kind.redfish();
+    let mut th = Map::new();
+    if let Some(v) = s.upper_critical {
+        th.insert("UpperCritical".into(), json!({ "Reading": v }));
+    }
+    if let Some(v) = s.upper_warning {
+        th.insert("UpperCaution".into(), json!({ "Reading": v }));
+    }
+    if let Some(v) = s.lower_critical {
+        th.insert("LowerCritical".into(), json!({ "Reading": v }));
+    }
+    json!({
+        "@odata.id": format!("{}/Sensors/{}", bmc.chassis_path(), s.id),
+        "@odata.type": "#Sensor.v1_7_0.Sensor",
+        "Id": s.id,
+        "Name": s.name,
+        "ReadingType": ty,
+        "ReadingUnits": units,
+        "Reading": s.reading,
+        "Thresholds": th,
+        "Status": status(s),
+    })
+}
+
+fn manager(bmc: &RedfishBmc) -> Value {
+    let h = &bmc.host;
+    let id = &h.bmc_config().identity;
+    let path = bmc.manager_path();
+    let mut v = json!({
+        "@odata.id": path,
+        "@odata.type": "#Manager.v1_17_0.Manager",
+        "Id": bmc.flavor.manager_id,
+        "Name": "Manager",
+        "ManagerType": "BMC",
+        "Manufacturer": id.manufacturer,
+        "Model": id.model,
+        "FirmwareVersion": id.bmc_firmware,
+        "UUID": id.uuid,
+        "PowerState": "On",
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "SerialConsole": {
+            "ServiceEnabled": true,
+            "MaxConcurrentSessions": 1,
+            "ConnectTypesSupported": ["IPMI"],
+        },
+        "Actions": {
+            "#Manager.Reset": {
+                "target": format!("{path}/Actions/Manager.Reset"),
+                "ResetType@Redfish.AllowableValues": ["GracefulRestart", "ForceRestart"],
+            }
+        },
+        "Links": {
+            "ManagerForServers": [link(&bmc.system_path())],
+            "ManagerForChassis": [link(&bmc.chassis_path())],
+        },
+    });
+    if !bmc.flavor.sel_under_system {
+        v["LogServices"] = link(&bmc.log_services_path());
+    }
+    v
+}
+
+fn ipmi_sensor_type_name(t: u8) -> &'static str {
+    match t {
+        0x01 => "Temperature",
+        0x02 => "Voltage",
+        0x04 => "Fan",
+        0x08 => "Power Supply / Converter",
+        0x09 => "Power Unit",
+        0x0C => "Memory",
+        0x0F => "System Firmware Progress",
+        0x10 => "Event Logging Disabled",
+        0x13 => "Critical Interrupt",
+        0x20 => "OS Stop / Shutdown",
+        0x27 => "LAN",
+        _ => "OEM",
+    }
+}
+
+fn log_entry(base: &str, e: &SelEntry) -> Value {
+    json!({
+        "@odata.id": format!("{base}/Entries/{}", e.id),
+        "@odata.type": "#LogEntry.v1_15_0.LogEntry",
+        "Id": e.id.to_string(),
+        "Name": format!("Log Entry {}", e.id),
+        "EntryType": "SEL",
+        "Created": e.created(),
+        "Message": e.message,
+        "MessageId": e.message_id,
+        "Severity": health(e.severity),
+        "SensorType": ipmi_sensor_type_name(e.sensor_type),
+        "SensorNumber": e.sensor_number,
+        "EntryCode": if e.deassertion { "Deassert" } else { "Assert" },
+    })
+}
+
+fn log_services(bmc: &RedfishBmc, method: &Method, path: &str, tail: &[&str]) -> Response {
+    let coll = bmc.log_services_path();
+    let sel = bmc.flavor.sel_id;
+    let base = format!("{coll}/{sel}");
+    match tail {
+        [] => get_only(method, || {
+            ok(collection(&coll, "LogServiceCollection", "Log Service Collection", vec![base]))
+        }),
+        [id] if *id == sel => get_only(method, || {
+            ok(json!({
+                "@odata.id": base,
+                "@odata.type": "#LogService.v1_4_0.LogService",
+                "Id": sel,
+                "Name": "System Event Log",
+                "ServiceEnabled": true,
+                "MaxNumberOfRecords": crate::sel::SEL_CAPACITY,
+                "OverWritePolicy": "WrapsWhenFull",
+                "LogEntryType": "SEL",
+                "DateTime": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S+00:00").to_string(),
+                "Status": { "State": "Enabled", "Health": "OK" },
+                "Entries": link(&format!("{base}/Entries")),
+                "Actions": { "#LogService.ClearLog": { "target": format!("{base}/Actions/LogService.ClearLog") } },
+            }))
+        }),
+        [id, "Entries"] if *id == sel => get_only(method, || {
+            let entries = bmc.host.sel_entries();
+            let members: Vec<Value> = entries.iter().map(|e| log_entry(&base, e)).collect();
+            ok(json!({
+                "@odata.id": format!("{base}/Entries"),
+                "@odata.type": "#LogEntryCollection.LogEntryCollection",
+                "Name": "System Event Log Entries",
+                "Members@odata.count": members.len(),
+                "Members": members,
+            }))
+        }),
+        [id, "Entries", eid] if *id == sel => get_only(method, || {
+            let e =
+                eid.parse::<u16>().ok().and_then(|n| bmc.host.sel_entries().into_iter().find(|e| e.id == n));
+            match e {
+                Some(e) => ok(log_entry(&base, &e)),
+                None => not_found(path),
+            }
+        }),
+        [id, "Actions", "LogService.ClearLog"] if *id == sel => {
+            if *method != Method::POST {
+                return method_not_allowed("POST");
+            }
+            bmc.host.sel_clear();
+            no_content()
+        }
+        _ => not_found(path),
+    }
+}
+
+/// Subscriptions live in [`events`]; exposed for it.
+pub(super) fn subscriptions_lock(bmc: &RedfishBmc) -> std::sync::MutexGuard<'_, events::Subscriptions> {
+    lock(&bmc.events.subs)
+}
