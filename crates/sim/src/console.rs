@@ -19,7 +19,7 @@ use crate::host::Host;
 /// Chunks buffered per viewer before it lags (bytes are dropped, as on an overrun UART).
 const CHANNEL_CAPACITY: usize = 128;
 /// Console history kept for late viewers and the control API.
-const HISTORY_BYTES: usize = 4096;
+const HISTORY_BYTES: usize = 8192;
 
 /// A host's serial line.
 pub struct Console {

@@ -609,6 +609,7 @@ impl Host {
                 self.set_phase(st, Phase::Post);
                 seq = Sequence::Boot { cold: false };
             }
+            Sequence::Boot { cold: false } => self.set_phase(st, Phase::Post),
             Sequence::Shutdown { .. } => self.set_phase(st, Phase::ShuttingDown),
             _ => {}
         }

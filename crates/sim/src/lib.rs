@@ -14,6 +14,7 @@ pub mod redfish;
 pub mod sel;
 pub mod sensors;
 pub mod spec;
+pub mod switch;
 
 pub use fault::{Fault, FaultParseError};
 pub use fleet::{Endpoint, EndpointKind, Fleet, PortPlan, RunningFleet, SimError, SimOptions};
