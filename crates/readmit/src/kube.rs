@@ -144,6 +144,12 @@ pub fn release_patch(node: &Node) -> Option<Value> {
     }))
 }
 
+/// kube's rustls stack panics when the process has several rustls crypto backends compiled in and none
+/// chosen; pick ring (the workspace's) unless the application already chose one.
+pub fn ensure_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A Kubernetes cluster's nodes.
 #[derive(Clone)]
 pub struct Kube {
@@ -158,6 +164,8 @@ impl std::fmt::Debug for Kube {
 }
 
 impl Kube {
+    /// Wraps a client (e.g. `kube::Client::try_default()` in-cluster or from kubeconfig; call
+    /// [`ensure_crypto_provider`] before building it).
     pub fn new(client: kube::Client, timeout: Duration) -> Kube {
         Kube { nodes: Api::all(client), timeout }
     }
@@ -168,6 +176,7 @@ impl Kube {
             url: url.to_owned(),
             source: kube::Error::Service(Box::new(e)),
         })?;
+        ensure_crypto_provider();
         let mut cfg = kube::Config::new(uri);
         cfg.connect_timeout = Some(timeout);
         cfg.read_timeout = Some(timeout);
