@@ -155,7 +155,9 @@ impl Transport {
             None => crate::tls::trust_nothing_config()
                 .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?,
         };
-        b.tls_backend_preconfigured(cfg).build().map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })
+        b.tls_backend_preconfigured(cfg)
+            .build()
+            .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })
     }
 
     /// Resolve a link (path or absolute URL) against the BMC; refuse other hosts; drop `#fragments`
@@ -531,7 +533,7 @@ impl Client {
                 }
             };
         for attempt in 0..2 {
-            let guard = self.session().await?;
+            let mut guard = self.session().await?;
             let mut rb = t.http.request(method.clone(), url.clone());
             rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(t.timeout) };
             rb = match &guard {
@@ -542,12 +544,13 @@ impl Client {
                 rb = rb.json(b);
             }
             let resp = t.send(rb, mname, &url).await?;
-            if resp.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
-                if let Some(g) = guard {
-                    tracing::info!(bmc = %t.bmc, url = %url, "session rejected (401); logging in again");
-                    g.invalidate();
-                    continue;
-                }
+            if resp.status() == StatusCode::UNAUTHORIZED
+                && attempt == 0
+                && let Some(g) = guard.take()
+            {
+                tracing::info!(bmc = %t.bmc, url = %url, "session rejected (401); logging in again");
+                g.invalidate();
+                continue;
             }
             return Ok(Reply { resp, url, method: mname, guard, _slot: Some(slot) });
         }
@@ -929,7 +932,9 @@ impl Client {
                     out.warnings.extend(l.warnings);
                     all.extend(l.items);
                 }
-                Err(e) => out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") }),
+                Err(e) => {
+                    out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") })
+                }
             }
         }
         let named: Vec<&LogService> = all.iter().filter(|l| l.is_sel()).collect();
@@ -937,9 +942,13 @@ impl Client {
         let candidates = if by_name { named } else { all.iter().collect() };
         for log in candidates {
             match self.log_entries(log, max).await {
-                Ok(e) if by_name || e.entries.iter().any(|x| x.entry_type.as_deref() == Some("SEL")) => out.items.push(e),
+                Ok(e) if by_name || e.entries.iter().any(|x| x.entry_type.as_deref() == Some("SEL")) => {
+                    out.items.push(e)
+                }
                 Ok(_) => {}
-                Err(e) => out.warnings.push(FieldWarning { at: log.odata_id.clone(), problem: format!("unreadable: {e}") }),
+                Err(e) => out
+                    .warnings
+                    .push(FieldWarning { at: log.odata_id.clone(), problem: format!("unreadable: {e}") }),
             }
         }
         Ok(out)

@@ -87,7 +87,11 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
     assert_eq!(c.profile().platform, "generic");
 
     let systems = c.systems().await.unwrap();
-    let sys = systems.items.iter().find(|s| s.odata_id.ends_with("/437XR1138R2")).expect("system by link, not by id");
+    let sys = systems
+        .items
+        .iter()
+        .find(|s| s.odata_id.ends_with("/437XR1138R2"))
+        .expect("system by link, not by id");
     assert_eq!(sys.power_state, Some(PowerState::On));
     assert_eq!(sys.model.as_deref(), Some("3500"));
     let (types, _) = c.reset_types(sys).await.unwrap();
@@ -102,7 +106,10 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
     let sensors = c.sensors(ch).await.unwrap();
     assert!(sensors.readings.len() >= 10, "{}", sensors.readings.len());
     let ambient = sensors.readings.iter().find(|r| r.name.as_deref() == Some("Ambient Temperature")).unwrap();
-    assert_eq!((ambient.reading, ambient.units.as_deref(), ambient.health), (Some(22.5), Some("Cel"), Some(Health::Ok)));
+    assert_eq!(
+        (ambient.reading, ambient.units.as_deref(), ambient.health),
+        (Some(22.5), Some("Cel"), Some(Health::Ok))
+    );
 
     // The System log holds SEL entries; its second page ($skiptoken) is a 404 on sushy-static: a warning and
     // `truncated`, not a failure.

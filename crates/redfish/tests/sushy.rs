@@ -22,7 +22,8 @@ struct Emulator {
 
 fn emulator() -> Option<Emulator> {
     let rows = peer_endpoints("redfish")?;
-    let r = rows.iter().find(|r| r[0] == "sushy-emulator").expect("sushy-emulator row in redfish/endpoints.txt");
+    let r =
+        rows.iter().find(|r| r[0] == "sushy-emulator").expect("sushy-emulator row in redfish/endpoints.txt");
     assert!(r[1].starts_with("https://"), "the emulator must run with TLS (no --http): {r:?}");
     Some(Emulator { url: r[1].clone(), creds: Credentials::new(&r[2], &r[3]), ca: PathBuf::from(&r[4]) })
 }
@@ -155,7 +156,9 @@ async fn emulator_tofu_pin_and_refusal_of_a_changed_certificate() {
     let target = BmcTarget::new("sushy-pin", &e.url);
 
     // First use: pinned, and the pin is the SHA-256 of the emulator's real leaf certificate.
-    let c = Client::connect(target.clone(), e.creds.clone(), trust_tofu.clone(), ClientOptions::default()).await.unwrap();
+    let c = Client::connect(target.clone(), e.creds.clone(), trust_tofu.clone(), ClientOptions::default())
+        .await
+        .unwrap();
     assert_eq!(store.get_pin("sushy-pin").await.unwrap(), Some(real));
     assert_eq!(c.peer_certificate().unwrap().0, real);
     assert!(!c.systems().await.unwrap().items.is_empty());
@@ -163,9 +166,13 @@ async fn emulator_tofu_pin_and_refusal_of_a_changed_certificate() {
     // A stored pin that differs (as after a certificate replacement): refused, both fingerprints named.
     let stale = lifeline_types::Fingerprint([7; 32]);
     store.set_pin("sushy-pin", stale).await.unwrap();
-    let err = Client::connect(target.clone(), e.creds.clone(), trust_tofu.clone(), ClientOptions::default()).await.unwrap_err();
+    let err = Client::connect(target.clone(), e.creds.clone(), trust_tofu.clone(), ClientOptions::default())
+        .await
+        .unwrap_err();
     match &err {
-        RedfishError::CertificateChanged { pinned, presented, .. } => assert_eq!((*pinned, *presented), (stale, real)),
+        RedfishError::CertificateChanged { pinned, presented, .. } => {
+            assert_eq!((*pinned, *presented), (stale, real))
+        }
         other => panic!("expected CertificateChanged, got {other}"),
     }
     let msg = err.to_string();
@@ -178,7 +185,8 @@ async fn emulator_tofu_pin_and_refusal_of_a_changed_certificate() {
 
     // An inventory pin wins over the store.
     let inv = TlsTrust::Pin { store: store.clone(), explicit: Some(stale) };
-    let err = Client::connect(target.clone(), e.creds.clone(), inv, ClientOptions::default()).await.unwrap_err();
+    let err =
+        Client::connect(target.clone(), e.creds.clone(), inv, ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, RedfishError::CertificateChanged { .. }), "{err}");
     let err = trust(&target, store.as_ref(), Some(stale), &ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, RedfishError::InventoryPinMismatch { .. }), "{err}");
@@ -207,7 +215,10 @@ async fn static_mockup_power_sensors_sel_and_services() {
     assert_eq!(c.auth_in_use(), AuthInUse::Basic);
     let (types, _) = c.reset_types(sys).await.unwrap();
     let types = types.unwrap();
-    assert_eq!(plan_reset(PowerAction::Cycle, Some(&types), &[]), Some(ResetPlan::Single("PowerCycle".into())));
+    assert_eq!(
+        plan_reset(PowerAction::Cycle, Some(&types), &[]),
+        Some(ResetPlan::Single("PowerCycle".into()))
+    );
 
     let chassis = c.chassis().await.unwrap();
     let ch = &chassis.items[0];

@@ -111,7 +111,10 @@ async fn first_use_pins_a_changed_certificate_is_refused_and_trust_repins() {
         other => panic!("expected CertificateChanged, got {other:?}"),
     }
     let msg = err.to_string();
-    assert!(msg.contains(&fp_a.to_string()) && msg.contains(&fp_b.to_string()) && msg.contains("bmc-pin"), "{msg}");
+    assert!(
+        msg.contains(&fp_a.to_string()) && msg.contains(&fp_b.to_string()) && msg.contains("bmc-pin"),
+        "{msg}"
+    );
     // A client connected before the change refuses its next connection too.
     let err = first.get_json("/redfish/v1/").await.unwrap_err();
     assert!(matches!(err, RedfishError::CertificateChanged { .. }), "{err:?}");
@@ -133,7 +136,11 @@ async fn first_use_pins_a_changed_certificate_is_refused_and_trust_repins() {
     other_store.set_pin("bmc-pin", fp_a).await.unwrap();
     let explicit_new = TlsTrust::Pin { store: other_store.clone(), explicit: Some(fp_b) };
     Client::connect(target.clone(), creds, explicit_new, opts()).await.unwrap();
-    assert_eq!(other_store.get_pin("bmc-pin").await.unwrap(), Some(fp_a), "an explicit pin is not copied into the store");
+    assert_eq!(
+        other_store.get_pin("bmc-pin").await.unwrap(),
+        Some(fp_a),
+        "an explicit pin is not copied into the store"
+    );
 }
 
 #[tokio::test]
@@ -145,14 +152,17 @@ async fn ca_file_mode_verifies_chain_and_name() {
     let leaf_key = KeyPair::generate().unwrap();
     // The server listens on its own unique address; the leaf names that address.
     let server_ip = unique_loopback();
-    let leaf = CertificateParams::new(vec![server_ip.to_string()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
+    let leaf =
+        CertificateParams::new(vec![server_ip.to_string()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
     let server = serve(server_ip, server_config(vec![leaf.der().clone()], &leaf_key)).await;
     let target = BmcTarget::new("bmc-ca", format!("https://{}", server.addr));
 
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
-    let c = Client::connect(target.clone(), Credentials::new("u", "p"), TlsTrust::CaFile(ca_file), opts()).await.unwrap();
+    let c = Client::connect(target.clone(), Credentials::new("u", "p"), TlsTrust::CaFile(ca_file), opts())
+        .await
+        .unwrap();
     assert_eq!(c.service_root().redfish_version.as_deref(), Some("1.15.0"));
 
     // Another CA: refused (not a pin error: there is no pin in CA mode).
@@ -160,9 +170,14 @@ async fn ca_file_mode_verifies_chain_and_name() {
     let mut other_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     other_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let other = CertifiedIssuer::self_signed(other_params, other_key).unwrap();
-    let err = Client::connect(target, Credentials::new("u", "p"), TlsTrust::CaPem(other.pem().into_bytes()), opts())
-        .await
-        .unwrap_err();
+    let err = Client::connect(
+        target,
+        Credentials::new("u", "p"),
+        TlsTrust::CaPem(other.pem().into_bytes()),
+        opts(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, RedfishError::Http { .. }), "{err:?}");
 
     // A missing CA file is named.
@@ -176,4 +191,3 @@ async fn ca_file_mode_verifies_chain_and_name() {
     .unwrap_err();
     assert!(matches!(err, RedfishError::CaFile { .. }), "{err:?}");
 }
-
