@@ -7,6 +7,8 @@
 
 mod cli;
 pub mod configs;
+#[cfg(test)]
+mod openssh_tests;
 mod server;
 
 use std::collections::HashMap;

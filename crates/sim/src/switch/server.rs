@@ -71,6 +71,8 @@ impl Conn {
             session.data(ch, out.into_bytes())?;
         }
         if r.close {
+            // Like a login shell ending: an exit status, so `ssh` exits 0.
+            session.exit_status_request(ch, 0)?;
             session.eof(ch)?;
             session.close(ch)?;
         }
