@@ -1,0 +1,336 @@
+//! An open connection to one BMC over whichever protocol it speaks, and the `auto` probe that decides.
+//!
+//! Why a closed enum rather than a trait object: there are exactly two protocols, each operation differs in
+//! substance between them (chassis control vs. reset types), and the match keeps each difference visible in
+//! one place. Every connection is closed explicitly (`close`), so no IPMI session or Redfish session is
+//! left behind on the BMC; the protocol clients also close on drop as a last resort.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use lifeline_ipmi::client::Timing;
+use lifeline_ipmi::wire::Privilege;
+use lifeline_ipmi::{CipherSuite, ClientConfig, Session};
+use lifeline_redfish::model::ComputerSystem;
+use lifeline_redfish::tls::TlsTrust;
+use lifeline_redfish::{Client, ClientOptions, Credentials, RedfishError};
+use lifeline_types::{BmcProtocol, PowerAction, PowerState};
+
+use crate::error::BmcError;
+use crate::memory::ProtocolMemory;
+use crate::options::{BmcOptions, TlsPolicy};
+use crate::target::BmcTarget;
+
+pub(crate) enum Conn {
+    Ipmi(IpmiConn),
+    Redfish(RedfishConn),
+}
+
+pub(crate) struct IpmiConn {
+    pub bmc: String,
+    pub session: Session,
+    /// SDR records, read once per connection (health and SEL naming both need them).
+    pub sdr: Option<Vec<lifeline_ipmi::wire::sdr::SdrRecord>>,
+}
+
+pub(crate) struct RedfishConn {
+    pub bmc: String,
+    pub client: Client,
+    pub system: Option<ComputerSystem>,
+}
+
+/// What a power request put on the wire.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sent {
+    pub commands: Vec<String>,
+    /// The BMC acknowledged every command (false: a reply was lost; the outcome must be read back).
+    pub acked: bool,
+    /// The off phase of a cycle can be watched for (IPMI chassis cycle, Redfish PowerCycle).
+    pub expects_off: bool,
+    /// The off phase was already confirmed while sending (Redfish ForceOff, wait for Off, On).
+    pub off_confirmed: bool,
+}
+
+pub(crate) fn ipmi_err(bmc: &str) -> impl FnOnce(lifeline_ipmi::Error) -> BmcError + '_ {
+    move |source| BmcError::Ipmi { bmc: bmc.to_owned(), source }
+}
+
+pub(crate) fn rf_err(bmc: &str) -> impl FnOnce(RedfishError) -> BmcError + '_ {
+    move |source| BmcError::Redfish { bmc: bmc.to_owned(), source }
+}
+
+async fn resolve(target: &BmcTarget, port: u16, limit: Duration) -> Result<SocketAddr, BmcError> {
+    let bmc = &target.name;
+    let host = target.address.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let lookup = tokio::net::lookup_host((host.to_owned(), port));
+    let mut addrs = tokio::time::timeout(limit, lookup)
+        .await
+        .map_err(|_| BmcError::Timeout { bmc: bmc.clone(), what: "address lookup", after: limit })?
+        .map_err(|source| BmcError::Resolve { bmc: bmc.clone(), address: target.address.clone(), source })?;
+    addrs.next().ok_or_else(|| BmcError::Resolve {
+        bmc: bmc.clone(),
+        address: target.address.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+    })
+}
+
+pub(crate) fn ipmi_config(target: &BmcTarget, timing: &Timing) -> ClientConfig {
+    let mut cfg = ClientConfig::new(target.username.clone(), target.password.clone());
+    cfg.privilege = Privilege::Administrator;
+    cfg.timing = timing.clone();
+    if let Some(ids) = &target.cipher_suites {
+        let suites: Vec<CipherSuite> = ids.iter().filter_map(|&i| CipherSuite::from_id(i)).collect();
+        if !suites.is_empty() {
+            cfg.cipher_suites = suites;
+        }
+    }
+    cfg
+}
+
+pub(crate) fn tls_trust(target: &BmcTarget, policy: &TlsPolicy) -> TlsTrust {
+    match policy {
+        TlsPolicy::Pin(store) => TlsTrust::Pin { store: store.clone(), explicit: target.tls_pin },
+        TlsPolicy::CaFile(p) => TlsTrust::CaFile(p.clone()),
+    }
+}
+
+pub(crate) async fn open_ipmi(target: &BmcTarget, opts: &BmcOptions) -> Result<Conn, BmcError> {
+    let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
+    let cfg = ipmi_config(target, &opts.ipmi_timing);
+    let session = Session::open(addr, &cfg).await.map_err(ipmi_err(&target.name))?;
+    Ok(Conn::Ipmi(IpmiConn { bmc: target.name.clone(), session, sdr: None }))
+}
+
+pub(crate) async fn open_redfish(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    client_opts: ClientOptions,
+) -> Result<Conn, BmcError> {
+    let rt = lifeline_redfish::BmcTarget::new(target.name.clone(), target.redfish_url());
+    let creds = Credentials::new(target.username.clone(), target.password.clone());
+    let client = Client::connect(rt, creds, tls_trust(target, &opts.tls), client_opts)
+        .await
+        .map_err(rf_err(&target.name))?;
+    Ok(Conn::Redfish(RedfishConn { bmc: target.name.clone(), client, system: None }))
+}
+
+/// Is there an IPMI 2.0 BMC on the target's UDP port? Session-less Get Channel Authentication Capabilities:
+/// no credentials are sent.
+pub(crate) async fn probe_ipmi(target: &BmcTarget, opts: &BmcOptions) -> Result<(), BmcError> {
+    let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
+    let bind: SocketAddr = if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+    let io = |source| BmcError::Ipmi {
+        bmc: target.name.clone(),
+        source: lifeline_ipmi::Error::Io { bmc: target.name.clone(), source },
+    };
+    let socket = tokio::net::UdpSocket::bind(bind).await.map_err(io)?;
+    socket.connect(addr).await.map_err(io)?;
+    let timing = probe_timing(opts.probe_timeout);
+    let caps = lifeline_ipmi::client::get_channel_auth_caps(
+        &socket,
+        &target.name,
+        &timing,
+        Privilege::Administrator,
+    )
+    .await
+    .map_err(ipmi_err(&target.name))?;
+    if !caps.supports_v2() {
+        return Err(BmcError::Ipmi {
+            bmc: target.name.clone(),
+            source: lifeline_ipmi::Error::NoIpmi2 { bmc: target.name.clone() },
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn probe_timing(limit: Duration) -> Timing {
+    Timing { attempt_timeout: limit / 3, max_attempt_timeout: limit / 2, attempts: 2 }
+}
+
+/// Open a connection over the target's protocol; for `auto`, the remembered protocol or the probe's answer.
+/// Returns the protocol actually used (never `Auto`).
+pub(crate) async fn open(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    memory: &dyn ProtocolMemory,
+) -> Result<(BmcProtocol, Conn), BmcError> {
+    match target.protocol {
+        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts).await?)),
+        BmcProtocol::Redfish => {
+            Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?))
+        }
+        BmcProtocol::Auto => open_auto(target, opts, memory).await,
+    }
+}
+
+async fn open_auto(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    memory: &dyn ProtocolMemory,
+) -> Result<(BmcProtocol, Conn), BmcError> {
+    let bmc = &target.name;
+    let mem_err = |source| BmcError::ProtocolMemory { bmc: bmc.clone(), source };
+    if let Some(p) = memory.recall(bmc).await.map_err(mem_err)? {
+        let r = match p {
+            BmcProtocol::Ipmi => open_ipmi(target, opts).await,
+            _ => open_redfish(target, opts, opts.redfish.clone()).await,
+        };
+        match r {
+            Ok(c) => return Ok((p, c)),
+            // The remembered protocol is gone (firmware change, Redfish disabled): probe afresh.
+            Err(e) if e.is_unreachable() => {
+                tracing::info!(%bmc, remembered = %p, error = %e, "remembered protocol unreachable; probing again");
+                memory.forget(bmc).await.map_err(mem_err)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (protocol, conn) = probe(target, opts).await?;
+    memory.remember(bmc, protocol).await.map_err(mem_err)?;
+    tracing::info!(%bmc, %protocol, "auto: protocol decided");
+    Ok((protocol, conn))
+}
+
+/// Redfish service root over HTTPS with a short timeout; else IPMI Get Channel Auth Caps. A Redfish BMC that
+/// answers but refuses us (changed certificate, bad password) is an error, not a reason to fall back: falling
+/// back would hide a security event behind a weaker protocol.
+async fn probe(target: &BmcTarget, opts: &BmcOptions) -> Result<(BmcProtocol, Conn), BmcError> {
+    let quick = ClientOptions {
+        request_timeout: opts.probe_timeout,
+        connect_timeout: opts.probe_timeout,
+        ..opts.redfish.clone()
+    };
+    let redfish_err = match open_redfish(target, opts, quick).await {
+        Ok(Conn::Redfish(probe)) => {
+            // The probe client has probe-length timeouts; sessions are created lazily, so it holds none.
+            let _ = probe.client.close().await;
+            return Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?));
+        }
+        Ok(Conn::Ipmi(_)) => unreachable!("open_redfish returns a Redfish connection"),
+        Err(e) if e.is_unreachable() => e,
+        Err(e) => return Err(e),
+    };
+    tracing::debug!(bmc = %target.name, error = %redfish_err, "auto: no Redfish; probing IPMI");
+    match probe_ipmi(target, opts).await {
+        Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts).await?)),
+        Err(e) => {
+            tracing::debug!(bmc = %target.name, error = %e, "auto: no IPMI either");
+            Err(BmcError::NoProtocol {
+                bmc: target.name.clone(),
+                redfish_port: target.redfish_port,
+                ipmi_port: target.ipmi_port,
+                source: Box::new(redfish_err),
+            })
+        }
+    }
+}
+
+impl Conn {
+    /// Log out / Close Session. Errors are reported but the connection is gone either way.
+    pub async fn close(self) -> Result<(), BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.session.close().await.map_err(ipmi_err(&c.bmc)),
+            Conn::Redfish(c) => c.client.close().await.map(|_| ()).map_err(rf_err(&c.bmc)),
+        }
+    }
+
+    pub async fn power_state(&mut self) -> Result<PowerState, BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.session.power_state().await.map_err(ipmi_err(&c.bmc)),
+            Conn::Redfish(c) => {
+                let sys = c.system().await?;
+                c.client.power_state(&sys).await.map_err(rf_err(&c.bmc))
+            }
+        }
+    }
+
+    /// Send `action` once. Lost replies are reported as `acked: false`, never resent blindly.
+    pub async fn send_power(&mut self, action: PowerAction, off_wait: Duration) -> Result<Sent, BmcError> {
+        match self {
+            Conn::Ipmi(c) => {
+                let op = lifeline_ipmi::wire::chassis::ChassisOp::from(action);
+                let mut sent = Sent {
+                    commands: vec![format!("Chassis Control {op:?} ({:#04x})", op as u8)],
+                    acked: true,
+                    expects_off: action == PowerAction::Cycle,
+                    off_confirmed: false,
+                };
+                match c.session.chassis_control(op).await {
+                    Ok(()) => Ok(sent),
+                    Err(lifeline_ipmi::Error::Unconfirmed { .. }) => {
+                        sent.acked = false;
+                        Ok(sent)
+                    }
+                    Err(e) => Err(ipmi_err(&c.bmc)(e)),
+                }
+            }
+            Conn::Redfish(c) => c.send_power(action, off_wait).await,
+        }
+    }
+}
+
+impl RedfishConn {
+    /// The first ComputerSystem (multi-system enclosures: the first member; the rest are not driven).
+    pub async fn system(&mut self) -> Result<ComputerSystem, BmcError> {
+        if let Some(s) = &self.system {
+            return Ok(s.clone());
+        }
+        let list = self.client.systems().await.map_err(rf_err(&self.bmc))?;
+        let s = list.items.into_iter().next().ok_or_else(|| BmcError::NoSystem { bmc: self.bmc.clone() })?;
+        self.system = Some(s.clone());
+        Ok(s)
+    }
+
+    async fn send_power(&mut self, action: PowerAction, off_wait: Duration) -> Result<Sent, BmcError> {
+        let sys = self.system().await?;
+        let bmc = self.bmc.clone();
+        let (allowed, _warnings) = self.client.reset_types(&sys).await.map_err(rf_err(&bmc))?;
+        let unsupported = self.client.profile().unsupported_reset_types();
+        let plan =
+            lifeline_redfish::plan_reset(action, allowed.as_deref(), &unsupported).ok_or_else(|| {
+                BmcError::Redfish {
+                    bmc: bmc.clone(),
+                    source: RedfishError::NoResetType {
+                        bmc: bmc.clone(),
+                        action,
+                        allowed: allowed.clone().unwrap_or_default(),
+                        unsupported: unsupported.clone(),
+                    },
+                }
+            })?;
+        let mut sent = Sent { acked: true, ..Default::default() };
+        let post = |t: &str, sent: &mut Sent| sent.commands.push(format!("ComputerSystem.Reset {t}"));
+        match plan {
+            lifeline_redfish::ResetPlan::Single(t) => {
+                post(&t, &mut sent);
+                sent.expects_off = t == "PowerCycle";
+                match self.client.reset(&sys, &t).await {
+                    Ok(()) => {}
+                    Err(RedfishError::ActionOutcomeUnknown { .. }) => sent.acked = false,
+                    Err(e) => return Err(rf_err(&bmc)(e)),
+                }
+            }
+            lifeline_redfish::ResetPlan::OffThenOn { off, on } => {
+                post(&off, &mut sent);
+                match self.client.reset(&sys, &off).await {
+                    Ok(()) => {}
+                    // Whether it landed is read from the state below, never by resending.
+                    Err(RedfishError::ActionOutcomeUnknown { .. }) => sent.acked = false,
+                    Err(e) => return Err(rf_err(&bmc)(e)),
+                }
+                self.client.wait_for(&sys, PowerState::Off, off_wait).await.map_err(rf_err(&bmc))?;
+                sent.off_confirmed = true;
+                post(&on, &mut sent);
+                match self.client.reset(&sys, &on).await {
+                    Ok(()) => {}
+                    Err(RedfishError::ActionOutcomeUnknown { .. }) => sent.acked = false,
+                    Err(e) => return Err(rf_err(&bmc)(e)),
+                }
+            }
+        }
+        Ok(sent)
+    }
+}

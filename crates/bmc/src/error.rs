@@ -1,0 +1,113 @@
+//! Errors of the BMC layer. One enum, because the CLI and the sweep must tell an operator *which* BMC failed,
+//! over *which* protocol, and whether an action may have happened; causes stay in `#[source]`.
+
+use std::time::Duration;
+
+use lifeline_types::BmcProtocol;
+
+/// Boxed cause from a caller-supplied component (audit sink, protocol memory).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BmcError {
+    #[error("{bmc}: IPMI request failed")]
+    Ipmi {
+        bmc: String,
+        #[source]
+        source: lifeline_ipmi::Error,
+    },
+    #[error("{bmc}: Redfish request failed")]
+    Redfish {
+        bmc: String,
+        #[source]
+        source: lifeline_redfish::RedfishError,
+    },
+    #[error("{bmc}: cannot resolve `{address}`")]
+    Resolve {
+        bmc: String,
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{bmc}: neither Redfish (TCP {redfish_port}) nor IPMI (UDP {ipmi_port}) answered the probe")]
+    NoProtocol {
+        bmc: String,
+        redfish_port: u16,
+        ipmi_port: u16,
+        #[source]
+        source: Box<BmcError>,
+    },
+    #[error("{bmc}: {what} timed out after {after:?}")]
+    Timeout { bmc: String, what: &'static str, after: Duration },
+    #[error("{bmc}: audit log unavailable; refusing to {action} without an audit record")]
+    AuditUnavailable {
+        bmc: String,
+        action: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error("{bmc}: protocol memory")]
+    ProtocolMemory {
+        bmc: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error("{bmc}: {what} is not available over {protocol}")]
+    Unsupported { bmc: String, protocol: BmcProtocol, what: &'static str },
+    #[error("{bmc}: the BMC lists no computer system")]
+    NoSystem { bmc: String },
+    #[error("{bmc}: power action {request_id} is already running")]
+    InFlight { bmc: String, request_id: String },
+}
+
+impl BmcError {
+    pub fn bmc(&self) -> &str {
+        use BmcError::*;
+        match self {
+            Ipmi { bmc, .. }
+            | Redfish { bmc, .. }
+            | Resolve { bmc, .. }
+            | NoProtocol { bmc, .. }
+            | Timeout { bmc, .. }
+            | AuditUnavailable { bmc, .. }
+            | ProtocolMemory { bmc, .. }
+            | Unsupported { bmc, .. }
+            | NoSystem { bmc }
+            | InFlight { bmc, .. } => bmc,
+        }
+    }
+
+    /// Whether the failure says the BMC is not there at all (so `auto` may try the other protocol), as
+    /// opposed to a BMC that answered and refused (bad password, changed certificate).
+    pub(crate) fn is_unreachable(&self) -> bool {
+        use lifeline_redfish::RedfishError as R;
+        match self {
+            BmcError::Ipmi { source, .. } => {
+                matches!(source, lifeline_ipmi::Error::Timeout { .. } | lifeline_ipmi::Error::Io { .. })
+            }
+            BmcError::Redfish { source, .. } => match source {
+                R::Http { .. } | R::Timeout { .. } | R::Json { .. } => true,
+                // Something answers HTTP but it is not a Redfish service root.
+                R::Status { status, .. } => matches!(status, 404 | 405 | 501),
+                _ => false,
+            },
+            BmcError::Timeout { .. } | BmcError::Resolve { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// `error: cause: cause…` on one line, for tables and JSON rows.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        cur = c.source();
+    }
+    s
+}

@@ -1,0 +1,347 @@
+//! Health summary: one rollup plus per-sensor readings with units and thresholds, the same shape whether the
+//! numbers came from IPMI SDRs + Get Sensor Reading or from Redfish `Sensors` / legacy `Thermal` + `Power`.
+//!
+//! Lenient by construction: a sensor that cannot be read is listed as `unknown` with its name, never dropped
+//! and never fatal to the summary.
+
+use std::collections::HashMap;
+
+use lifeline_ipmi::wire::sdr::{FullSensor, SdrBody, SdrRecord, SensorCommon};
+use lifeline_ipmi::wire::sensor::{GetSensorReading, SensorReading as IpmiReading};
+use lifeline_types::{BmcProtocol, Health};
+use serde::Serialize;
+
+use crate::conn::{IpmiConn, RedfishConn, ipmi_err, rf_err};
+use crate::error::BmcError;
+
+/// Threshold values in the sensor's units; `None` when the BMC does not publish that threshold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Thresholds {
+    pub lower_fatal: Option<f64>,
+    pub lower_critical: Option<f64>,
+    pub lower_caution: Option<f64>,
+    pub upper_caution: Option<f64>,
+    pub upper_critical: Option<f64>,
+    pub upper_fatal: Option<f64>,
+}
+
+impl Thresholds {
+    /// Health implied by a reading, for BMCs that publish thresholds but no per-sensor health.
+    pub fn judge(&self, v: f64) -> Health {
+        let above = |t: Option<f64>| t.is_some_and(|t| v >= t);
+        let below = |t: Option<f64>| t.is_some_and(|t| v <= t);
+        if above(self.upper_critical)
+            || above(self.upper_fatal)
+            || below(self.lower_critical)
+            || below(self.lower_fatal)
+        {
+            Health::Critical
+        } else if above(self.upper_caution) || below(self.lower_caution) {
+            Health::Warning
+        } else {
+            Health::Ok
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SensorReading {
+    pub name: String,
+    /// Temperature, Fan, Voltage, Power Supply, Current, ...
+    pub kind: String,
+    pub reading: Option<f64>,
+    pub units: Option<String>,
+    pub health: Health,
+    pub thresholds: Thresholds,
+    /// Protocol-specific state text (IPMI discrete state bits, Redfish `Status.State`).
+    pub state: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealthSummary {
+    pub bmc: String,
+    pub protocol: BmcProtocol,
+    /// Worst of every sensor and the system's own status (`unknown` only wins over `ok`).
+    pub health: Health,
+    pub sensors: Vec<SensorReading>,
+    /// What could not be read or was repaired (one line each).
+    pub warnings: Vec<String>,
+}
+
+pub(crate) fn rollup<'a>(hs: impl IntoIterator<Item = &'a Health>) -> Health {
+    let mut out: Option<Health> = None;
+    for h in hs {
+        out = Some(out.map_or(*h, |o| o.worst(*h)));
+    }
+    out.unwrap_or(Health::Unknown)
+}
+
+/// Raw thresholds of a full record, converted (order in the record: unr, uc, unc, lnr, lc, lnc).
+fn ipmi_thresholds(f: &FullSensor) -> Thresholds {
+    let m = f.readable_thresholds;
+    let get = |bit: u8, idx: usize| (m & (1 << bit) != 0).then(|| f.convert(f.thresholds[idx]));
+    Thresholds {
+        lower_caution: get(0, 5),
+        lower_critical: get(1, 4),
+        lower_fatal: get(2, 3),
+        upper_caution: get(3, 2),
+        upper_critical: get(4, 1),
+        upper_fatal: get(5, 0),
+    }
+}
+
+/// Discrete sensor states that matter to an operator (IPMI sensor-specific offsets, table 42-3).
+fn discrete_health(sensor_type: u8, bits: u16) -> Health {
+    let set = |b: u8| bits & (1 << b) != 0;
+    match sensor_type {
+        // Power supply: failure, AC lost (critical); predictive failure (warning).
+        0x08 if set(1) || set(3) || set(4) => Health::Critical,
+        0x08 if set(2) => Health::Warning,
+        // Processor: IERR, thermal trip, FRB failures.
+        0x07 if set(0) || set(1) || set(2) || set(3) => Health::Critical,
+        // Memory: uncorrectable ECC / parity.
+        0x0C if set(1) || set(3) => Health::Critical,
+        0x0C if set(0) => Health::Warning,
+        // Drive slot: fault; predictive failure.
+        0x0D if set(1) => Health::Critical,
+        0x0D if set(2) => Health::Warning,
+        _ => Health::Ok,
+    }
+}
+
+/// Turn one SDR + its reading into a normalised reading (pure: the tests feed it records directly).
+pub(crate) fn ipmi_sensor(
+    common: &SensorCommon,
+    full: Option<&FullSensor>,
+    rd: Option<IpmiReading>,
+) -> SensorReading {
+    let available = rd.filter(|r| !r.unavailable());
+    let thresholds = full.filter(|_| common.is_threshold()).map(ipmi_thresholds).unwrap_or_default();
+    let unit = common.unit_name();
+    let (reading, health, state) = match available {
+        None => (None, Health::Unknown, Some("unavailable".to_owned())),
+        Some(r) if common.is_threshold() => {
+            let v = full.map(|f| f.convert(r.raw));
+            let bits = r.state1.unwrap_or(0);
+            let h = if bits & 0x36 != 0 {
+                Health::Critical
+            } else if bits & 0x09 != 0 {
+                Health::Warning
+            } else {
+                // Some BMCs never set the state bits: judge the value against the thresholds.
+                v.map_or(Health::Ok, |v| thresholds.judge(v))
+            };
+            (v, h, None)
+        }
+        Some(r) => {
+            let bits = r.state1.unwrap_or(0) as u16 | (r.state2.unwrap_or(0) as u16 & 0x7F) << 8;
+            (None, discrete_health(common.sensor_type, bits), Some(format!("state {bits:#06x}")))
+        }
+    };
+    SensorReading {
+        name: common.name.clone(),
+        kind: common.sensor_type_name(),
+        reading,
+        units: (!unit.is_empty() && common.is_threshold()).then_some(unit),
+        health,
+        thresholds,
+        state,
+    }
+}
+
+impl IpmiConn {
+    pub(crate) async fn sdr(&mut self) -> Result<&[SdrRecord], BmcError> {
+        if self.sdr.is_none() {
+            let recs = self.session.sdr_records().await.map_err(ipmi_err(&self.bmc))?;
+            self.sdr = Some(recs);
+        }
+        Ok(self.sdr.as_deref().unwrap_or_default())
+    }
+
+    /// Sensor name and full record by sensor number (for naming SEL entries).
+    pub(crate) async fn sensor_index(&mut self) -> HashMap<u8, (String, Option<FullSensor>)> {
+        match self.sdr().await {
+            Ok(recs) => recs
+                .iter()
+                .filter_map(|r| match &r.body {
+                    SdrBody::Full(f) => Some((f.common.number, (f.common.name.clone(), Some(f.clone())))),
+                    SdrBody::Compact(c) => Some((c.common.number, (c.common.name.clone(), None))),
+                    SdrBody::Other { .. } => None,
+                })
+                .collect(),
+            Err(_) => HashMap::new(),
+        }
+    }
+
+    pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
+        let records = self.sdr().await?.to_vec();
+        let mut sensors = Vec::new();
+        let mut warnings = Vec::new();
+        for r in &records {
+            let (common, full) = match &r.body {
+                SdrBody::Full(f) => (&f.common, Some(f)),
+                SdrBody::Compact(c) => (&c.common, None),
+                SdrBody::Other { .. } => continue,
+            };
+            let rd = match self.session.call(&GetSensorReading { number: common.number }).await {
+                Ok(rd) => Some(rd),
+                Err(lifeline_ipmi::Error::CompletionCode { code, .. }) => {
+                    warnings.push(format!("{}: Get Sensor Reading completion code {code:#04x}", common.name));
+                    None
+                }
+                Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+            };
+            sensors.push(ipmi_sensor(common, full, rd));
+        }
+        let mut all: Vec<Health> = sensors.iter().map(|s| s.health).collect();
+        match self.session.chassis_status().await {
+            Ok(cs) if cs.power_fault() => {
+                warnings.push("chassis reports a power fault".into());
+                all.push(Health::Critical);
+            }
+            Ok(_) => {}
+            Err(e) => warnings.push(format!("chassis status unreadable: {e}")),
+        }
+        Ok(HealthSummary {
+            bmc: self.bmc.clone(),
+            protocol: BmcProtocol::Ipmi,
+            health: rollup(&all),
+            sensors,
+            warnings,
+        })
+    }
+}
+
+fn redfish_sensor(r: &lifeline_redfish::model::SensorReading) -> SensorReading {
+    let thresholds =
+        Thresholds { upper_caution: r.upper_caution, upper_critical: r.upper_critical, ..Default::default() };
+    let health = match (r.health, r.reading) {
+        (Some(h), _) => h,
+        (None, Some(v)) => thresholds.judge(v),
+        (None, None) => Health::Unknown,
+    };
+    SensorReading {
+        name: r.name.clone().or_else(|| r.odata_id.clone()).unwrap_or_else(|| "?".into()),
+        kind: r.kind.clone().unwrap_or_else(|| "Other".into()),
+        reading: r.reading,
+        units: r.units.clone(),
+        health,
+        thresholds,
+        state: r.state.clone(),
+    }
+}
+
+impl RedfishConn {
+    pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
+        let mut warnings = Vec::new();
+        let mut all = Vec::new();
+        match self.system().await {
+            Ok(s) => {
+                if let Some(h) = s.status.overall() {
+                    all.push(h);
+                }
+            }
+            Err(e) => warnings.push(format!("system unreadable: {e}")),
+        }
+        let chassis = self.client.chassis().await.map_err(rf_err(&self.bmc))?;
+        warnings.extend(chassis.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+        let mut sensors = Vec::new();
+        for c in &chassis.items {
+            if c.sensors.is_none() && c.thermal.is_none() && c.power.is_none() {
+                continue;
+            }
+            match self.client.sensors(c).await {
+                Ok(set) => {
+                    warnings.extend(set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+                    sensors.extend(set.readings.iter().map(redfish_sensor));
+                }
+                Err(e) => warnings.push(format!("{}: sensors unreadable: {e}", c.odata_id)),
+            }
+        }
+        all.extend(sensors.iter().map(|s| s.health));
+        Ok(HealthSummary {
+            bmc: self.bmc.clone(),
+            protocol: BmcProtocol::Redfish,
+            health: rollup(&all),
+            sensors,
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn common(name: &str, sensor_type: u8, threshold: bool) -> SensorCommon {
+        SensorCommon {
+            owner_id: 0x20,
+            owner_lun: 0,
+            number: 3,
+            entity_id: 3,
+            entity_instance: 1,
+            sensor_type,
+            event_reading_type: if threshold { 0x01 } else { 0x6F },
+            units1: 0,
+            base_unit: 1,
+            modifier_unit: 0,
+            name: name.into(),
+        }
+    }
+
+    fn full(c: SensorCommon) -> FullSensor {
+        FullSensor {
+            common: c,
+            linearization: 0,
+            m: 1,
+            b: 0,
+            r_exp: 0,
+            b_exp: 0,
+            readable_thresholds: 0b11_1000,
+            thresholds: [95, 90, 85, 0, 0, 0],
+        }
+    }
+
+    fn reading(raw: u8, state: u8) -> IpmiReading {
+        IpmiReading { raw, flags: 0xC0, state1: Some(state), state2: None }
+    }
+
+    #[test]
+    fn threshold_sensor_with_and_without_state_bits() {
+        let f = full(common("GPU0 Temp", 0x01, true));
+        let ok = ipmi_sensor(&f.common, Some(&f), Some(reading(60, 0)));
+        assert_eq!((ok.reading, ok.health), (Some(60.0), Health::Ok));
+        assert_eq!(ok.thresholds.upper_critical, Some(90.0));
+        assert_eq!(ok.thresholds.upper_fatal, Some(95.0));
+        assert_eq!(ok.thresholds.lower_critical, None);
+        // uc going high asserted (bit 4).
+        let hot = ipmi_sensor(&f.common, Some(&f), Some(reading(92, 0x18)));
+        assert_eq!(hot.health, Health::Critical);
+        // No state bits from the BMC: judged from thresholds.
+        let warm = ipmi_sensor(&f.common, Some(&f), Some(reading(86, 0)));
+        assert_eq!(warm.health, Health::Warning);
+    }
+
+    #[test]
+    fn unavailable_and_discrete() {
+        let f = full(common("GPU0 Temp", 0x01, true));
+        let na = ipmi_sensor(
+            &f.common,
+            Some(&f),
+            Some(IpmiReading { raw: 0, flags: 0x20, state1: None, state2: None }),
+        );
+        assert_eq!((na.health, na.reading), (Health::Unknown, None));
+        let psu = common("PSU1 Status", 0x08, false);
+        let failed = ipmi_sensor(&psu, None, Some(reading(0, 0x03)));
+        assert_eq!(failed.health, Health::Critical);
+        let present = ipmi_sensor(&psu, None, Some(reading(0, 0x01)));
+        assert_eq!(present.health, Health::Ok);
+    }
+
+    #[test]
+    fn rollup_rules() {
+        assert_eq!(rollup(&[]), Health::Unknown);
+        assert_eq!(rollup(&[Health::Ok, Health::Ok]), Health::Ok);
+        assert_eq!(rollup(&[Health::Ok, Health::Unknown, Health::Warning]), Health::Warning);
+    }
+}

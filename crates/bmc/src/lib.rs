@@ -1,0 +1,44 @@
+//! # lifeline-bmc: one interface over Redfish and IPMI
+//!
+//! The operator's hands when the frontend is down: power (confirmed, in the fence-agent sense), health,
+//! event log and inventory of any BMC, whichever protocol it speaks, plus fleet sweeps and a credential
+//! hygiene audit. Built on `lifeline-ipmi` (lanplus client) and `lifeline-redfish` (lenient client).
+//!
+//! Shape:
+//! - [`BmcTarget`]: what the caller knows about one BMC (from the inventory, password resolved).
+//! - [`BmcPool`]: the process-wide limits (fan-out semaphore, per-BMC power lock) and the caller's hooks
+//!   ([`AuditSink`], [`ProtocolMemory`], the Redfish pin store in [`BmcOptions::tls`]); [`Bmc`] is a handle
+//!   on one target within it.
+//! - [`Bmc::power`] returns a [`PowerReport`] (requested vs. observed, timings, whether anything was sent);
+//!   [`power`] documents what "confirmed" means per protocol.
+//! - [`BmcPool::sweep`] streams [`SweepRow`]s; [`BmcPool::hygiene_audit`] returns [`HygieneRow`]s.
+//!
+//! This crate knows nothing of the store or the inventory format: the lead implements [`AuditSink`] and
+//! [`ProtocolMemory`] on the store, and `lifeline_redfish::PinStore` for TLS pins.
+
+pub mod audit;
+mod conn;
+pub mod error;
+pub mod events;
+pub mod fru;
+pub mod health;
+pub mod hygiene;
+pub mod memory;
+pub mod options;
+mod pool;
+pub mod power;
+pub mod sweep;
+pub mod target;
+
+pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
+pub use error::{BmcError, BoxError, error_chain};
+pub use events::{EventEntry, EventLog};
+pub use fru::Inventory;
+pub use health::{HealthSummary, SensorReading, Thresholds};
+pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
+pub use memory::{MemoryProtocolMemory, ProtocolMemory};
+pub use options::{BmcOptions, PowerOptions, TlsPolicy};
+pub use pool::{Bmc, BmcPool};
+pub use power::{Confirmation, PowerReport, Transition};
+pub use sweep::{SweepOptions, SweepProgress, SweepRow};
+pub use target::{BmcTarget, IPMI_PORT, REDFISH_PORT};

@@ -1,0 +1,361 @@
+//! The fleet handle: one [`BmcPool`] per process holds the limits that must be global (fan-out semaphore,
+//! per-BMC power locks, recent power reports for idempotent retries) and the caller's hooks (audit sink,
+//! protocol memory, pin store). A [`Bmc`] is a cheap handle on one target within it.
+//!
+//! Each operation opens a connection, does its work and closes it (Close Session / logout), all within
+//! `op_timeout`; nothing stays logged in between commands, so a BMC's small session table is never held
+//! by an idle Lifeline.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::future::BoxFuture;
+use lifeline_types::{BmcProtocol, PowerAction, PowerState};
+use serde_json::json;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+
+use crate::audit::{AuditId, AuditIntent, AuditOutcome, AuditSink};
+use crate::conn::{self, Conn};
+use crate::error::{BmcError, error_chain};
+use crate::events::EventLog;
+use crate::fru::Inventory;
+use crate::health::HealthSummary;
+use crate::memory::{MemoryProtocolMemory, ProtocolMemory};
+use crate::options::BmcOptions;
+use crate::power::{self, ConnOps, PowerReport};
+use crate::target::BmcTarget;
+
+/// Power reports kept for idempotent retries (per pool).
+const RECENT_REPORTS: usize = 4096;
+
+pub(crate) struct PoolInner {
+    pub opts: BmcOptions,
+    pub memory: Arc<dyn ProtocolMemory>,
+    pub audit: Arc<dyn AuditSink>,
+    pub fanout: Arc<Semaphore>,
+    locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
+    recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
+}
+
+/// Every BMC Lifeline talks to, with the global limits.
+#[derive(Clone)]
+pub struct BmcPool {
+    pub(crate) inner: Arc<PoolInner>,
+}
+
+impl std::fmt::Debug for BmcPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BmcPool").field("opts", &self.inner.opts).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl BmcPool {
+    /// A pool with an in-memory protocol memory (use [`BmcPool::with_memory`] for the store's).
+    pub fn new(opts: BmcOptions, audit: Arc<dyn AuditSink>) -> Self {
+        Self::with_memory(opts, audit, Arc::new(MemoryProtocolMemory::new()))
+    }
+
+    pub fn with_memory(opts: BmcOptions, audit: Arc<dyn AuditSink>, memory: Arc<dyn ProtocolMemory>) -> Self {
+        let fanout = Arc::new(Semaphore::new(opts.fanout.max(1)));
+        BmcPool {
+            inner: Arc::new(PoolInner {
+                opts,
+                memory,
+                audit,
+                fanout,
+                locks: StdMutex::new(HashMap::new()),
+                recent: StdMutex::new(VecDeque::new()),
+            }),
+        }
+    }
+
+    pub fn options(&self) -> &BmcOptions {
+        &self.inner.opts
+    }
+
+    pub fn bmc(&self, target: BmcTarget) -> Bmc {
+        Bmc { pool: self.inner.clone(), target: Arc::new(target) }
+    }
+}
+
+impl PoolInner {
+    fn power_lock(&self, bmc: &str) -> Arc<Mutex<()>> {
+        lock(&self.locks).entry(bmc.to_owned()).or_default().clone()
+    }
+
+    fn recent(&self, bmc: &str, id: &str) -> Option<PowerReport> {
+        lock(&self.recent).iter().rev().find(|((b, i), _)| b == bmc && i == id).map(|(_, r)| r.clone())
+    }
+
+    fn remember(&self, bmc: &str, id: &str, r: &PowerReport) {
+        let mut q = lock(&self.recent);
+        if q.len() >= RECENT_REPORTS {
+            q.pop_front();
+        }
+        q.push_back(((bmc.to_owned(), id.to_owned()), r.clone()));
+    }
+
+    pub(crate) async fn permit(&self) -> OwnedSemaphorePermit {
+        // The semaphore is never closed.
+        self.fanout.clone().acquire_owned().await.unwrap_or_else(|_| unreachable!("fan-out semaphore closed"))
+    }
+}
+
+/// One BMC within a pool.
+#[derive(Clone)]
+pub struct Bmc {
+    pool: Arc<PoolInner>,
+    target: Arc<BmcTarget>,
+}
+
+impl std::fmt::Debug for Bmc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bmc").field("target", &self.target).finish()
+    }
+}
+
+impl Bmc {
+    pub fn target(&self) -> &BmcTarget {
+        &self.target
+    }
+
+    pub fn name(&self) -> &str {
+        &self.target.name
+    }
+
+    /// Open, run `f`, close; within the fan-out limit (unless `permit` is given) and `limit`.
+    pub(crate) async fn with_conn<T: Send>(
+        &self,
+        limit: Duration,
+        f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
+    ) -> Result<(BmcProtocol, T), BmcError> {
+        let _permit = self.pool.permit().await;
+        self.with_conn_permitted(limit, f).await
+    }
+
+    pub(crate) async fn with_conn_permitted<T: Send>(
+        &self,
+        limit: Duration,
+        f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
+    ) -> Result<(BmcProtocol, T), BmcError> {
+        let t = &self.target;
+        let work = async {
+            let (protocol, mut c) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref()).await?;
+            let r = f(&mut c).await;
+            if let Err(e) = c.close().await {
+                tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
+            }
+            r.map(|v| (protocol, v))
+        };
+        tokio::time::timeout(limit, work).await.map_err(|_| BmcError::Timeout {
+            bmc: t.name.clone(),
+            what: "BMC operation",
+            after: limit,
+        })?
+    }
+
+    /// The protocol this BMC is reached over (`auto`: remembered, or probed now and remembered).
+    pub async fn protocol(&self) -> Result<BmcProtocol, BmcError> {
+        if self.target.protocol != BmcProtocol::Auto {
+            return Ok(self.target.protocol);
+        }
+        let remembered = self
+            .pool
+            .memory
+            .recall(&self.target.name)
+            .await
+            .map_err(|source| BmcError::ProtocolMemory { bmc: self.target.name.clone(), source })?;
+        match remembered {
+            Some(p) => Ok(p),
+            None => Ok(self.with_conn(self.pool.opts.op_timeout, |_| Box::pin(async { Ok(()) })).await?.0),
+        }
+    }
+
+    pub async fn power_state(&self) -> Result<PowerState, BmcError> {
+        let limit = self.pool.opts.op_timeout;
+        Ok(self.with_conn(limit, |c| Box::pin(c.power_state())).await?.1)
+    }
+
+    pub async fn health(&self) -> Result<HealthSummary, BmcError> {
+        let limit = self.pool.opts.op_timeout;
+        Ok(self.with_conn(limit, |c| Box::pin(c.health())).await?.1)
+    }
+
+    /// The newest `newest` event log entries, newest first.
+    pub async fn events(&self, newest: usize) -> Result<EventLog, BmcError> {
+        let limit = self.pool.opts.op_timeout;
+        Ok(self.with_conn(limit, move |c| Box::pin(c.events(newest))).await?.1)
+    }
+
+    pub async fn inventory(&self) -> Result<Inventory, BmcError> {
+        let limit = self.pool.opts.op_timeout;
+        Ok(self.with_conn(limit, |c| Box::pin(c.inventory())).await?.1)
+    }
+
+    async fn intent(
+        &self,
+        action: &str,
+        request_id: Option<&str>,
+        detail: serde_json::Value,
+    ) -> Result<AuditId, BmcError> {
+        let rec = AuditIntent {
+            at: Utc::now(),
+            bmc: self.target.name.clone(),
+            action: action.to_owned(),
+            request_id: request_id.map(str::to_owned),
+            detail,
+        };
+        self.pool.audit.intent(&rec).await.map_err(|source| BmcError::AuditUnavailable {
+            bmc: self.target.name.clone(),
+            action: action.to_owned(),
+            source,
+        })
+    }
+
+    /// Record the outcome; a failure here cannot undo the action, so it is logged and returned as a note.
+    async fn outcome(
+        &self,
+        intent: AuditId,
+        action: &str,
+        ok: bool,
+        detail: serde_json::Value,
+    ) -> Option<String> {
+        let rec = AuditOutcome {
+            at: Utc::now(),
+            intent,
+            bmc: self.target.name.clone(),
+            action: action.to_owned(),
+            ok,
+            detail,
+        };
+        match self.pool.audit.outcome(&rec).await {
+            Ok(()) => None,
+            Err(e) => {
+                tracing::error!(bmc = %self.target.name, action, error = %e, "audit outcome not recorded");
+                Some(format!("audit outcome not recorded: {e}"))
+            }
+        }
+    }
+
+    fn target_detail(&self) -> serde_json::Value {
+        let t = &self.target;
+        json!({
+            "address": t.address,
+            "protocol": t.protocol,
+            "redfish_port": t.redfish_port,
+            "ipmi_port": t.ipmi_port,
+            "username": t.username,
+        })
+    }
+
+    /// A confirmed power action (see [`crate::power`] for what "confirmed" means per protocol).
+    ///
+    /// Serialised per BMC: a second action on the same BMC waits for the first to finish. With a
+    /// `request_id`, a retry of a request this pool already ran returns the first report (`replayed: true`)
+    /// and sends nothing. Audited: no intent row, no action.
+    pub async fn power(
+        &self,
+        action: PowerAction,
+        request_id: Option<String>,
+    ) -> Result<PowerReport, BmcError> {
+        let name = self.target.name.clone();
+        let lock = self.pool.power_lock(&name);
+        let _serial = lock.lock().await;
+        if let Some(id) = &request_id
+            && let Some(mut prev) = self.pool.recent(&name, id)
+        {
+            prev.replayed = true;
+            return Ok(prev);
+        }
+        let verb = format!("power.{action}");
+        let intent = self.intent(&verb, request_id.as_deref(), self.target_detail()).await?;
+        let popts = self.pool.opts.power.clone();
+        let off_wait = popts.timeout;
+        let limit = self.pool.opts.op_timeout + popts.timeout;
+        let rid = request_id.clone();
+        let bmc_name = name.clone();
+        let result = self
+            .with_conn(limit, move |c| {
+                Box::pin(async move {
+                    let protocol = match c {
+                        Conn::Ipmi(_) => BmcProtocol::Ipmi,
+                        Conn::Redfish(_) => BmcProtocol::Redfish,
+                    };
+                    let mut ops = ConnOps { conn: c, off_wait };
+                    power::confirm(&mut ops, &bmc_name, protocol, action, rid, &popts).await
+                })
+            })
+            .await
+            .map(|(_, r)| r);
+        let (ok, detail) = match &result {
+            Ok(r) => (r.confirmed, serde_json::to_value(r).unwrap_or_default()),
+            Err(e) => (false, json!({ "error": error_chain(e) })),
+        };
+        let note = self.outcome(intent, &verb, ok, detail).await;
+        let mut result = result;
+        if let (Ok(r), Some(n)) = (&mut result, note) {
+            r.note = Some(match r.note.take() {
+                Some(prev) => format!("{prev}; {n}"),
+                None => n,
+            });
+        }
+        if let (Ok(r), Some(id)) = (&result, &request_id) {
+            self.pool.remember(&name, id, r);
+        }
+        result
+    }
+
+    /// Clear the BMC's system event log (IPMI Clear SEL; Redfish `ClearLog` on SEL-like logs). Audited and
+    /// serialised with power actions.
+    pub async fn clear_events(&self) -> Result<(), BmcError> {
+        let lock = self.pool.power_lock(&self.target.name);
+        let _serial = lock.lock().await;
+        let verb = "sel.clear";
+        let intent = self.intent(verb, None, self.target_detail()).await?;
+        let limit = self.pool.opts.op_timeout;
+        let r = self.with_conn(limit, |c| Box::pin(c.clear_events())).await;
+        let detail = match &r {
+            Ok((p, _)) => json!({ "protocol": p }),
+            Err(e) => json!({ "error": error_chain(e) }),
+        };
+        self.outcome(intent, verb, r.is_ok(), detail).await;
+        r.map(|_| ())
+    }
+
+    pub(crate) fn pool(&self) -> &Arc<PoolInner> {
+        &self.pool
+    }
+}
+
+impl Conn {
+    pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.health().await,
+            Conn::Redfish(c) => c.health().await,
+        }
+    }
+    pub(crate) async fn events(&mut self, newest: usize) -> Result<EventLog, BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.events(newest).await,
+            Conn::Redfish(c) => c.events(newest).await,
+        }
+    }
+    pub(crate) async fn clear_events(&mut self) -> Result<(), BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.clear_events().await,
+            Conn::Redfish(c) => c.clear_events().await,
+        }
+    }
+    pub(crate) async fn inventory(&mut self) -> Result<Inventory, BmcError> {
+        match self {
+            Conn::Ipmi(c) => c.inventory().await,
+            Conn::Redfish(c) => c.inventory().await,
+        }
+    }
+}
