@@ -129,7 +129,7 @@ fn query_active_mtu(hca: &str, port: u32) -> Result<Option<u32>, (Status, String
         let rc =
             unsafe { ffi::ibv_query_port(ctx, port as u8, &mut attr as *mut ffi::ibv_port_attr as *mut _) };
         result = if rc == 0 {
-            Ok(Some(attr.active_mtu as u32))
+            Ok(Some(attr.active_mtu))
         } else {
             Err((
                 Status::Error,
