@@ -4,6 +4,7 @@
 //! Modelled on omicron's `sp-sim`: the simulator shares wire and schema types with the clients and never
 //! depends on a client crate, so no client is ever tested only against itself.
 
+pub mod bootloader;
 pub mod console;
 pub mod control;
 pub mod fault;

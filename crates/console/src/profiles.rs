@@ -1,0 +1,448 @@
+//! Bootloader profiles: how to break into ONIE, U-Boot, GRUB and Arista Aboot and reach a rescue shell,
+//! looking at the screen before every key.
+//!
+//! Why screen-first: keys at the wrong moment do harm. A Ctrl-C that lands in Aboot's window traps an
+//! Arista switch in the Aboot shell (no autoboot), one that lands later does nothing useful; an arrow
+//! key pressed after GRUB's countdown expired goes to the booting kernel. So every profile waits until
+//! the screen shows the exact state it needs (the prompt is the last line, the countdown is still
+//! running, the highlighted entry is the one it wants) before sending the next key, verifies the
+//! reaction, and when it missed a window it never repeats the key blindly: it waits for the next boot
+//! (a boot-looping switch comes back to its bootloader) up to `attempts` times.
+
+use std::time::Duration;
+
+use regex::Regex;
+
+use crate::expect::{ConsoleIo, Expect, ExpectError, Key, Pattern};
+
+/// Which bootloader a console shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bootloader {
+    /// x86 ONIE behind GRUB (SONiC): main menu "ONIE" -> ONIE menu "ONIE: Rescue".
+    Onie,
+    /// U-Boot (ARM/PowerPC switches with ONIE in flash): stop autoboot, `run onie_rescue`.
+    UBoot,
+    /// Plain GRUB 2: "Advanced options" -> "(recovery mode)" -> maintenance shell.
+    Grub,
+    /// Arista Aboot: Ctrl-C only while "Press Control-C now to enter Aboot shell" is showing.
+    Aboot,
+}
+
+impl Bootloader {
+    /// What the profile ends in.
+    pub fn goal(self) -> &'static str {
+        match self {
+            Bootloader::Onie | Bootloader::UBoot => "ONIE rescue shell",
+            Bootloader::Grub => "recovery-mode root shell",
+            Bootloader::Aboot => "Aboot shell",
+        }
+    }
+}
+
+/// Guess the bootloader from what the screen shows (`None`: nothing recognisable yet).
+pub fn detect(screen: &str) -> Option<Bootloader> {
+    if screen.contains("Aboot") {
+        Some(Bootloader::Aboot)
+    } else if screen.contains("Hit any key to stop autoboot") || screen.contains("U-Boot") {
+        Some(Bootloader::UBoot)
+    } else if screen.contains("ONIE") {
+        Some(Bootloader::Onie)
+    } else if screen.contains("GNU GRUB") {
+        Some(Bootloader::Grub)
+    } else {
+        None
+    }
+}
+
+/// Knobs of a rescue run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RescueOptions {
+    /// How long to wait for the bootloader to show up (a whole boot cycle, with margin).
+    pub wait_for_bootloader: Duration,
+    /// One interaction: a key and its visible reaction.
+    pub step_timeout: Duration,
+    /// Boot cycles to try when a window was missed.
+    pub attempts: u32,
+    /// U-Boot command that boots ONIE in rescue mode.
+    pub uboot_rescue_command: String,
+    /// Root password for GRUB recovery mode if the system asks for one.
+    pub root_password: Option<String>,
+}
+
+impl Default for RescueOptions {
+    fn default() -> Self {
+        RescueOptions {
+            wait_for_bootloader: Duration::from_secs(300),
+            step_timeout: Duration::from_secs(10),
+            attempts: 3,
+            uboot_rescue_command: "run onie_rescue".into(),
+            root_password: None,
+        }
+    }
+}
+
+/// The outcome of a successful rescue.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RescueReport {
+    pub bootloader: Bootloader,
+    /// Boot cycles used (1 = the first window was caught).
+    pub attempts: u32,
+    /// The prompt line the run ended at.
+    pub prompt: String,
+}
+
+/// Why one attempt did not finish.
+enum Attempt {
+    /// A window closed before our key landed: wait for the next boot.
+    Missed(String),
+    Fatal(ExpectError),
+}
+
+impl From<ExpectError> for Attempt {
+    fn from(e: ExpectError) -> Self {
+        Attempt::Fatal(e)
+    }
+}
+
+/// Break into `bootloader` and reach its rescue shell. The console must be writable.
+pub async fn break_into_rescue<C: ConsoleIo>(
+    e: &mut Expect<C>,
+    bootloader: Bootloader,
+    opts: &RescueOptions,
+) -> Result<RescueReport, ExpectError> {
+    let attempts = opts.attempts.max(1);
+    let mut last_miss = String::new();
+    for attempt in 1..=attempts {
+        e.note(format!("{bootloader:?}: attempt {attempt} of {attempts}, goal: {}", bootloader.goal()));
+        let r = match bootloader {
+            Bootloader::Aboot => aboot(e, opts).await,
+            Bootloader::UBoot => uboot(e, opts).await,
+            Bootloader::Onie => onie(e, opts).await,
+            Bootloader::Grub => grub(e, opts).await,
+        };
+        match r {
+            Ok(()) => {
+                let prompt = e.last_line();
+                e.note(format!("reached the {}: {prompt:?}", bootloader.goal()));
+                return Ok(RescueReport { bootloader, attempts: attempt, prompt });
+            }
+            Err(Attempt::Missed(why)) => {
+                e.note(format!("missed the window ({why}); waiting for the next boot"));
+                last_miss = why;
+            }
+            Err(Attempt::Fatal(err)) => return Err(err),
+        }
+    }
+    Err(ExpectError::Profile {
+        console: e.console().to_owned(),
+        what: format!("{bootloader:?}: missed the bootloader window {attempts} times (last: {last_miss})"),
+    })
+}
+
+/// A GRUB menu as read off the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Menu {
+    pub entries: Vec<String>,
+    pub selected: Option<usize>,
+}
+
+/// Read a GRUB menu box (`|*entry |` rows; ASCII or Unicode borders) from screen rows.
+pub fn parse_menu(rows: &[String]) -> Option<Menu> {
+    let mut entries = Vec::new();
+    let mut selected = None;
+    let mut in_box = false;
+    for row in rows {
+        let t = row.trim();
+        let is_border = (t.starts_with('+') && t.ends_with('+') && t.contains("--"))
+            || t.starts_with('┌')
+            || t.starts_with('└');
+        if is_border {
+            if in_box {
+                break;
+            }
+            in_box = true;
+            continue;
+        }
+        if !in_box {
+            continue;
+        }
+        let inner = t
+            .strip_prefix('|')
+            .or_else(|| t.strip_prefix('│'))
+            .and_then(|s| s.strip_suffix('|').or_else(|| s.strip_suffix('│')));
+        let Some(inner) = inner else { continue };
+        let (sel, text) = match inner.strip_prefix('*') {
+            Some(rest) => (true, rest.trim()),
+            None => (false, inner.trim()),
+        };
+        if text.is_empty() {
+            continue;
+        }
+        if sel {
+            selected = Some(entries.len());
+        }
+        entries.push(text.to_owned());
+    }
+    (in_box && !entries.is_empty()).then_some(Menu { entries, selected })
+}
+
+/// Wait until a GRUB menu (with a highlighted entry) is on screen.
+async fn wait_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<Menu, Attempt> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(m) = parse_menu(&e.rows())
+            && m.selected.is_some()
+        {
+            return Ok(m);
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(Attempt::Fatal(ExpectError::Profile {
+                console: e.console().to_owned(),
+                what: format!("no GRUB menu on screen within {within:?}; screen: {:?}", e.last_line()),
+            }));
+        }
+        e.expect(Pattern::screen(r"\|\*"), left).await?;
+    }
+}
+
+/// Move the highlight to the entry matching `want` (checking the screen after every key) and press
+/// Enter. The first key also stops GRUB's countdown.
+async fn pick<C: ConsoleIo>(
+    e: &mut Expect<C>,
+    want: &Regex,
+    opts: &RescueOptions,
+) -> Result<String, Attempt> {
+    for _ in 0..32 {
+        let menu = parse_menu(&e.rows()).ok_or_else(|| Attempt::Missed("the menu left the screen".into()))?;
+        let Some(target) = menu.entries.iter().position(|t| want.is_match(t)) else {
+            return Err(Attempt::Fatal(ExpectError::Profile {
+                console: e.console().to_owned(),
+                what: format!("no menu entry matches /{}/; the menu shows {:?}", want.as_str(), menu.entries),
+            }));
+        };
+        let sel = menu.selected.ok_or_else(|| Attempt::Missed("no highlighted entry".into()))?;
+        let entry = menu.entries[target].clone();
+        if sel == target {
+            e.note(format!("highlighted {entry:?}; pressing Enter"));
+            e.clear_stream();
+            e.send_key(Key::Enter).await?;
+            return Ok(entry);
+        }
+        let (key, next) = if sel < target { (Key::Down, sel + 1) } else { (Key::Up, sel - 1) };
+        let expect_sel = format!(r"[|│]\*{}\s*[|│]", regex::escape(&menu.entries[next]));
+        e.send_key(key).await?;
+        match e.expect(Pattern::screen(&expect_sel), opts.step_timeout).await {
+            Ok(_) => {}
+            Err(ExpectError::Timeout { .. }) => {
+                return Err(Attempt::Missed("the menu did not react to the arrow key".into()));
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(Attempt::Missed("could not reach the menu entry".into()))
+}
+
+async fn onie<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
+    wait_menu(e, opts.wait_for_bootloader).await?;
+    let rescue = Regex::new(r"^ONIE: Rescue$").expect("static regex");
+    let menu = parse_menu(&e.rows()).unwrap_or(Menu { entries: vec![], selected: None });
+    if !menu.entries.iter().any(|t| rescue.is_match(t)) {
+        // The NOS's GRUB: chainload ONIE's own menu first.
+        pick(e, &Regex::new(r"^ONIE$").expect("static regex"), opts).await?;
+        match e.expect(Pattern::screen(r"[|│]\*?ONIE: Rescue"), opts.step_timeout).await {
+            Ok(_) => {}
+            Err(ExpectError::Timeout { .. }) => {
+                return Err(Attempt::Missed("ONIE's menu did not appear".into()));
+            }
+            Err(err) => return Err(err.into()),
+        }
+        wait_menu(e, opts.step_timeout).await?;
+    }
+    pick(e, &rescue, opts).await?;
+    onie_activate(e, opts).await
+}
+
+/// ONIE booting: make sure it is rescue mode, press Enter to activate the console, see the prompt.
+async fn onie_activate<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
+    let mode = e
+        .expect_any(
+            &[
+                Pattern::stream("ONIE: Rescue Mode"),
+                Pattern::stream("ONIE: OS Install Mode"),
+                Pattern::stream("Kernel panic"),
+            ],
+            opts.wait_for_bootloader,
+        )
+        .await?;
+    match mode.index {
+        0 => {}
+        1 => {
+            return Err(Attempt::Fatal(ExpectError::Profile {
+                console: e.console().to_owned(),
+                what: "ONIE booted in install mode, not rescue".into(),
+            }));
+        }
+        _ => return Err(Attempt::Missed("the NOS booted instead of ONIE".into())),
+    }
+    e.expect(Pattern::stream("Please press Enter to activate this console"), opts.wait_for_bootloader)
+        .await?;
+    e.clear_stream();
+    e.send_key(Key::Enter).await?;
+    e.expect(Pattern::screen(r"ONIE:/ #\s*\z"), opts.step_timeout).await?;
+    Ok(())
+}
+
+async fn uboot<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
+    // Only while the countdown still shows a number above zero on the last line.
+    e.expect(Pattern::screen(r"Hit any key to stop autoboot:\s*[1-9]\s*\z"), opts.wait_for_bootloader)
+        .await?;
+    e.clear_stream();
+    e.send_key(Key::Space).await?;
+    let r = e
+        .expect_any(
+            &[
+                Pattern::screen(r"(=>|U-Boot>|Marvell>>|LOADER=>)\s*\z"),
+                Pattern::stream(r"Starting kernel|## Booting kernel|Kernel panic"),
+            ],
+            opts.step_timeout,
+        )
+        .await?;
+    if r.index != 0 {
+        return Err(Attempt::Missed("autoboot went on before the key landed".into()));
+    }
+    e.note(format!("at the U-Boot prompt; running `{}`", opts.uboot_rescue_command));
+    e.clear_stream();
+    e.send(format!("{}\r", opts.uboot_rescue_command).as_bytes()).await?;
+    let r = e
+        .expect_any(
+            &[Pattern::stream("ONIE: Rescue Mode"), Pattern::stream(r"Unknown command|not defined")],
+            opts.wait_for_bootloader,
+        )
+        .await?;
+    if r.index != 0 {
+        return Err(Attempt::Fatal(ExpectError::Profile {
+            console: e.console().to_owned(),
+            what: format!("U-Boot refused `{}`: {}", opts.uboot_rescue_command, r.text),
+        }));
+    }
+    e.expect(Pattern::stream("Please press Enter to activate this console"), opts.wait_for_bootloader)
+        .await?;
+    e.clear_stream();
+    e.send_key(Key::Enter).await?;
+    e.expect(Pattern::screen(r"ONIE:/ #\s*\z"), opts.step_timeout).await?;
+    Ok(())
+}
+
+async fn grub<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
+    wait_menu(e, opts.wait_for_bootloader).await?;
+    let recovery = Regex::new(r"\(recovery mode\)$").expect("static regex");
+    let menu = parse_menu(&e.rows()).unwrap_or(Menu { entries: vec![], selected: None });
+    if !menu.entries.iter().any(|t| recovery.is_match(t)) {
+        pick(e, &Regex::new(r"^Advanced options").expect("static regex"), opts).await?;
+        match e.expect(Pattern::screen(r"\(recovery mode\)"), opts.step_timeout).await {
+            Ok(_) => {}
+            Err(ExpectError::Timeout { .. }) => {
+                return Err(Attempt::Missed("the submenu did not appear".into()));
+            }
+            Err(err) => return Err(err.into()),
+        }
+        wait_menu(e, opts.step_timeout).await?;
+    }
+    pick(e, &recovery, opts).await?;
+    let r = e
+        .expect_any(
+            &[
+                Pattern::stream("Press Enter for maintenance"),
+                Pattern::stream("Give root password for maintenance"),
+                Pattern::stream("Kernel panic"),
+            ],
+            opts.wait_for_bootloader,
+        )
+        .await?;
+    match (r.index, &opts.root_password) {
+        (0, _) => {}
+        (1, Some(pw)) => {
+            let pw = pw.clone();
+            e.note("sending the root password (not shown)");
+            e.send(pw.as_bytes()).await?;
+        }
+        (1, None) => {
+            return Err(Attempt::Fatal(ExpectError::Profile {
+                console: e.console().to_owned(),
+                what: "recovery mode asks for the root password and none was given".into(),
+            }));
+        }
+        _ => return Err(Attempt::Missed("the recovery kernel panicked".into())),
+    }
+    e.clear_stream();
+    e.send_key(Key::Enter).await?;
+    e.expect(Pattern::screen(r"#\s*\z"), opts.step_timeout).await?;
+    Ok(())
+}
+
+async fn aboot<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
+    // The prompt must be the last thing on the screen: once "Booting flash:" follows, the window is over.
+    e.expect(Pattern::screen(r"Press Control-C now to enter Aboot shell\s*\z"), opts.wait_for_bootloader)
+        .await?;
+    e.note("Aboot's Ctrl-C window is open; sending one Ctrl-C");
+    e.clear_stream();
+    e.send_key(Key::CtrlC).await?;
+    let r = e
+        .expect_any(
+            &[
+                Pattern::screen(r"Aboot#\s*\z"),
+                Pattern::stream(r"Booting flash:|Starting new kernel|Kernel panic"),
+            ],
+            opts.step_timeout,
+        )
+        .await?;
+    if r.index != 0 {
+        // Never resend Ctrl-C into a booting EOS: wait for the next window.
+        return Err(Attempt::Missed("Aboot had already started booting".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn menu_is_read_off_the_screen() {
+        let rows: Vec<String> = [
+            "                             GNU GRUB  version 2.02",
+            "",
+            " +----------------------------------------------------------------------------+",
+            " | SONiC-OS-202305.1-0a1b2c3d                                                 |",
+            " |*ONIE                                                                       |",
+            " |                                                                            |",
+            " +----------------------------------------------------------------------------+",
+            "      Use the ^ and v keys to select which entry is highlighted.",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let m = parse_menu(&rows).unwrap();
+        assert_eq!(m.entries, ["SONiC-OS-202305.1-0a1b2c3d", "ONIE"]);
+        assert_eq!(m.selected, Some(1));
+        assert_eq!(parse_menu(&["Aboot#".to_owned()]), None);
+        let uni = [
+            "┌────┐".to_owned(),
+            "│*Ubuntu   │".to_owned(),
+            "│ Advanced options for Ubuntu │".to_owned(),
+            "└────┘".to_owned(),
+        ];
+        assert_eq!(parse_menu(&uni).unwrap().entries.len(), 2);
+    }
+
+    #[test]
+    fn detects_bootloaders() {
+        assert_eq!(detect("Aboot 9.0.3\nPress Control-C now to enter Aboot shell"), Some(Bootloader::Aboot));
+        assert_eq!(detect("U-Boot 2013.01\nHit any key to stop autoboot:  2"), Some(Bootloader::UBoot));
+        assert_eq!(detect("GNU GRUB  version 2.02\n|*ONIE: Install OS |"), Some(Bootloader::Onie));
+        assert_eq!(detect("GNU GRUB  version 2.06\n|*Ubuntu |"), Some(Bootloader::Grub));
+        assert_eq!(detect("login:"), None);
+    }
+}
