@@ -190,10 +190,16 @@ async fn restore_inner(
     let mut rebooted = false;
     let run = async {
         let mut sh = ready_shell(&session, driver.as_ref()).await?;
-        for step in driver.restore_steps(&content) {
+        let steps = driver.restore_steps(&content);
+        for (i, step) in steps.iter().cloned().enumerate() {
+            let reboots_next = matches!(steps.get(i + 1), Some(Step::Reboot { .. }));
             match step {
                 Step::Command { line, answers } => {
-                    let out = sh.run_answering(&line, &answers).await?;
+                    let out = match sh.run_answering(&line, &answers).await {
+                        // The command that reboots the device ends the connection: that is success.
+                        Err(SshError::ClosedEarly { .. }) if reboots_next => String::new(),
+                        other => other?,
+                    };
                     report.steps.push(line.clone());
                     if let Some(message) = cli_error(&out) {
                         return Err(RestoreError::Step { device: device.clone(), step: line, message });

@@ -42,11 +42,20 @@ pub const RESTORE_FILE: &str = "/tmp/lifeline-restore.json";
 /// Fields inside config_db that change by themselves.
 const VOLATILE_JSON_KEYS: &[&str] = &["timestamp", "last_update", "uptime"];
 
+/// Drop volatile fields and sort every object's keys (explicitly: serde_json keeps insertion order
+/// when any crate in the build enables its `preserve_order` feature).
 fn drop_volatile(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            m.retain(|k, _| !VOLATILE_JSON_KEYS.contains(&k.as_str()));
-            m.values_mut().for_each(drop_volatile);
+            let mut entries: Vec<(String, Value)> = std::mem::take(m)
+                .into_iter()
+                .filter(|(k, _)| !VOLATILE_JSON_KEYS.contains(&k.as_str()))
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            for (k, mut val) in entries {
+                drop_volatile(&mut val);
+                m.insert(k, val);
+            }
         }
         Value::Array(a) => a.iter_mut().for_each(drop_volatile),
         _ => {}

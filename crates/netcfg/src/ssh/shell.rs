@@ -16,7 +16,7 @@ use russh::{Channel, ChannelMsg};
 use tokio::time::{Instant, timeout_at};
 
 use super::SshError;
-use crate::text::{clean_transcript, output_between};
+use crate::text::{clean_transcript, normalise_newlines, output_between, strip_terminal};
 
 static PAGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:--More--|-- More --|<--- More --->|\(END\)|lines \d+-\d+) ?\z").expect("pager")
@@ -88,7 +88,10 @@ impl Shell {
             if let Some(i) = answers.iter().position(|r| r.is_match(&tail)) {
                 return Ok(Seen::Answer(i));
             }
-            if PAGER.is_match(&tail) {
+            // The pager marker is looked for before clean-up (which removes pager residue).
+            let start = self.buf.len().saturating_sub(64);
+            let raw_tail = strip_terminal(&normalise_newlines(&String::from_utf8_lossy(&self.buf[start..])));
+            if PAGER.is_match(&raw_tail) {
                 // Drop the marker so it is not matched again, then ask for the next page.
                 let cut = self.buf.iter().rposition(|&b| b == b'\n').map(|p| p + 1).unwrap_or(0);
                 self.buf.truncate(cut);

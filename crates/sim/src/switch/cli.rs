@@ -19,15 +19,26 @@ const PAGE: usize = 23;
 enum Mode {
     Normal,
     /// Collecting heredoc lines until `end` (bash `cat > path <<'END'`).
-    Heredoc { path: String, end: String, buf: String },
+    Heredoc {
+        path: String,
+        end: String,
+        buf: String,
+    },
     /// EOS `copy terminal: dest` until Ctrl-D.
-    CopyTerminal { dest: String, buf: String },
+    CopyTerminal {
+        dest: String,
+        buf: String,
+    },
     /// IOS Tcl shell; `Some` while collecting a `puts … {` body.
-    Tcl { collecting: Option<(String, String)> },
+    Tcl {
+        collecting: Option<(String, String)>,
+    },
     /// A yes/no or confirm question is pending.
     Confirm(Pending),
     /// Output waiting behind `--More--`.
-    Paging { rest: Vec<String> },
+    Paging {
+        rest: Vec<String>,
+    },
 }
 
 #[derive(Debug)]
@@ -73,14 +84,21 @@ impl Cli {
     /// A session; exec sessions start privileged (a priv-15 user's exec on EOS/IOS) and never page.
     pub fn new(state: Arc<SwitchState>, exec: bool) -> Cli {
         let linux = matches!(state.platform, Platform::Sonic | Platform::Cumulus);
-        Cli { paging: !exec && matches!(state.platform, Platform::Ios | Platform::Nxos), privileged: exec || linux, state, mode: Mode::Normal }
+        Cli {
+            paging: !exec && matches!(state.platform, Platform::Ios | Platform::Nxos),
+            privileged: exec || linux,
+            state,
+            mode: Mode::Normal,
+        }
     }
 
     pub fn prompt(&self) -> String {
         let n = &self.state.name;
         match (&self.mode, self.state.platform) {
             (Mode::Heredoc { .. }, _) => "> ".into(),
-            (Mode::CopyTerminal { .. }, _) | (Mode::Confirm(_), _) | (Mode::Paging { .. }, _) => String::new(),
+            (Mode::CopyTerminal { .. }, _) | (Mode::Confirm(_), _) | (Mode::Paging { .. }, _) => {
+                String::new()
+            }
             (Mode::Tcl { collecting: Some(_) }, _) => String::new(),
             (Mode::Tcl { collecting: None }, _) => format!("{n}(tcl)#"),
             (_, Platform::Sonic) => format!("{}@{n}:~$ ", self.state.username),
@@ -206,14 +224,22 @@ impl Cli {
             }
             ["terminal", "length", n] => {
                 self.paging = *n != "0";
-                Reply::out(if self.state.platform == Platform::Eos && *n == "0" { "Pagination disabled.\n" } else { "" })
+                Reply::out(if self.state.platform == Platform::Eos && *n == "0" {
+                    "Pagination disabled.\n"
+                } else {
+                    ""
+                })
             }
             ["show", "version"] => Reply::out(self.state.show_version()),
             ["show", "running-config"] | ["show", "run"] | ["sh", "run"] if self.privileged => {
                 self.paged(self.state.show_running())
             }
-            ["show", "startup-config"] | ["show", "start"] if self.privileged => self.paged(self.state.show_startup()),
-            ["copy", "running-config", "startup-config"] | ["write", "memory"] | ["wr"] if self.privileged => {
+            ["show", "startup-config"] | ["show", "start"] if self.privileged => {
+                self.paged(self.state.show_startup())
+            }
+            ["copy", "running-config", "startup-config"] | ["write", "memory"] | ["wr"]
+                if self.privileged =>
+            {
                 self.state.save();
                 Reply::out(if self.state.platform == Platform::Eos {
                     "Copy completed successfully.\n".to_owned()
@@ -274,7 +300,11 @@ impl Cli {
             Pending::Reload => {
                 if a.is_empty() || a.starts_with('y') || a == "confirm" {
                     self.state.reload();
-                    Reply { text: "\n*** System going down for reload ***\n".into(), close: true, ..Default::default() }
+                    Reply {
+                        text: "\n*** System going down for reload ***\n".into(),
+                        close: true,
+                        ..Default::default()
+                    }
                 } else {
                     Reply::out("")
                 }
@@ -381,7 +411,9 @@ impl Cli {
             ["show", "version"] => Reply::out(self.state.show_version()),
             ["config", "save", "-y"] => {
                 self.state.save();
-                Reply::out("Running command: /usr/local/bin/sonic-cfggen -d --print-data > /etc/sonic/config_db.json\n")
+                Reply::out(
+                    "Running command: /usr/local/bin/sonic-cfggen -d --print-data > /etc/sonic/config_db.json\n",
+                )
             }
             ["config", "reload", "-y", rest @ ..] => {
                 let src = rest.first().copied().unwrap_or("/etc/sonic/config_db.json");
@@ -402,7 +434,9 @@ impl Cli {
                     return Reply::err(format!("Error: {src} does not exist\n"));
                 };
                 match self.state.sonic_merge(&text) {
-                    Ok(()) => Reply::out(format!("Running command: /usr/local/bin/sonic-cfggen -j {src} --write-to-db\n")),
+                    Ok(()) => Reply::out(format!(
+                        "Running command: /usr/local/bin/sonic-cfggen -j {src} --write-to-db\n"
+                    )),
                     Err(e) => Reply::err(format!("Error: {src} is not valid JSON: {e}\n")),
                 }
             }

@@ -95,7 +95,11 @@ fn eos(name: &str, tier: &str, i: u32) -> String {
         i % 250 + 1
     );
     for p in 1..=8 {
-        let desc = if tier == "spine" { format!("leaf{p} uplink") } else { format!("rail{} gpu-node-{:02}", p - 1, (i - 1) * 8 + p) };
+        let desc = if tier == "spine" {
+            format!("leaf{p} uplink")
+        } else {
+            format!("rail{} gpu-node-{:02}", p - 1, (i - 1) * 8 + p)
+        };
         s.push_str(&format!(
             "interface Ethernet{p}/1\n   description {desc}\n   mtu 9000\n   priority-flow-control on\n\
                 priority-flow-control priority 3 no-drop\n   priority-flow-control priority 4 no-drop\n\
@@ -121,7 +125,11 @@ fn sonic_value(name: &str, tier: &str, i: u32) -> Value {
     let mut pg = serde_json::Map::new();
     for p in 0..8u32 {
         let eth = format!("Ethernet{}", p * 8);
-        let desc = if tier == "spine" { format!("leaf{} uplink", p + 1) } else { format!("rail{p} gpu-node-{:02}", (i - 1) * 8 + p + 1) };
+        let desc = if tier == "spine" {
+            format!("leaf{} uplink", p + 1)
+        } else {
+            format!("rail{p} gpu-node-{:02}", (i - 1) * 8 + p + 1)
+        };
         port.insert(
             eth.clone(),
             json!({"admin_status": "up", "alias": format!("etp{}", p + 1), "description": desc,
@@ -179,18 +187,27 @@ fn cumulus(name: &str, tier: &str, i: u32) -> String {
         i % 250 + 1
     );
     for p in 1..=8 {
-        let desc = if tier == "spine" { format!("leaf{p}-uplink") } else { format!("rail{}-gpu-node-{:02}", p - 1, (i - 1) * 8 + p) };
-        s.push_str(&format!("nv set interface swp{p} link mtu 9000\nnv set interface swp{p} description {desc}\n"));
+        let desc = if tier == "spine" {
+            format!("leaf{p}-uplink")
+        } else {
+            format!("rail{}-gpu-node-{:02}", p - 1, (i - 1) * 8 + p)
+        };
+        s.push_str(&format!(
+            "nv set interface swp{p} link mtu 9000\nnv set interface swp{p} description {desc}\n"
+        ));
     }
-    s.push_str(&format!(
-        "nv set router bgp autonomous-system {}\nnv set router bgp router-id 10.0.0.{i}\n\
+    s.push_str(
+        &format!(
+            "nv set router bgp autonomous-system {}\nnv set router bgp router-id 10.0.0.{i}\n\
          nv set vrf default router bgp neighbor swp51 remote-as external\n\
          nv set vrf default router bgp neighbor swp51 password 'bgp-pass-{i}'\n\
          nv set service snmp-server readonly-community cumulus-ro-{i} access any\n\
          nv set service syslog default server {} \n\
          nv set service ntp default server 10.255.0.1\n",
-        asn(tier, i),
-        syslog_addr(0)
-    ).replace(" \n", "\n"));
+            asn(tier, i),
+            syslog_addr(0)
+        )
+        .replace(" \n", "\n"),
+    );
     s
 }

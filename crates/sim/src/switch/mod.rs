@@ -86,7 +86,9 @@ fn strip_volatile_header(platform: Platform, text: &str) -> String {
         let t = l.trim();
         match platform {
             Platform::Eos => {
-                t.starts_with("! Command:") || t.starts_with("! device:") || t.starts_with("! Time:")
+                t.starts_with("! Command:")
+                    || t.starts_with("! device:")
+                    || t.starts_with("! Time:")
                     || t.starts_with("! Startup-config last modified")
             }
             _ => {

@@ -41,8 +41,21 @@ async fn ssh(addr: std::net::SocketAddr, tty: bool, remote: Option<&str>, stdin:
     let port = addr.port().to_string();
     let host = format!("admin@{}", addr.ip());
     let mut args = vec![
-        "-p", "pw-9", "ssh", "-p", &port, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-        "-o", "LogLevel=ERROR", "-o", "PubkeyAuthentication=no", "-o", "ConnectTimeout=10",
+        "-p",
+        "pw-9",
+        "ssh",
+        "-p",
+        &port,
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "LogLevel=ERROR",
+        "-o",
+        "PubkeyAuthentication=no",
+        "-o",
+        "ConnectTimeout=10",
     ];
     if tty {
         args.push("-tt");
@@ -62,9 +75,15 @@ async fn ssh(addr: std::net::SocketAddr, tty: bool, remote: Option<&str>, stdin:
     let mut input = child.stdin.take().expect("stdin");
     input.write_all(stdin.as_bytes()).await.expect("write stdin");
     // Keep stdin open for the interactive case: `exit` ends the session, not EOF.
-    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.expect("ssh finished").expect("ssh ran");
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("ssh finished")
+        .expect("ssh ran");
     drop(input);
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
 }
 
 #[tokio::test]
@@ -72,7 +91,12 @@ async fn openssh_client_runs_each_platform_show_command() {
     if !tools_present() {
         return;
     }
-    let ip = std::net::Ipv4Addr::new(127, 77, (std::process::id() % 250) as u8, 1 + (std::process::id() / 250 % 250) as u8);
+    let ip = std::net::Ipv4Addr::new(
+        127,
+        77,
+        (std::process::id() % 250) as u8,
+        1 + (std::process::id() / 250 % 250) as u8,
+    );
     for p in Platform::ALL {
         let l = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind");
         let addr = l.local_addr().expect("addr");
@@ -88,7 +112,9 @@ async fn openssh_client_runs_each_platform_show_command() {
 
         // Interactive shell under a tty, with the platform's prompt, enable and paging off.
         let script = match p {
-            Platform::Ios | Platform::Nxos | Platform::Eos => "enable\nterminal length 0\nshow running-config\nexit\n",
+            Platform::Ios | Platform::Nxos | Platform::Eos => {
+                "enable\nterminal length 0\nshow running-config\nexit\n"
+            }
             _ => &format!("{}\nexit\n", show_command(*p)),
         };
         let (code, out) = ssh(addr, true, None, script).await;

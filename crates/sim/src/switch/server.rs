@@ -60,7 +60,13 @@ fn crlf(text: &str) -> String {
 }
 
 impl Conn {
-    fn send(&self, session: &mut Session, ch: ChannelId, r: &Reply, prompt: Option<String>) -> Result<(), russh::Error> {
+    fn send(
+        &self,
+        session: &mut Session,
+        ch: ChannelId,
+        r: &Reply,
+        prompt: Option<String>,
+    ) -> Result<(), russh::Error> {
         let mut out = crlf(&r.text);
         if r.prompt {
             if let Some(p) = prompt {
@@ -134,7 +140,12 @@ impl server::Handler for Conn {
         Ok(())
     }
 
-    async fn exec_request(&mut self, channel: ChannelId, data: &[u8], session: &mut Session) -> Result<(), Self::Error> {
+    async fn exec_request(
+        &mut self,
+        channel: ChannelId,
+        data: &[u8],
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
         session.channel_success(channel)?;
         let mut cli = Cli::new(self.state.clone(), true);
         let cmd = String::from_utf8_lossy(data).into_owned();
@@ -148,7 +159,12 @@ impl server::Handler for Conn {
         Ok(())
     }
 
-    async fn data(&mut self, channel: ChannelId, data: &[u8], session: &mut Session) -> Result<(), Self::Error> {
+    async fn data(
+        &mut self,
+        channel: ChannelId,
+        data: &[u8],
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
         let Some(mut c) = self.chans.remove(&channel) else { return Ok(()) };
         let mut closed = false;
         for &b in data {
