@@ -159,6 +159,8 @@ pub struct ServerDevice {
 #[derive(Debug)]
 pub struct SwitchDevice {
     pub spec: SwitchSpec,
+    /// Configs, CLI state and host key: what the SSH server (`crate::switch`) serves.
+    pub state: Arc<crate::switch::SwitchState>,
     /// The switch's BMC and console, if it has one.
     pub bmc: Option<Arc<Host>>,
     /// Faults routed to the switch itself (config-change, pfc-storm, boot-loop without BMC).
@@ -265,6 +267,15 @@ impl Devices {
                                 fault: fault.to_string(),
                             }
                             .into());
+                        }
+                        if *fault == Fault::ConfigChange {
+                            let change = s.state.config_change();
+                            tracing::info!(
+                                switch = name,
+                                removed = change.removed,
+                                added = change.added,
+                                "config-change"
+                            );
                         }
                         let mut f = s.faults.lock().unwrap_or_else(|e| e.into_inner());
                         f.retain(|x| x != fault);
@@ -421,10 +432,35 @@ impl Fleet {
                     bmc: bmc_config(&sw.name, b),
                 })
             });
+            let state = Arc::new(crate::switch::SwitchState::from_spec(sw));
+            let addr = SocketAddr::new(sw.address, opts.ports.port(22, sw.ssh_port));
+            let listener = bind_tcp(&sw.name, EndpointKind::Ssh, addr).await?;
+            endpoints.push(Endpoint {
+                name: sw.name.clone(),
+                kind: EndpointKind::Ssh,
+                address: sw.address,
+                port: local_port(&listener, addr.port()),
+                username: sw.username.clone(),
+                password: sw.password.clone(),
+            });
+            let cancel_ssh = cancel.clone();
+            let st = state.clone();
+            let name = sw.name.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    r = crate::switch::serve(listener, st) => {
+                        if let Err(e) = r {
+                            tracing::warn!(switch = name, error = %e, "ssh listener stopped");
+                        }
+                    }
+                    _ = cancel_ssh.cancelled() => {}
+                }
+            });
             devices.map.insert(
                 sw.name.clone(),
                 Device::Switch(SwitchDevice {
                     spec: sw.clone(),
+                    state,
                     bmc,
                     faults: std::sync::Mutex::new(Vec::new()),
                 }),

@@ -24,11 +24,17 @@ async fn session_login_limit_and_logout() {
     let login = json!({"UserName": "admin", "Password": "password"});
     let mut locations = Vec::new();
     for _ in 0..4 {
-        let r = c.post(format!("{base}/redfish/v1/SessionService/Sessions")).json(&login).send().await.unwrap();
+        let r =
+            c.post(format!("{base}/redfish/v1/SessionService/Sessions")).json(&login).send().await.unwrap();
         assert_eq!(r.status(), 201);
         let token = r.headers()["x-auth-token"].to_str().unwrap().to_owned();
         let loc = r.headers()["location"].to_str().unwrap().to_owned();
-        let sys = c.get(format!("{base}/redfish/v1/Systems/1")).header("X-Auth-Token", &token).send().await.unwrap();
+        let sys = c
+            .get(format!("{base}/redfish/v1/Systems/1"))
+            .header("X-Auth-Token", &token)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(sys.status(), 200);
         locations.push((loc, token));
     }
@@ -39,7 +45,8 @@ async fn session_login_limit_and_logout() {
     let (loc, token) = locations.pop().unwrap();
     let d = c.delete(format!("{base}{loc}")).header("X-Auth-Token", &token).send().await.unwrap();
     assert_eq!(d.status(), 204);
-    let gone = c.get(format!("{base}/redfish/v1/Systems/1")).header("X-Auth-Token", &token).send().await.unwrap();
+    let gone =
+        c.get(format!("{base}/redfish/v1/Systems/1")).header("X-Auth-Token", &token).send().await.unwrap();
     assert_eq!(gone.status(), 401);
     let r = c.post(format!("{base}/redfish/v1/SessionService/Sessions")).json(&login).send().await.unwrap();
     assert_eq!(r.status(), 201, "a slot was freed by the logout");
@@ -102,7 +109,8 @@ async fn resets_follow_each_flavor_and_change_power_state() {
             // iDRAC refuses On while on.
             assert_eq!(post("On").await.unwrap().status(), 409);
         }
-        let missing = c.post(&target).basic_auth("admin", Some("password")).json(&json!({})).send().await.unwrap();
+        let missing =
+            c.post(&target).basic_auth("admin", Some("password")).json(&json!({})).send().await.unwrap();
         assert_eq!(missing.status(), 400);
     }
     f.shutdown().await;
@@ -144,7 +152,8 @@ async fn boot_override_patch_and_supermicro_quirk() {
     let only_target = json!({"Boot": {"BootSourceOverrideTarget": "Pxe"}});
     let r = c.patch(&url).basic_auth("admin", Some("password")).json(&only_target).send().await.unwrap();
     assert_eq!(r.status(), 400, "supermicro needs BootSourceOverrideEnabled in the same PATCH");
-    let both = json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}});
+    let both =
+        json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}});
     let r = c.patch(&url).basic_auth("admin", Some("password")).json(&both).send().await.unwrap();
     assert_eq!(r.status(), 204);
     f.shutdown().await;
@@ -178,7 +187,8 @@ async fn injected_faults_show_in_sel_sensors_and_exported_node_state() {
     assert!(Client::inject(&url, "nope", "boot-loop").await.unwrap_err().to_string().contains("404"));
 
     let entries = get(&c, &format!("{base}/redfish/v1/Systems/system/LogServices/EventLog/Entries")).await;
-    let messages: Vec<&str> = entries["Members"].as_array().unwrap().iter().map(|m| m["Message"].as_str().unwrap()).collect();
+    let messages: Vec<&str> =
+        entries["Members"].as_array().unwrap().iter().map(|m| m["Message"].as_str().unwrap()).collect();
     assert!(messages.iter().any(|m| m.contains("GPU3") && m.contains("ECC")), "{messages:?}");
     assert!(messages.iter().any(|m| m.contains("mlx5_2")), "{messages:?}");
     let gpu3 = get(&c, &format!("{base}/redfish/v1/Chassis/chassis/Sensors/GPU3Temp")).await;

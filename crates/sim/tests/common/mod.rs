@@ -90,7 +90,9 @@ pub fn peers_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [manifest.join("../../../shared/peers"), PathBuf::from("/work/shared/peers")].into_iter().find(|p| p.is_dir())
+    [manifest.join("../../../shared/peers"), PathBuf::from("/work/shared/peers")]
+        .into_iter()
+        .find(|p| p.is_dir())
 }
 
 /// The Python venv holding redfish-service-validator, the `redfish` library and Tacklebox.

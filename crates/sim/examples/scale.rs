@@ -1,0 +1,121 @@
+//! Scale bench: start N simulated BMCs (default 1,000) in one process, hit every one over HTTPS, print RSS.
+//!
+//! `cargo run --release -p lifeline-sim --example scale -- [N] [CONCURRENCY]`
+//! Target: 1,000 BMCs serving both protocols under 300 MiB RSS.
+#![allow(clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lifeline_sim::{EndpointKind, Fleet, FleetSpec, PortPlan, SimOptions};
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let conc: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
+    let rss0 = rss_mib();
+    let t0 = Instant::now();
+    let opts = SimOptions { ports: PortPlan::Ephemeral, time_scale: 0.01, ..SimOptions::default() };
+    let fleet = Fleet::start(FleetSpec::generate(n, 0), opts).await.expect("fleet starts");
+    let started = t0.elapsed();
+    let rss_idle = rss_mib();
+
+    // One HTTPS GET of the System resource on every BMC (a TLS handshake each), bounded concurrency.
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(insecure_tls())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let urls: Vec<String> = fleet
+        .endpoints()
+        .iter()
+        .filter(|e| e.kind == EndpointKind::Redfish)
+        .map(|e| format!("https://{}:{}/redfish/v1/Systems", e.address, e.port))
+        .collect();
+    let sem = Arc::new(tokio::sync::Semaphore::new(conc));
+    let t1 = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for url in urls.clone() {
+        let (client, sem) = (client.clone(), sem.clone());
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await.unwrap();
+            let r = client.get(&url).basic_auth("admin", Some("password")).send().await;
+            r.map(|r| r.status().is_success()).unwrap_or(false)
+        });
+    }
+    let mut ok = 0;
+    while let Some(r) = set.join_next().await {
+        ok += usize::from(r.unwrap_or(false));
+    }
+    let swept = t1.elapsed();
+    let rss_busy = rss_mib();
+
+    println!("| metric | value |");
+    println!("|---|---|");
+    println!("| simulated BMCs (Redfish listeners) | {n} |");
+    println!("| endpoints | {} |", fleet.endpoints().len());
+    println!("| start time | {:.2} s |", started.as_secs_f64());
+    println!("| RSS before start | {rss0:.1} MiB |");
+    println!("| RSS idle after start | {rss_idle:.1} MiB |");
+    println!(
+        "| Redfish sweep (GET /Systems on every BMC, {conc} at once, new TLS each) | {ok}/{n} ok in {:.2} s |",
+        swept.as_secs_f64()
+    );
+    println!("| RSS after sweep | {rss_busy:.1} MiB |");
+    println!("| budget | 300 MiB ({}) |", if rss_busy < 300.0 { "within" } else { "EXCEEDED" });
+    fleet.shutdown().await;
+}
+
+fn insecure_tls() -> rustls::ClientConfig {
+    #[derive(Debug)]
+    struct AnyCert;
+    impl rustls::client::danger::ServerCertVerifier for AnyCert {
+        fn verify_server_cert(
+            &self,
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &[rustls::pki_types::CertificateDer<'_>],
+            _: &rustls::pki_types::ServerName<'_>,
+            _: &[u8],
+            _: rustls::pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            _: &[u8],
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+        fn verify_tls13_signature(
+            &self,
+            _: &[u8],
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            rustls::crypto::ring::default_provider().signature_verification_algorithms.supported_schemes()
+        }
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert))
+        .with_no_client_auth()
+}
