@@ -233,7 +233,7 @@ impl SessionKeys {
     /// Inverse of [`encrypt`](Self::encrypt). The pad bytes' values are not checked
     /// (some BMCs pad with zeros), only the length.
     pub fn decrypt(&self, data: &[u8]) -> Result<Vec<u8>, DecodeError> {
-        if data.len() < 32 || data.len() % 16 != 0 {
+        if data.len() < 32 || !data.len().is_multiple_of(16) {
             return Err(DecodeError::Decrypt);
         }
         let (iv, ct) = data.split_at(16);

@@ -343,7 +343,7 @@ fn decode_full(body: &[u8]) -> Result<FullSensor, DecodeError> {
     let g = |i: usize| body.get(i).copied().unwrap_or(0);
     let m = sign_extend(g(19) as u16 | ((g(20) as u16 & 0xC0) << 2), 10);
     let b = sign_extend(g(21) as u16 | ((g(22) as u16 & 0xC0) << 2), 10);
-    let r_exp = ((g(24) as i8) >> 4) as i8;
+    let r_exp = (g(24) as i8) >> 4;
     let b_exp = ((g(24) << 4) as i8) >> 4;
     // Record byte 19 (body 13) is the readable threshold mask for threshold sensors.
     Ok(FullSensor {

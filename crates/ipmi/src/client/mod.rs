@@ -1,0 +1,11 @@
+//! Async IPMI 2.0 lanplus client (tokio UDP). See the crate docs for the design.
+
+mod error;
+mod ops;
+mod session;
+mod sol;
+
+pub use error::{Error, Result};
+pub use ops::{SensorStatus, SensorValue, User};
+pub use session::{ClientConfig, Session, Timing, get_channel_auth_caps};
+pub use sol::{Sol, SolConfig, SolEvent, SolWriter};
