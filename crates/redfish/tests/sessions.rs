@@ -33,6 +33,7 @@ struct Bmc {
     subscriptions: Mutex<Vec<usize>>,
     /// Serve a System whose PowerState is garbage.
     garbage: AtomicBool,
+    resets: AtomicUsize,
 }
 
 type S = State<Arc<Bmc>>;
@@ -131,6 +132,13 @@ async fn action_info() -> Response {
         .into_response()
 }
 
+/// Accepts the reset, then never answers in time (the reply is "lost").
+async fn reset_lost(State(b): S) -> Response {
+    b.resets.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    StatusCode::NO_CONTENT.into_response()
+}
+
 async fn slow() -> Response {
     tokio::time::sleep(Duration::from_secs(5)).await;
     StatusCode::OK.into_response()
@@ -218,6 +226,7 @@ async fn start(limit: usize, session_service: bool) -> Server {
         .route("/redfish/v1/Systems", get(systems))
         .route("/redfish/v1/Systems/System.Embedded.1", get(system))
         .route("/redfish/v1/Systems/System.Embedded.1/ResetActionInfo", get(action_info))
+        .route("/redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset", post(reset_lost))
         .route("/redfish/v1/Slow", get(slow))
         .route("/redfish/v1/EventService", get(event_service))
         .route("/redfish/v1/EventService/SSE", get(sse))
@@ -378,6 +387,25 @@ async fn every_request_has_a_timeout() {
         c.get_json("http://192.0.2.1/redfish/v1/").await,
         Err(RedfishError::ForeignLink { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_lost_reset_reply_is_reported_and_never_resent() {
+    let s = start(4, false).await;
+    let c = connect(
+        &s,
+        ClientOptions { request_timeout: Duration::from_millis(300), ..ClientOptions::default() },
+    )
+    .await;
+    let sys = c.systems().await.unwrap().items.remove(0);
+    let err = c.reset(&sys, "ForceOff").await.unwrap_err();
+    match &err {
+        RedfishError::ActionOutcomeUnknown { reset_type, .. } => assert_eq!(reset_type, "ForceOff"),
+        other => panic!("expected ActionOutcomeUnknown, got {other:?}"),
+    }
+    assert!(err.to_string().contains("read the power state"), "{err}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.bmc.resets.load(Ordering::SeqCst), 1, "sent exactly once");
 }
 
 #[tokio::test]
