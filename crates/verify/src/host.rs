@@ -144,11 +144,18 @@ pub fn pause_totals(stats: &BTreeMap<String, u64>) -> (u64, u64) {
     (rx, tx)
 }
 
+/// mlx5's pause-storm watchdog counters (`tx_pause_storm_error_events`): non-zero means the NIC had to stop
+/// a storm during this driver load.
+pub fn storm_errors(stats: &BTreeMap<String, u64>) -> u64 {
+    stats.iter().filter(|(k, _)| k.contains("pause_storm") && k.contains("error")).map(|(_, v)| *v).sum()
+}
+
 /// One read of a rail's pause counters.
 #[derive(Debug, Clone)]
 pub struct PauseSample {
     pub rx: u64,
     pub tx: u64,
+    pub storm_errors: u64,
     pub source: String,
 }
 
@@ -172,7 +179,7 @@ pub fn sample_pause(roots: &Roots, rail: &RailPolicy) -> Result<PauseSample, Str
         return Err(format!("{source}: no pause counters"));
     }
     let (rx, tx) = pause_totals(&stats);
-    Ok(PauseSample { rx, tx, source })
+    Ok(PauseSample { rx, tx, storm_errors: storm_errors(&stats), source })
 }
 
 fn run_ethtool(netdev: &str) -> Result<String, String> {
@@ -229,10 +236,16 @@ pub fn pfc_check(
     let ev = vec![
         Evidence::new("rx_pause", format!("{} -> {}", a.rx, b.rx), a.source.clone()),
         Evidence::new("tx_pause", format!("{} -> {}", a.tx, b.tx), a.source.clone()),
+        Evidence::new("pause_storm_error_events", b.storm_errors.to_string(), b.source.clone()),
     ];
     let msg = format!("pause frames/s rx {rx_rate}, tx {tx_rate} (max {max})");
-    let status = if rx_rate.max(tx_rate) > max { Status::Fail } else { Status::Pass };
-    let msg = if status == Status::Fail { format!("PFC pause storm: {msg}") } else { msg };
+    let (status, msg) = if rx_rate.max(tx_rate) > max {
+        (Status::Fail, format!("PFC pause storm: {msg}"))
+    } else if b.storm_errors > 0 {
+        (Status::Fail, format!("NIC stopped {} pause storm(s) since driver load; {msg}", b.storm_errors))
+    } else {
+        (Status::Pass, msg)
+    };
     Check::new("host.pfc", subj, status, msg).with_evidence(ev)
 }
 
@@ -257,6 +270,10 @@ mod tests {
              rx_prio3_pause_duration: 999\n     rx_bytes: 77\n",
         );
         assert_eq!(pause_totals(&s), (15, 4));
+        let s = parse_ethtool_stats(
+            "     tx_pause_storm_warning_events: 3\n     tx_pause_storm_error_events: 1\n",
+        );
+        assert_eq!(storm_errors(&s), 1);
     }
 
     proptest! {

@@ -55,21 +55,29 @@ pub fn static_checks(roots: &Roots, rail: &RailPolicy) -> Vec<Check> {
     let present = timed(|| present(roots, rail));
     let hca_ok = present.status == Status::Pass;
     out.push(present);
+    let mut link_up = false;
     for (id, f) in [
         ("rail.link", link as fn(&Roots, &RailPolicy) -> Check),
         ("rail.rate", rate),
         ("rail.link_layer", link_layer),
         ("rail.gid", gid),
     ] {
-        if hca_ok {
-            out.push(timed(|| f(roots, rail)));
-        } else {
+        if !hca_ok {
             out.push(Check::new(
                 id,
                 subject(rail),
                 Status::Skip,
                 format!("not evaluated: HCA {} absent", rail.hca),
             ));
+        } else if id == "rail.rate" && !link_up {
+            // A down port reports 0 or a stale rate: the link failure is the finding, not the speed.
+            out.push(Check::new(id, subject(rail), Status::Skip, "not evaluated: link not up"));
+        } else {
+            let c = timed(|| f(roots, rail));
+            if id == "rail.link" {
+                link_up = c.status == Status::Pass;
+            }
+            out.push(c);
         }
     }
     out.push(timed(|| mtu(roots, rail)));
