@@ -333,6 +333,8 @@ struct HostState {
     tty: Tty,
     sysrq_armed: bool,
     boots: u32,
+    /// A switch's bootloader console (ONIE/GRUB, U-Boot, Aboot) while it boots; `None` once idle or off.
+    boot_console: Option<crate::bootloader::BootConsole>,
 }
 
 /// One simulated machine (server or switch) and its BMC.
@@ -391,6 +393,7 @@ impl Host {
                 tty,
                 sysrq_armed: false,
                 boots: u32::from(cfg.powered_on),
+                boot_console: None,
             }),
             events: broadcast::channel(16).0,
             export_dir: cfg.export_dir,
@@ -596,6 +599,7 @@ impl Host {
         if let Some(a) = st.sequencer.take() {
             a.abort();
         }
+        st.boot_console = None;
         st.tty = Tty::Closed;
         st.sysrq_armed = false;
     }
@@ -615,7 +619,19 @@ impl Host {
         }
         let generation = st.generation;
         let weak = self.weak.clone();
-        let handle = tokio::spawn(run_sequence(weak, generation, seq));
+        let loader = match self.kind {
+            HostKind::Switch(p) => crate::bootloader::Flavor::for_platform(p),
+            HostKind::Server => None,
+        };
+        let handle = match (loader, seq) {
+            (Some(flavor), Sequence::Boot { .. }) => {
+                tokio::spawn(run_boot_console(weak, generation, flavor, Duration::ZERO))
+            }
+            (Some(flavor), Sequence::Cycle) => {
+                tokio::spawn(run_boot_console(weak, generation, flavor, self.scaled(self.timings.cycle_off)))
+            }
+            _ => tokio::spawn(run_sequence(weak, generation, seq)),
+        };
         st.sequencer = Some(handle.abort_handle());
     }
 
@@ -697,7 +713,10 @@ impl Host {
                 st.faults.retain(|f| f != fault);
                 st.faults.push(fault.clone());
                 // A running machine crashes into the loop now; an off one loops at its next power on.
-                if st.phase != Phase::Off {
+                if let Some(bc) = &st.boot_console {
+                    bc.set_boot_loop(true);
+                    bc.reset();
+                } else if st.phase != Phase::Off {
                     self.console
                         .emit_line("\r\n[ 9102.000113] watchdog: BUG: soft lockup - CPU#3 stuck for 22s!");
                     self.start(&mut st, Sequence::Boot { cold: false });
@@ -840,6 +859,9 @@ impl Host {
         f.sol_stuck.store(false, Ordering::Relaxed);
         let mut st = self.lock();
         st.faults.clear();
+        if let Some(bc) = &st.boot_console {
+            bc.set_boot_loop(false);
+        }
         st.node.reboot();
         let up = st.phase == Phase::OsUp;
         for r in &mut st.node.rails {
@@ -872,6 +894,12 @@ impl Host {
         let mut out = Vec::<u8>::new();
         {
             let mut st = self.lock();
+            if st.phase != Phase::OsUp
+                && let Some(bc) = &st.boot_console
+            {
+                bc.input(bytes);
+                return;
+            }
             for &b in bytes {
                 if st.sysrq_armed {
                     st.sysrq_armed = false;
@@ -1225,6 +1253,58 @@ async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequence) -> Optio
     }
 }
 
+/// A switch boots through its bootloader model: the phase follows the bootloader's stage, keys typed on
+/// the console reach it (an operator or an expect script can break into ONIE / U-Boot / Aboot).
+async fn run_boot_console(
+    weak: Weak<Host>,
+    generation: u64,
+    flavor: crate::bootloader::Flavor,
+    wait: Duration,
+) -> Option<()> {
+    use crate::bootloader::{BootConsole, MachineConfig, Stage};
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let mut stages = {
+        let h = weak.upgrade()?;
+        let mut st = h.lock();
+        if st.generation != generation {
+            return None;
+        }
+        h.set_phase(&mut st, Phase::Post);
+        let boot_loop = Host::has_fault(&st, &Fault::BootLoop);
+        let cfg = MachineConfig { flavor, hostname: h.name.clone(), boot_loop };
+        let emit_to = weak.clone();
+        let bc = BootConsole::spawn(cfg, h.time_scale, move |b| {
+            if let Some(h) = emit_to.upgrade() {
+                h.console.emit(b);
+            }
+        });
+        let rx = bc.stages();
+        st.boot_console = Some(bc);
+        rx
+    };
+    loop {
+        let stage = *stages.borrow_and_update();
+        let phase = match stage {
+            Stage::Firmware => Phase::Post,
+            Stage::Booting => Phase::Kernel,
+            Stage::Panicked => Phase::Halted,
+            Stage::Os => Phase::OsUp,
+            _ => Phase::Bootloader,
+        };
+        advance(&weak, generation, |h, st| {
+            if st.phase != phase {
+                if phase == Phase::OsUp {
+                    st.boots += 1;
+                }
+                h.set_phase(st, phase);
+            }
+        })?;
+        stages.changed().await.ok()?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1353,6 +1433,25 @@ mod tests {
                 >= 2
         );
         h.clear_faults();
+        wait_for(&h, Phase::OsUp).await;
+    }
+
+    #[tokio::test]
+    async fn a_switch_boots_through_its_bootloader_and_loops_on_boot_loop() {
+        let mut cfg = HostConfig::server("leaf1");
+        cfg.kind = HostKind::Switch(lifeline_types::Platform::Eos);
+        cfg.gpus.count = 0;
+        cfg.rails.clear();
+        cfg.time_scale = 0.01;
+        let h = Host::new(cfg);
+        h.power(PowerCommand::PowerCycle).unwrap();
+        wait_for(&h, Phase::OsUp).await;
+        assert!(h.console().history().contains("Aboot"), "{}", h.console().history());
+        h.inject(&Fault::BootLoop).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_ne!(h.phase(), Phase::OsUp);
+        h.clear_faults();
+        h.power(PowerCommand::ForceRestart).unwrap();
         wait_for(&h, Phase::OsUp).await;
     }
 
