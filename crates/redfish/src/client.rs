@@ -610,12 +610,27 @@ impl Client {
     /// Members of a collection, following `nextLink` pages; embedded members are used as they are, bare links
     /// fetched. A page or member that fails becomes a warning.
     pub async fn members(&self, link: &str) -> Result<Listing<(String, Value)>, RedfishError> {
+        self.members_limited(link, usize::MAX).await.map(|(l, _)| l)
+    }
+
+    /// Like `members`, reading at most `max` members (no further pages, no further fetches); the flag says
+    /// whether more existed.
+    pub(crate) async fn members_limited(
+        &self,
+        link: &str,
+        max: usize,
+    ) -> Result<(Listing<(String, Value)>, bool), RedfishError> {
         let mut warnings = Vec::new();
         let (doc, notes) = self.get_json(link).await?;
         warnings.extend(notes);
         let (mut members, mut next) = model::collection_members(&doc, link, &mut warnings);
         let mut pages = 1;
+        let mut unread_pages = false;
         while let Some(n) = next.take() {
+            if members.len() >= max {
+                unread_pages = true;
+                break;
+            }
             if pages >= self.inner.opts.max_pages {
                 warnings.push(FieldWarning {
                     at: link.to_owned(),
@@ -635,6 +650,8 @@ impl Client {
                     .push(FieldWarning { at: n.clone(), problem: format!("next page unreadable: {e}") }),
             }
         }
+        let more = members.len() > max || unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
+        members.truncate(max);
         let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
             let id = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
             let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
@@ -661,7 +678,7 @@ impl Client {
                 Err((at, problem)) => warnings.push(FieldWarning { at, problem }),
             }
         }
-        Ok(Listing { items, warnings })
+        Ok((Listing { items, warnings }, more))
     }
 
     fn root_link(&self, link: &Option<String>, what: &'static str) -> Result<String, RedfishError> {
@@ -896,14 +913,14 @@ impl Client {
                 what: "Entries link",
             });
         };
-        let l = self.members(link).await?;
-        let mut out = LogEntries { log: log.odata_id.clone(), warnings: l.warnings, ..Default::default() };
-        out.truncated = out.warnings.iter().any(|w| w.problem.contains("page"));
+        let (l, more) = self.members_limited(link, max).await?;
+        let mut out = LogEntries {
+            log: log.odata_id.clone(),
+            warnings: l.warnings,
+            truncated: more,
+            ..Default::default()
+        };
         for (id, v) in l.items {
-            if out.entries.len() >= max {
-                out.truncated = true;
-                break;
-            }
             out.entries.push(model::log_entry_from_value(&v, &id, &mut out.warnings));
         }
         Ok(out)

@@ -126,6 +126,9 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
     assert_eq!(e.message_id.as_deref(), Some("0x592A28"));
     assert_eq!(e.created_at.unwrap().to_rfc3339(), "2012-03-07T14:44:00+00:00");
 
+    let one = c.log_entries(log1, 1).await.unwrap();
+    assert_eq!((one.entries.len(), one.truncated), (1, true));
+
     // `sel()` finds logs whose entries are SEL records even when the service is not named SEL.
     let sel = c.sel(10).await.unwrap();
     assert!(sel.items.iter().any(|l| l.log.ends_with("/Log1") && l.entries.len() == 2), "{:?}", sel.items);
