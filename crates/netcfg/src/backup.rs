@@ -241,10 +241,10 @@ async fn backup_inner(ctx: &BackupContext, target: &BackupTarget) -> Result<Back
     let id = BlobId::of(normalised.as_bytes());
     let index_err = |source| BackupError::Index { device: device.clone(), source };
     let latest = ctx.index.latest(&device).await.map_err(index_err)?;
-    if let Some(l) = &latest {
-        if l.blob == id {
-            return Ok(BackupOutcome::Unchanged { version: l.version });
-        }
+    if let Some(l) = &latest
+        && l.blob == id
+    {
+        return Ok(BackupOutcome::Unchanged { version: l.version });
     }
     let size = normalised.len() as u64;
     let id = ctx

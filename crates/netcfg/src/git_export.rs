@@ -139,3 +139,47 @@ fn commit_all(dir: &Path, todo: Vec<(VersionRecord, Vec<u8>)>) -> Result<usize, 
     }
     Ok(count)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::MemoryIndex;
+    use chrono::TimeZone;
+    use lifeline_types::Platform;
+
+    #[tokio::test]
+    async fn one_file_per_switch_one_commit_per_version_incremental() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::new(dir.path().join("blobs"));
+        let index = MemoryIndex::default();
+        let leaf = DeviceName::new("leaf1").unwrap();
+        let spine = DeviceName::new("spine1").unwrap();
+        let t = |m| chrono::Utc.with_ymd_and_hms(2026, 1, 1, 0, m, 0).unwrap();
+        for (d, text, at) in [
+            (&leaf, "hostname leaf1\n", t(1)),
+            (&spine, "hostname spine1\n", t(2)),
+            (&leaf, "hostname leaf1\nmtu 9000\n", t(3)),
+        ] {
+            let id = blobs.put(text.as_bytes().to_vec()).await.unwrap();
+            index.record(d, Platform::Eos, &id, text.len() as u64, at, false).await.unwrap();
+        }
+        let repo_dir = dir.path().join("git");
+        assert_eq!(export_git(&repo_dir, &index, &blobs).await.unwrap(), 3);
+        assert_eq!(std::fs::read_to_string(repo_dir.join("leaf1")).unwrap(), "hostname leaf1\nmtu 9000\n");
+        assert_eq!(std::fs::read_to_string(repo_dir.join("spine1")).unwrap(), "hostname spine1\n");
+        let repo = Repository::open(&repo_dir).unwrap();
+        let mut walk = repo.revwalk().unwrap();
+        walk.push_head().unwrap();
+        let msgs: Vec<String> = walk
+            .map(|o| repo.find_commit(o.unwrap()).unwrap().summary().unwrap().unwrap().to_owned())
+            .collect();
+        assert_eq!(msgs, vec!["leaf1 v2 (eos)", "spine1 v1 (eos)", "leaf1 v1 (eos)"]);
+        let head = repo.head().unwrap().peel_to_commit().unwrap();
+        assert_eq!(head.time().seconds(), t(3).timestamp());
+        // Nothing new: nothing committed. A new version: one commit.
+        assert_eq!(export_git(&repo_dir, &index, &blobs).await.unwrap(), 0);
+        let id = blobs.put(b"hostname spine1\nmtu 9000\n".to_vec()).await.unwrap();
+        index.record(&spine, Platform::Eos, &id, 10, t(4), false).await.unwrap();
+        assert_eq!(export_git(&repo_dir, &index, &blobs).await.unwrap(), 1);
+    }
+}

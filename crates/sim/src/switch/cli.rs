@@ -125,7 +125,7 @@ impl Cli {
         let erase = "\r          \r";
         match key {
             b'q' | b'Q' => Reply { text: erase.into(), prompt: true, ..Default::default() },
-            b'\r' | b'\n' => self.page(format!("{erase}"), rest, 1),
+            b'\r' | b'\n' => self.page(erase.to_owned(), rest, 1),
             _ => self.page(erase.to_owned(), rest, PAGE),
         }
     }
@@ -330,13 +330,12 @@ impl Cli {
             return Reply::out("");
         }
         // puts -nonewline [open "flash:x" w+] {
-        if let Some(rest) = t.strip_prefix("puts -nonewline [open \"") {
-            if let Some((path, tail)) = rest.split_once('"') {
-                if tail.trim_end().ends_with('{') {
-                    self.mode = Mode::Tcl { collecting: Some((path.to_owned(), String::new())) };
-                    return Reply::raw("");
-                }
-            }
+        if let Some(rest) = t.strip_prefix("puts -nonewline [open \"")
+            && let Some((path, tail)) = rest.split_once('"')
+            && tail.trim_end().ends_with('{')
+        {
+            self.mode = Mode::Tcl { collecting: Some((path.to_owned(), String::new())) };
+            return Reply::raw("");
         }
         self.mode = Mode::Tcl { collecting: None };
         Reply::err(format!("invalid command name \"{}\"\n", t.split_whitespace().next().unwrap_or("")))

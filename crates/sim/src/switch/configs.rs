@@ -53,8 +53,7 @@ fn ios(name: &str, tier: &str, i: u32) -> String {
         i / 250,
         i % 250 + 1
     );
-    let ports = if tier == "spine" { 8 } else { 8 };
-    for p in 1..=ports {
+    for p in 1..=8 {
         if tier == "spine" {
             s.push_str(&format!(
                 "interface Ethernet1/{p}\n description leaf{p} uplink\n mtu 9000\n priority-flow-control mode on\n\

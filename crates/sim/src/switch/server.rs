@@ -68,10 +68,10 @@ impl Conn {
         prompt: Option<String>,
     ) -> Result<(), russh::Error> {
         let mut out = crlf(&r.text);
-        if r.prompt {
-            if let Some(p) = prompt {
-                out.push_str(&p);
-            }
+        if r.prompt
+            && let Some(p) = prompt
+        {
+            out.push_str(&p);
         }
         if !out.is_empty() {
             session.data(ch, out.into_bytes())?;
