@@ -106,7 +106,14 @@ fn check(args: CheckArgs) -> anyhow::Result<u8> {
             None => GpuSource::Nvml { kmsg: args.kmsg.clone() },
         },
         interval: args.interval_ms.map(Duration::from_millis),
-        node: args.node.clone(),
+        // A recorded tree is laid out as DIR/<node>/sysfs: name the report after it, not after this host.
+        node: args.node.clone().or_else(|| {
+            if live {
+                None
+            } else {
+                args.sysfs_root.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned())
+            }
+        }),
         verbs: !args.no_verbs,
     };
     let report = lifeline_verify::run(&policy, &opts);

@@ -86,6 +86,21 @@ fn healthy_exits_0_with_table_and_json() {
     let report = lifeline_verify::Report::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
     assert_eq!(report.schema, "lifeline.verify/v1");
     assert!(report.sources.sysfs_root.ends_with("sysfs") && report.sources.proc_root.ends_with("proc"));
+    assert_eq!(report.node, "n1", "the policy's node name wins");
+
+    // Without a node name in the policy, a recorded tree DIR/<node>/sysfs names the report.
+    let node_dir = d.path().join("gpu-node-07");
+    fs::create_dir_all(&node_dir).unwrap();
+    fs::rename(d.path().join("sysfs"), node_dir.join("sysfs")).unwrap();
+    fs::rename(d.path().join("proc"), node_dir.join("proc")).unwrap();
+    write(&d.path().join("policy.toml"), &POLICY.replace("node = \"n1\"", ""));
+    let sysfs = node_dir.join("sysfs");
+    let mut a = args(dir, &["--json"]);
+    a[4] = sysfs.to_str().unwrap().to_owned();
+    let out = run(&a);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = lifeline_verify::Report::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(report.node, "gpu-node-07");
 }
 
 #[test]
