@@ -37,6 +37,8 @@ pub(crate) struct RedfishConn {
     pub bmc: String,
     pub client: Client,
     pub system: Option<ComputerSystem>,
+    /// `BmcTarget::system`.
+    pub wanted: Option<String>,
 }
 
 /// What a power request put on the wire.
@@ -97,10 +99,36 @@ pub(crate) fn tls_trust(target: &BmcTarget, policy: &TlsPolicy) -> TlsTrust {
     }
 }
 
-pub(crate) async fn open_ipmi(target: &BmcTarget, opts: &BmcOptions) -> Result<Conn, BmcError> {
+/// The cipher suite each BMC last accepted. Why: a BMC without suite 17 (ipmi_sim, older firmware) often
+/// drops the Open Session silently, so trying 17 first costs two retransmission timeouts on every
+/// connection; after the first success the working suite is tried first.
+#[derive(Debug, Default)]
+pub(crate) struct SuiteCache(std::sync::Mutex<std::collections::HashMap<String, CipherSuite>>);
+
+impl SuiteCache {
+    fn get(&self, bmc: &str) -> Option<CipherSuite> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(bmc).copied()
+    }
+    fn set(&self, bmc: &str, s: CipherSuite) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(bmc.to_owned(), s);
+    }
+}
+
+pub(crate) async fn open_ipmi(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    suites: &SuiteCache,
+) -> Result<Conn, BmcError> {
     let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
-    let cfg = ipmi_config(target, &opts.ipmi_timing);
+    let mut cfg = ipmi_config(target, &opts.ipmi_timing);
+    if let Some(known) = suites.get(&target.name)
+        && let Some(i) = cfg.cipher_suites.iter().position(|s| *s == known)
+    {
+        let s = cfg.cipher_suites.remove(i);
+        cfg.cipher_suites.insert(0, s);
+    }
     let session = Session::open(addr, &cfg).await.map_err(ipmi_err(&target.name))?;
+    suites.set(&target.name, session.cipher_suite());
     Ok(Conn::Ipmi(IpmiConn { bmc: target.name.clone(), session, sdr: None }))
 }
 
@@ -114,7 +142,12 @@ pub(crate) async fn open_redfish(
     let client = Client::connect(rt, creds, tls_trust(target, &opts.tls), client_opts)
         .await
         .map_err(rf_err(&target.name))?;
-    Ok(Conn::Redfish(RedfishConn { bmc: target.name.clone(), client, system: None }))
+    Ok(Conn::Redfish(RedfishConn {
+        bmc: target.name.clone(),
+        client,
+        system: None,
+        wanted: target.system.clone(),
+    }))
 }
 
 /// Is there an IPMI 2.0 BMC on the target's UDP port? Session-less Get Channel Authentication Capabilities:
@@ -156,13 +189,14 @@ pub(crate) async fn open(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
+    suites: &SuiteCache,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     match target.protocol {
-        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts).await?)),
+        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, suites).await?)),
         BmcProtocol::Redfish => {
             Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?))
         }
-        BmcProtocol::Auto => open_auto(target, opts, memory).await,
+        BmcProtocol::Auto => open_auto(target, opts, memory, suites).await,
     }
 }
 
@@ -170,12 +204,13 @@ async fn open_auto(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
+    suites: &SuiteCache,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     let bmc = &target.name;
     let mem_err = |source| BmcError::ProtocolMemory { bmc: bmc.clone(), source };
     if let Some(p) = memory.recall(bmc).await.map_err(mem_err)? {
         let r = match p {
-            BmcProtocol::Ipmi => open_ipmi(target, opts).await,
+            BmcProtocol::Ipmi => open_ipmi(target, opts, suites).await,
             _ => open_redfish(target, opts, opts.redfish.clone()).await,
         };
         match r {
@@ -188,7 +223,7 @@ async fn open_auto(
             Err(e) => return Err(e),
         }
     }
-    let (protocol, conn) = probe(target, opts).await?;
+    let (protocol, conn) = probe(target, opts, suites).await?;
     memory.remember(bmc, protocol).await.map_err(mem_err)?;
     tracing::info!(%bmc, %protocol, "auto: protocol decided");
     Ok((protocol, conn))
@@ -197,7 +232,11 @@ async fn open_auto(
 /// Redfish service root over HTTPS with a short timeout; else IPMI Get Channel Auth Caps. A Redfish BMC that
 /// answers but refuses us (changed certificate, bad password) is an error, not a reason to fall back: falling
 /// back would hide a security event behind a weaker protocol.
-async fn probe(target: &BmcTarget, opts: &BmcOptions) -> Result<(BmcProtocol, Conn), BmcError> {
+async fn probe(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    suites: &SuiteCache,
+) -> Result<(BmcProtocol, Conn), BmcError> {
     let quick = ClientOptions {
         request_timeout: opts.probe_timeout,
         connect_timeout: opts.probe_timeout,
@@ -215,7 +254,7 @@ async fn probe(target: &BmcTarget, opts: &BmcOptions) -> Result<(BmcProtocol, Co
     };
     tracing::debug!(bmc = %target.name, error = %redfish_err, "auto: no Redfish; probing IPMI");
     match probe_ipmi(target, opts).await {
-        Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts).await?)),
+        Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, suites).await?)),
         Err(e) => {
             tracing::debug!(bmc = %target.name, error = %e, "auto: no IPMI either");
             Err(BmcError::NoProtocol {
@@ -273,13 +312,27 @@ impl Conn {
 }
 
 impl RedfishConn {
-    /// The first ComputerSystem (multi-system enclosures: the first member; the rest are not driven).
+    /// The ComputerSystem named by the target, else the first member.
     pub async fn system(&mut self) -> Result<ComputerSystem, BmcError> {
         if let Some(s) = &self.system {
             return Ok(s.clone());
         }
         let list = self.client.systems().await.map_err(rf_err(&self.bmc))?;
-        let s = list.items.into_iter().next().ok_or_else(|| BmcError::NoSystem { bmc: self.bmc.clone() })?;
+        let wanted = self.wanted.as_deref();
+        let is_wanted = |s: &ComputerSystem| match wanted {
+            None => true,
+            Some(w) => {
+                s.id.as_deref() == Some(w)
+                    || s.name.as_deref() == Some(w)
+                    || s.odata_id.trim_end_matches('/') == w.trim_end_matches('/')
+                    || s.odata_id.trim_end_matches('/').rsplit('/').next() == Some(w)
+            }
+        };
+        let s = list
+            .items
+            .into_iter()
+            .find(is_wanted)
+            .ok_or_else(|| BmcError::NoSystem { bmc: self.bmc.clone(), wanted: self.wanted.clone() })?;
         self.system = Some(s.clone());
         Ok(s)
     }

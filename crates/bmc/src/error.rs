@@ -54,8 +54,8 @@ pub enum BmcError {
     },
     #[error("{bmc}: {what} is not available over {protocol}")]
     Unsupported { bmc: String, protocol: BmcProtocol, what: &'static str },
-    #[error("{bmc}: the BMC lists no computer system")]
-    NoSystem { bmc: String },
+    #[error("{bmc}: the BMC lists no computer system{}", wanted.as_deref().map(|w| format!(" named `{w}`")).unwrap_or_default())]
+    NoSystem { bmc: String, wanted: Option<String> },
     #[error("{bmc}: power action {request_id} is already running")]
     InFlight { bmc: String, request_id: String },
 }
@@ -72,7 +72,7 @@ impl BmcError {
             | AuditUnavailable { bmc, .. }
             | ProtocolMemory { bmc, .. }
             | Unsupported { bmc, .. }
-            | NoSystem { bmc }
+            | NoSystem { bmc, .. }
             | InFlight { bmc, .. } => bmc,
         }
     }

@@ -90,6 +90,21 @@ fn ipmi_thresholds(f: &FullSensor) -> Thresholds {
     }
 }
 
+/// Get Sensor Thresholds reply: readable mask, then lnc, lc, lnr, unc, uc, unr (raw).
+pub(crate) fn thresholds_reply(f: &FullSensor, data: &[u8]) -> Option<Thresholds> {
+    let (&mask, raw) = data.split_first()?;
+    let get =
+        |bit: u8| (mask & (1 << bit) != 0).then(|| raw.get(bit as usize).map(|&r| f.convert(r))).flatten();
+    Some(Thresholds {
+        lower_caution: get(0),
+        lower_critical: get(1),
+        lower_fatal: get(2),
+        upper_caution: get(3),
+        upper_critical: get(4),
+        upper_fatal: get(5),
+    })
+}
+
 /// Discrete sensor states that matter to an operator (IPMI sensor-specific offsets, table 42-3).
 fn discrete_health(sensor_type: u8, bits: u16) -> Health {
     let set = |b: u8| bits & (1 << b) != 0;
@@ -191,7 +206,20 @@ impl IpmiConn {
                 }
                 Err(e) => return Err(ipmi_err(&self.bmc)(e)),
             };
-            sensors.push(ipmi_sensor(common, full, rd));
+            let mut reading = ipmi_sensor(common, full, rd);
+            // The SDR holds nominal thresholds (and often no readable mask); Get Sensor Thresholds is
+            // what the BMC enforces now.
+            if let (Some(f), true) = (full, common.is_threshold())
+                && let Ok(r) = self.session.raw(0x04, 0x27, vec![common.number]).await
+                && r.completion == 0
+                && let Some(t) = thresholds_reply(f, &r.data)
+            {
+                reading.thresholds = t;
+                if let (Some(v), Health::Ok) = (reading.reading, reading.health) {
+                    reading.health = t.judge(v);
+                }
+            }
+            sensors.push(reading);
         }
         let mut all: Vec<Health> = sensors.iter().map(|s| s.health).collect();
         match self.session.chassis_status().await {

@@ -563,7 +563,8 @@ impl BmcPool {
                         ));
                         break 'outer;
                     }
-                    let attempt = self.try_login(&t, p, id, user, pass, ipmi_addr, opts).await;
+                    let listed = row.ipmi.as_ref().map(|i| i.cipher_suites.clone()).unwrap_or_default();
+                    let attempt = self.try_login(&t, p, id, user, pass, ipmi_addr, &listed, opts).await;
                     let outcome = attempt.outcome;
                     row.attempts.push(attempt.clone());
                     match outcome {
@@ -590,6 +591,7 @@ impl BmcPool {
         user: &str,
         pass: &str,
         ipmi_addr: Option<SocketAddr>,
+        listed: &[u8],
         opts: &HygieneOptions,
     ) -> Attempt {
         let verb = "hygiene.login";
@@ -620,6 +622,13 @@ impl BmcPool {
                 let mut probe = t.clone();
                 probe.username = user.to_owned();
                 probe.password = pass.to_owned();
+                // Only suites the BMC lists: a suite it lacks may be dropped silently (a slow timeout).
+                if probe.cipher_suites.is_none() && !listed.is_empty() {
+                    let usable: Vec<u8> = [17u8, 3].into_iter().filter(|s| listed.contains(s)).collect();
+                    if !usable.is_empty() {
+                        probe.cipher_suites = Some(usable);
+                    }
+                }
                 let cfg = ipmi_config(&probe, &opts.ipmi_timing);
                 let (o, d, s) = ipmi_outcome(Session::open(addr, &cfg).await);
                 if let Some(s) = s {

@@ -35,6 +35,7 @@ pub(crate) struct PoolInner {
     pub memory: Arc<dyn ProtocolMemory>,
     pub audit: Arc<dyn AuditSink>,
     pub fanout: Arc<Semaphore>,
+    pub suites: conn::SuiteCache,
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
     recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
 }
@@ -69,6 +70,7 @@ impl BmcPool {
                 memory,
                 audit,
                 fanout,
+                suites: conn::SuiteCache::default(),
                 locks: StdMutex::new(HashMap::new()),
                 recent: StdMutex::new(VecDeque::new()),
             }),
@@ -146,7 +148,8 @@ impl Bmc {
     ) -> Result<(BmcProtocol, T), BmcError> {
         let t = &self.target;
         let work = async {
-            let (protocol, mut c) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref()).await?;
+            let (protocol, mut c) =
+                conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &self.pool.suites).await?;
             let r = f(&mut c).await;
             if let Err(e) = c.close().await {
                 tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");

@@ -28,6 +28,9 @@ pub struct BmcTarget {
     pub tls_pin: Option<Fingerprint>,
     /// IPMI cipher suites to try, in order (`None`: 17 then 3).
     pub cipher_suites: Option<Vec<u8>>,
+    /// Redfish: which ComputerSystem to drive on a multi-system BMC (its `Id`, `Name` or `@odata.id`);
+    /// `None`: the first member.
+    pub system: Option<String>,
 }
 
 impl fmt::Debug for BmcTarget {
@@ -42,6 +45,7 @@ impl fmt::Debug for BmcTarget {
             .field("password", &"***")
             .field("tls_pin", &self.tls_pin)
             .field("cipher_suites", &self.cipher_suites)
+            .field("system", &self.system)
             .finish()
     }
 }
@@ -74,6 +78,7 @@ impl BmcTarget {
             password: password.into(),
             tls_pin: None,
             cipher_suites: None,
+            system: None,
         }
     }
 
