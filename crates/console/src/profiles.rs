@@ -203,7 +203,10 @@ async fn wait_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<
                 what: format!("no GRUB menu on screen within {within:?}; screen: {:?}", e.last_line()),
             }));
         }
-        e.expect(Pattern::screen(r"\|\*"), left).await?;
+        match e.expect(Pattern::screen(r"[|│]\*"), left).await {
+            Ok(_) | Err(ExpectError::Timeout { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
     }
 }
 
@@ -251,7 +254,7 @@ async fn onie<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(
     if !menu.entries.iter().any(|t| rescue.is_match(t)) {
         // The NOS's GRUB: chainload ONIE's own menu first.
         pick(e, &Regex::new(r"^ONIE$").expect("static regex"), opts).await?;
-        match e.expect(Pattern::screen(r"[|│]\*?ONIE: Rescue"), opts.step_timeout).await {
+        match e.expect(Pattern::screen(r"[|│][* ]ONIE: Rescue"), opts.step_timeout).await {
             Ok(_) => {}
             Err(ExpectError::Timeout { .. }) => {
                 return Err(Attempt::Missed("ONIE's menu did not appear".into()));

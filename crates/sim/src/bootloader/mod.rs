@@ -12,7 +12,7 @@ mod machine;
 mod text;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -65,6 +65,7 @@ pub struct BootConsole {
     cmds: mpsc::Sender<Cmd>,
     stage: watch::Receiver<Stage>,
     boots: Arc<AtomicU32>,
+    ignored: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -83,8 +84,9 @@ impl BootConsole {
         let machine = Machine::new(cfg);
         let (stage_tx, stage) = watch::channel(machine.stage());
         let boots = Arc::new(AtomicU32::new(machine.boots()));
-        let task = tokio::spawn(run(machine, scale, rx, emit, stage_tx, boots.clone()));
-        BootConsole { cmds, stage, boots, task }
+        let ignored = Arc::new(AtomicU64::new(0));
+        let task = tokio::spawn(run(machine, scale, rx, emit, stage_tx, boots.clone(), ignored.clone()));
+        BootConsole { cmds, stage, boots, ignored, task }
     }
 
     /// Keys typed on the console. Dropped when 256 writes are queued (a UART overrun).
@@ -114,6 +116,11 @@ impl BootConsole {
         self.boots.load(Ordering::Relaxed)
     }
 
+    /// Keys that arrived while nothing read the console (a script typing at the wrong time).
+    pub fn ignored_keys(&self) -> u64 {
+        self.ignored.load(Ordering::Relaxed)
+    }
+
     /// Wait until the console reaches `stage` (or `within` passes).
     pub async fn wait_for(&self, stage: Stage, within: Duration) -> bool {
         let mut rx = self.stage.clone();
@@ -128,6 +135,7 @@ async fn run(
     emit: impl Fn(Bytes) + Send + 'static,
     stage: watch::Sender<Stage>,
     boots: Arc<AtomicU32>,
+    ignored: Arc<AtomicU64>,
 ) {
     let start = Instant::now();
     let virt = |at: Instant| at.duration_since(start).div_f64(scale);
@@ -142,6 +150,7 @@ async fn run(
             changed
         });
         boots.store(m.boots(), Ordering::Relaxed);
+        ignored.store(m.ignored_keys(), Ordering::Relaxed);
         let wake = m.next_deadline().map(|d| start + d.mul_f64(scale));
         tokio::select! {
             c = cmds.recv() => match c {
