@@ -3,6 +3,27 @@
 //!
 //! Modelled on omicron's `sp-sim`: the simulator shares wire and schema types with the clients and never
 //! depends on a client crate, so no client is ever tested only against itself.
+//!
+//! Running a fleet (what `lifeline sim` does):
+//! ```no_run
+//! # async fn demo() -> Result<(), lifeline_sim::SimError> {
+//! use lifeline_sim::{Fleet, FleetSpec, PortPlan, SimOptions};
+//! let opts = SimOptions {
+//!     ports: PortPlan::auto(), // 443/623/22 as root, else +10000
+//!     time_scale: 1.0,
+//!     endpoints_json: Some("endpoints.json".into()),
+//!     export_node_state: Some("node-state".into()),
+//!     ..SimOptions::default()
+//! };
+//! let fleet = Fleet::start(FleetSpec::generate(4, 2), opts).await?;
+//! for e in fleet.endpoints() {
+//!     println!("{} {:?} {}:{}", e.name, e.kind, e.address, e.port);
+//! }
+//! tokio::signal::ctrl_c().await.ok();
+//! fleet.shutdown().await;
+//! # Ok(()) }
+//! ```
+//! Faults from another process: `lifeline_sim::control::Client::inject(url, "gpu-node-01", "rail-down=mlx5_3")`.
 
 pub mod bootloader;
 pub mod console;
@@ -10,6 +31,7 @@ pub mod control;
 pub mod fault;
 pub mod fleet;
 pub mod host;
+pub mod ipmi;
 pub mod node_state;
 pub mod redfish;
 pub mod sel;
