@@ -3,7 +3,7 @@
 //! Why our own layer on reqwest rather than a generated SDK: BMCs deviate from the schema in small ways, and
 //! an out-of-band control plane must degrade one field on one BMC, never fail a fleet sweep. Documents are
 //! read field by field ([`doc`], [`model`]), vendor deviations are data ([`quirks`]), certificates are pinned
-//! on first use ([`tls`]), sessions stay within each BMC's limit and are logged out ([`session`]).
+//! on first use ([`tls`]), sessions stay within each BMC's limit and are logged out (`session` module).
 //!
 //! The pure parts (model, quirks, reset planning, SSE parser) build without the `client` feature, so the
 //! simulator can share the schema subset without depending on the client.
