@@ -278,12 +278,32 @@ impl RedfishConn {
             if c.sensors.is_none() && c.thermal.is_none() && c.power.is_none() {
                 continue;
             }
+            if let Some(h) = c.status.overall() {
+                all.push(h);
+            }
             match self.client.sensors(c).await {
                 Ok(set) => {
                     warnings.extend(set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
                     sensors.extend(set.readings.iter().map(redfish_sensor));
                 }
                 Err(e) => warnings.push(format!("{}: sensors unreadable: {e}", c.odata_id)),
+            }
+            // `Sensors` carries no power-supply status; a failed PSU only shows in legacy `Power`.
+            if c.sensors.is_some()
+                && let Some(link) = &c.power
+            {
+                match self.client.get_json(link).await {
+                    Ok((v, _)) => {
+                        let mut w = Vec::new();
+                        for r in lifeline_redfish::model::power_from_value(&v, link, &mut w) {
+                            let r = redfish_sensor(&r);
+                            if r.kind == "PowerSupply" && !sensors.iter().any(|s| s.name == r.name) {
+                                sensors.push(r);
+                            }
+                        }
+                    }
+                    Err(e) => warnings.push(format!("{link}: unreadable: {e}")),
+                }
             }
         }
         all.extend(sensors.iter().map(|s| s.health));
