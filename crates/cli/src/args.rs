@@ -57,6 +57,54 @@ pub enum Command {
     /// Read the audit log.
     #[command(subcommand)]
     Audit(AuditCmd),
+    /// Serve a simulated fleet (Redfish, IPMI + SOL, SSH switches) on loopback, or inject faults into one.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    pub action: Option<SimAction>,
+    /// Generate N GPU nodes instead of reading the inventory.
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// Generate M switches instead of reading the inventory.
+    #[arg(long, value_name = "M")]
+    pub switches: Option<usize>,
+    /// Add N to the standard ports (443, 623, 22); 0 = standard ports (needs root). Default: standard as
+    /// root, else 10000.
+    #[arg(long, value_name = "N")]
+    pub port_offset: Option<u16>,
+    /// Multiply every simulated delay (boot stages, vendor latency); 0.1 boots ten times faster.
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub time_scale: f64,
+    /// Keep DIR/<node>/sysfs/… and DIR/<node>/gpus.json current for the verification agent.
+    #[arg(long, value_name = "DIR")]
+    pub export_node_state: Option<PathBuf>,
+    /// Write the endpoints (name, kind, address, port, username, password) as JSON once all listen.
+    #[arg(long, value_name = "FILE")]
+    pub endpoints_json: Option<PathBuf>,
+    /// Where the control API listens (default 127.0.0.1 on a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub control_listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimAction {
+    /// Inject FAULT into DEVICE (`bmc-unresponsive`, `bmc-slow=MS`, `udp-loss=PCT`, `tls-cert-change`,
+    /// `sol-stuck`, `sessions-full`, `boot-loop`, `gpu-ecc=GPU`, `gpu-xid=GPU:CODE`, `rail-down=HCA`,
+    /// `rail-mtu=HCA:MTU`, `pfc-storm=PORT`, `config-change`), or `clear` its faults.
+    Fault {
+        /// The simulator's control API (printed by `lifeline sim`, kind `control` in the endpoints JSON).
+        #[arg(long, env = "LIFELINE_SIM_CONTROL", value_name = "URL")]
+        control: Option<String>,
+        /// Read the control URL from a `--endpoints-json` file instead.
+        #[arg(long, value_name = "FILE")]
+        endpoints: Option<PathBuf>,
+        device: String,
+        fault: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@ mod args;
 mod cmd;
 mod config;
 mod exit;
+mod fleet;
 mod logging;
 
 use clap::Parser;

@@ -11,6 +11,7 @@ mod error;
 mod events;
 mod open;
 mod pins;
+mod records;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
@@ -18,6 +19,7 @@ pub use error::StoreError;
 pub use events::{EventRow, NewEvent, Observation};
 pub use open::{Backend, Store};
 pub use pins::PinKind;
+pub use records::{ConfigVersionRow, ConsoleLogRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.
 pub fn now_ms() -> i64 {

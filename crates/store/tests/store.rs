@@ -139,3 +139,71 @@ async fn bad_urls_are_named() {
     let text = err.to_string();
     assert!(text.contains("127.0.0.1:1") && !text.contains("secret"), "{text}");
 }
+
+async fn records_suite(store: &Store) {
+    assert_eq!(store.remembered_protocol("n1").await.unwrap(), None);
+    store.remember_protocol("n1", "ipmi").await.unwrap();
+    store.remember_protocol("n1", "redfish").await.unwrap();
+    assert_eq!(store.remembered_protocol("n1").await.unwrap().as_deref(), Some("redfish"));
+    store.forget_protocol("n1").await.unwrap();
+    assert_eq!(store.remembered_protocol("n1").await.unwrap(), None);
+
+    // Concurrent writers get distinct, consecutive version numbers.
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = store.clone();
+        tasks.push(tokio::spawn(async move {
+            s.record_config_version("leaf1", "sonic", &format!("{i:064x}"), 100 + i, 1_000 + i, i % 2 == 0)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut versions: Vec<i64> = Vec::new();
+    for t in tasks {
+        versions.push(t.await.unwrap().version);
+    }
+    versions.sort();
+    assert_eq!(versions, (1..=8).collect::<Vec<_>>());
+    let rows = store.config_versions("leaf1").await.unwrap();
+    assert_eq!(rows.len(), 8);
+    assert_eq!(rows[0].version, 1);
+    assert_eq!(store.config_devices().await.unwrap(), ["leaf1"]);
+
+    let mut row = lifeline_store::ConsoleLogRow {
+        console: "gpu-node-01".into(),
+        seq: 1,
+        path: "/data/console/gpu-node-01/1.log".into(),
+        first_ms: 5,
+        last_ms: None,
+        bytes: 0,
+        closed: false,
+    };
+    store.console_log_upsert(&row).await.unwrap();
+    row.last_ms = Some(9);
+    row.bytes = 4096;
+    row.closed = true;
+    store.console_log_upsert(&row).await.unwrap();
+    let mut row2 = row.clone();
+    row2.seq = 2;
+    store.console_log_upsert(&row2).await.unwrap();
+    assert_eq!(store.console_logs("gpu-node-01").await.unwrap(), vec![row.clone(), row2.clone()]);
+    store.console_log_removed("gpu-node-01", 1).await.unwrap();
+    assert_eq!(store.console_logs("gpu-node-01").await.unwrap(), vec![row2]);
+}
+
+#[tokio::test]
+async fn sqlite_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), None).await.unwrap();
+    records_suite(&store).await;
+    store.close().await;
+}
+
+#[tokio::test]
+async fn postgres_records() {
+    let Some(admin) = postgres_url() else { return };
+    let db = TestDatabase::create(&admin).await;
+    let store = Store::open_url(&db.url).await.unwrap();
+    records_suite(&store).await;
+    store.close().await;
+}

@@ -2,6 +2,7 @@
 
 mod audit;
 mod inventory;
+mod sim;
 
 use crate::args::{Cli, Command};
 use crate::exit::{Code, Exit};
@@ -10,6 +11,7 @@ pub async fn run(cli: Cli) -> Code {
     let result = match cli.command {
         Command::Inventory(c) => inventory::run(&cli.global, c).await,
         Command::Audit(c) => audit::run(&cli.global, c).await,
+        Command::Sim(a) => sim::run(&cli.global, a).await,
     };
     match result {
         Ok(code) => code,
