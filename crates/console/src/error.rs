@@ -38,6 +38,8 @@ pub enum TransportError {
     Timeout { console: String, stage: &'static str, after: Duration },
     #[error("{console}: the console link is closed")]
     Closed { console: String },
+    #[error("{console}: SOL payload instance {instance} was taken away (now owned by session {owner:#010x})")]
+    PayloadLost { console: String, instance: u8, owner: u32 },
     #[error("{console}: {what} is not supported by this transport")]
     Unsupported { console: String, what: &'static str },
 }
@@ -53,7 +55,8 @@ impl TransportError {
             | Self::AuthRejected { console, .. }
             | Self::Timeout { console, .. }
             | Self::Closed { console }
-            | Self::Unsupported { console, .. } => console,
+            | Self::Unsupported { console, .. }
+            | Self::PayloadLost { console, .. } => console,
         }
     }
     pub fn is_busy(&self) -> bool {

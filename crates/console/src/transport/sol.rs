@@ -91,7 +91,6 @@ impl SolTransport {
             session: Some(session),
             writer,
             sol: Some(sol),
-            deactivated_by_bmc: false,
             keepalive_timeout: self.keepalive_timeout,
         };
         Ok((Box::new(link), OpenReport { stole, detail }))
@@ -118,7 +117,6 @@ struct SolLink {
     session: Option<Session>,
     sol: Option<Sol>,
     writer: SolWriter,
-    deactivated_by_bmc: bool,
     keepalive_timeout: Duration,
 }
 
@@ -150,13 +148,9 @@ impl ConsoleLink for SolLink {
                 Some(SolEvent::Data(d)) => LinkEvent::Data(Bytes::from(d)),
                 Some(SolEvent::BreakDetected) => LinkEvent::BreakDetected,
                 Some(SolEvent::TransmitOverrun) => continue,
-                Some(SolEvent::Deactivated) => {
-                    self.deactivated_by_bmc = true;
-                    LinkEvent::Closed {
-                        reason: "the BMC deactivated SOL (another session took it, or the BMC closed it)"
-                            .into(),
-                    }
-                }
+                Some(SolEvent::Deactivated) => LinkEvent::Closed {
+                    reason: "the BMC deactivated SOL (another session took it, or the BMC closed it)".into(),
+                },
                 Some(SolEvent::Lost) => {
                     LinkEvent::Closed { reason: "SOL data was never acknowledged".into() }
                 }
@@ -177,8 +171,31 @@ impl ConsoleLink for SolLink {
         let Some(session) = self.session.as_ref() else {
             return Err(TransportError::Closed { console: self.console.clone() });
         };
-        match timeout(self.keepalive_timeout, session.device_id()).await {
-            Ok(Ok(_)) => Ok(()),
+        let ours = session.bmc_session_id();
+        let instance = self.sol.as_ref().map(Sol::instance).unwrap_or(1);
+        // Get Payload Instance Info both proves the session alive and tells whether the payload is
+        // still ours: ipmi_sim (and real BMCs) deactivate a payload for another client's
+        // `sol deactivate` without telling the session that owned it.
+        let info = session.raw(NETFN_APP, GET_PAYLOAD_INSTANCE_INFO, vec![PAYLOAD_SOL, instance]);
+        match timeout(self.keepalive_timeout, info).await {
+            Ok(Ok(r)) if r.completion == 0 && r.data.len() >= 4 => {
+                let owner = u32::from_le_bytes([r.data[0], r.data[1], r.data[2], r.data[3]]);
+                if owner == ours {
+                    Ok(())
+                } else {
+                    Err(TransportError::PayloadLost { console: self.console.clone(), instance, owner })
+                }
+            }
+            // Not supported here: fall back to a plain command.
+            Ok(Ok(_)) => match timeout(self.keepalive_timeout, session.device_id()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(self.err("keepalive")(e)),
+                Err(_) => Err(TransportError::Timeout {
+                    console: self.console.clone(),
+                    stage: "keepalive",
+                    after: self.keepalive_timeout,
+                }),
+            },
             Ok(Err(e)) => Err(self.err("keepalive")(e)),
             Err(_) => Err(TransportError::Timeout {
                 console: self.console.clone(),
@@ -189,7 +206,8 @@ impl ConsoleLink for SolLink {
     }
 
     async fn close(mut self: Box<Self>) -> Result<(), TransportError> {
-        if self.deactivated_by_bmc {
+        {
+            // Whatever ended the link, never deactivate a payload someone else owns now.
             let owner = self.payload_owner().await;
             let ours = self.session.as_ref().map(Session::bmc_session_id);
             if matches!(owner, Some(id) if id != 0 && Some(id) != ours) {
