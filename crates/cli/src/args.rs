@@ -57,6 +57,17 @@ pub enum Command {
     /// Read the audit log.
     #[command(subcommand)]
     Audit(AuditCmd),
+    /// Power status and confirmed power actions (on, off, cycle, reset, soft) through the BMC.
+    Power(PowerArgs),
+    /// Health summary of BMC sensors (temperatures, fans, PSUs, voltages).
+    Health(BmcArgs),
+    /// Read (or clear) the BMC's system event log.
+    Sel(SelArgs),
+    /// The whole fleet at once: power, health and the newest SEL entries of every BMC.
+    Sweep(SweepArgs),
+    /// BMC trust management.
+    #[command(subcommand)]
+    Bmc(BmcCmd),
     /// Serve a simulated fleet (Redfish, IPMI + SOL, SSH switches) on loopback, or inject faults into one.
     Sim(SimArgs),
 }
@@ -124,8 +135,89 @@ pub enum InventoryCmd {
     Sync,
 }
 
+/// Which BMCs: inventory targets and/or ad-hoc `--bmc` URLs.
+#[derive(Debug, Args, Clone)]
+pub struct BmcSel {
+    /// Device names, racks, sites, roles, groups or globs from the inventory (`all` for everything).
+    pub targets: Vec<String>,
+    /// A BMC not in the inventory: `ipmi://USER@HOST[:PORT]` or `redfish://USER@HOST[:PORT]` (repeatable).
+    /// The password comes from LIFELINE_BMC_PASSWORD or a prompt, never the command line.
+    #[arg(long, value_name = "URL")]
+    pub bmc: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BmcArgs {
+    #[command(flatten)]
+    pub sel: BmcSel,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PowerVerb {
+    Status,
+    On,
+    Off,
+    Cycle,
+    Reset,
+    Soft,
+}
+
+#[derive(Debug, Args)]
+pub struct PowerArgs {
+    pub verb: PowerVerb,
+    #[command(flatten)]
+    pub sel: BmcSel,
+    /// Do not ask for confirmation of a destructive action.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// How long to wait for the requested state, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SelArgs {
+    #[command(flatten)]
+    pub sel: BmcSel,
+    /// How many of the newest entries to show.
+    #[arg(long, default_value_t = 20)]
+    pub newest: usize,
+    /// Clear the log (asks for confirmation unless --yes).
+    #[arg(long)]
+    pub clear: bool,
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub sel: BmcSel,
+    /// Newest SEL entries per BMC.
+    #[arg(long, default_value_t = 3)]
+    pub events: usize,
+    /// BMCs visited at once.
+    #[arg(long, default_value_t = 256)]
+    pub fanout: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BmcCmd {
+    /// Re-pin a BMC's TLS certificate after an intended replacement.
+    Trust(BmcArgs),
+}
+
 #[derive(Debug, Subcommand)]
 pub enum AuditCmd {
+    /// Credential hygiene: vendor default passwords (bounded attempts), IPMI cipher suite 0 / anonymous
+    /// login, expired or self-signed certificates — for inventory BMCs only.
+    Bmc {
+        #[command(flatten)]
+        sel: BmcSel,
+        /// Failed login attempts allowed per BMC in this run (stays under lockout thresholds).
+        #[arg(long, default_value_t = 2)]
+        max_attempts: usize,
+    },
     /// Newest audit rows first.
     Log {
         /// Only rows about this device.

@@ -15,7 +15,9 @@ pub const SIM_FALLBACK_PASSWORD: &str = "lifeline-sim";
 fn ip(h: &Host, what: &str, device: &str) -> anyhow::Result<IpAddr> {
     match h {
         Host::Ip(ip) => Ok(*ip),
-        Host::Name(n) => bail!("{what} of `{device}` is the host name `{n}`; the simulator needs IP addresses"),
+        Host::Name(n) => {
+            bail!("{what} of `{device}` is the host name `{n}`; the simulator needs IP addresses")
+        }
     }
 }
 
@@ -31,9 +33,10 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
         let bmc = match &d.bmc {
             Some(b) => {
                 let flavor = match &b.flavor {
-                    Some(f) => f.parse::<RedfishFlavor>().map_err(anyhow::Error::msg).with_context(|| {
-                        format!("{}:{}: device `{name}`", inv.source.display(), d.line)
-                    })?,
+                    Some(f) => f
+                        .parse::<RedfishFlavor>()
+                        .map_err(anyhow::Error::msg)
+                        .with_context(|| format!("{}:{}: device `{name}`", inv.source.display(), d.line))?,
                     None => RedfishFlavor::Generic,
                 };
                 Some(BmcSpec {
@@ -51,7 +54,10 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
         };
         match &d.switch {
             Some(sw) => {
-                let m = d.management.as_ref().with_context(|| format!("switch `{name}` has no management port"))?;
+                let m = d
+                    .management
+                    .as_ref()
+                    .with_context(|| format!("switch `{name}` has no management port"))?;
                 spec.switches.push(SwitchSpec {
                     name,
                     platform: sw.platform,

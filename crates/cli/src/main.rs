@@ -1,12 +1,14 @@
 //! `lifeline`: the operator's command line. Thin: it parses arguments, loads configuration and calls the
 //! engine crates; exit codes are stable (see `exit.rs`).
 
+mod adapters;
 mod args;
 mod cmd;
 mod config;
 mod exit;
 mod fleet;
 mod logging;
+mod targets;
 
 use clap::Parser;
 

@@ -9,6 +9,7 @@ use crate::exit::CmdResult;
 
 pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
     match cmd {
+        AuditCmd::Bmc { sel, max_attempts } => crate::cmd::bmc::hygiene(g, sel, max_attempts).await,
         AuditCmd::Log { target, limit } => {
             let store = open_store(g).await?;
             let rows = store.audit_log(target.as_deref(), limit).await?;

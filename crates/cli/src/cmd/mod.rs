@@ -1,7 +1,8 @@
 //! One module per verb; each returns an exit code or an `Exit` carrying one.
 
 mod audit;
-mod inventory;
+pub mod bmc;
+pub mod inventory;
 mod sim;
 
 use crate::args::{Cli, Command};
@@ -12,6 +13,11 @@ pub async fn run(cli: Cli) -> Code {
         Command::Inventory(c) => inventory::run(&cli.global, c).await,
         Command::Audit(c) => audit::run(&cli.global, c).await,
         Command::Sim(a) => sim::run(&cli.global, a).await,
+        Command::Power(a) => bmc::power(&cli.global, a).await,
+        Command::Health(a) => bmc::health(&cli.global, a).await,
+        Command::Sel(a) => bmc::sel(&cli.global, a).await,
+        Command::Sweep(a) => bmc::sweep(&cli.global, a).await,
+        Command::Bmc(c) => bmc::bmc(&cli.global, c).await,
     };
     match result {
         Ok(code) => code,

@@ -91,10 +91,24 @@ async fn serve(g: &Global, args: SimArgs) -> CmdResult {
     } else {
         println!("{:<20} {:<8} {:<22} {:<10} password", "device", "kind", "address", "user");
         for e in fleet.endpoints() {
-            let kind = serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-            println!("{:<20} {:<8} {:<22} {:<10} {}", e.name, kind, format!("{}:{}", e.address, e.port), e.username, e.password);
+            let kind = serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            println!(
+                "{:<20} {:<8} {:<22} {:<10} {}",
+                e.name,
+                kind,
+                format!("{}:{}", e.address, e.port),
+                e.username,
+                e.password
+            );
         }
-        println!("simulated fleet up: {} endpoints; control API {}; Ctrl-C to stop", fleet.endpoints().len(), fleet.control_url());
+        println!(
+            "simulated fleet up: {} endpoints; control API {}; Ctrl-C to stop",
+            fleet.endpoints().len(),
+            fleet.control_url()
+        );
     }
     wait_for_shutdown().await;
     eprintln!("stopping simulated fleet");
