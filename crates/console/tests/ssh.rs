@@ -1,0 +1,150 @@
+//! The SSH console transport against a real OpenSSH `sshd` started by the test (own loopback address,
+//! key auth, `ForceCommand` standing in for `obmc-console-client`): bytes both ways through the
+//! manager, host-key pinning, and reconnect when the console command ends.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lifeline_console::{
+    AttachOptions, ConsoleManager, ConsoleTransport, DirLogIndex, ManagerConfig, OpenOptions, SshLogin,
+    SshTransport, TransportError, Viewer, ViewerEvent, WriteMode,
+};
+
+struct Sshd {
+    child: Child,
+    addr: std::net::Ipv4Addr,
+    port: u16,
+    dir: tempfile::TempDir,
+    user: String,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .expect("ssh-keygen (openssh-client) must be installed");
+    assert!(st.success());
+}
+
+/// The console: greets with its pid, echoes lines, ends after a line `quit` (the "BMC" drops us).
+const CONSOLE: &str = r#"printf 'obmc console %s ready\r\n' $$; while read -r l; do [ "$l" = quit ] && exit 0; printf 'got:%s\r\n' "$l"; done"#;
+
+fn start_sshd() -> Option<Sshd> {
+    if !Path::new("/usr/sbin/sshd").exists() {
+        if lifeline_test_utils::peers_required() {
+            panic!("OpenSSH server required (apt openssh-server) but /usr/sbin/sshd is missing");
+        }
+        eprintln!("SKIP: no /usr/sbin/sshd");
+        return None;
+    }
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(&d.join("host_key"));
+    keygen(&d.join("client_key"));
+    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+    std::fs::write(d.join("console.sh"), CONSOLE).unwrap();
+    let addr = lifeline_test_utils::unique_loopback();
+    let port = std::net::TcpListener::bind((addr, 0)).unwrap().local_addr().unwrap().port();
+    let user =
+        String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_owned();
+    let conf = format!(
+        "ListenAddress {addr}:{port}\nHostKey {hk}\nPidFile {pid}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
+         UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
+         AllowUsers {user}\nForceCommand sh {sh}\nLogLevel ERROR\n",
+        hk = d.join("host_key").display(),
+        pid = d.join("sshd.pid").display(),
+        ak = d.join("authorized_keys").display(),
+        sh = d.join("console.sh").display(),
+    );
+    std::fs::write(d.join("sshd_config"), conf).unwrap();
+    let child = Command::new("/usr/sbin/sshd")
+        .args(["-D", "-e", "-f"])
+        .arg(d.join("sshd_config"))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sshd");
+    lifeline_test_utils::wait_until("sshd listening", Duration::from_secs(10), || {
+        std::net::TcpStream::connect((addr, port)).ok()
+    });
+    Some(Sshd { child, addr, port, dir, user })
+}
+
+fn transport(s: &Sshd, pin: Option<String>) -> SshTransport {
+    let key = russh::keys::load_secret_key(s.dir.path().join("client_key"), None).unwrap();
+    let mut t = SshTransport::new(
+        "bmc-ssh",
+        s.addr.to_string(),
+        s.port,
+        s.user.clone(),
+        SshLogin::Key(Arc::new(key)),
+    );
+    t.pinned_host_key = pin;
+    t.pty = false;
+    t
+}
+
+async fn read_until(v: &mut Viewer, needle: &str) -> String {
+    let mut got = String::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !got.contains(needle) {
+            match v.recv().await {
+                ViewerEvent::Data(b) => got.push_str(&String::from_utf8_lossy(&b)),
+                ViewerEvent::Marker(m) => got.push_str(&format!("[{m}]")),
+                ViewerEvent::Closed => return,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("waiting for {needle:?}; got {got:?}"));
+    got
+}
+
+#[tokio::test]
+async fn ssh_console_carries_bytes_and_reconnects_when_the_console_ends() {
+    let Some(s) = start_sshd() else { return };
+    // First contact reports the host key; pinning it works, a wrong pin is refused before auth.
+    let (link, rep) = transport(&s, None).open(OpenOptions::default()).await.unwrap();
+    link.close().await.unwrap();
+    let fp = rep.detail.rsplit("sha256:").next().unwrap().to_owned();
+    assert_eq!(fp.len(), 64, "{rep:?}");
+    let bad = transport(&s, Some("00".repeat(32))).open(OpenOptions::default()).await.err().unwrap();
+    assert!(matches!(bad, TransportError::HostKeyMismatch { .. }), "{bad:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ManagerConfig::new(dir.path());
+    cfg.reconnect_min = Duration::from_millis(100);
+    let m = ConsoleManager::new(cfg.clone(), Arc::new(DirLogIndex::new(cfg.log_root()))).unwrap();
+    m.add("bmc-ssh", Arc::new(transport(&s, Some(fp)))).unwrap();
+    let (mut v, _) = m
+        .attach("bmc-ssh", AttachOptions { who: "alice".into(), mode: WriteMode::Write, steal: false })
+        .await
+        .unwrap();
+    let first = read_until(&mut v, "ready\r\n").await;
+    v.write(b"hello\n").await.unwrap();
+    read_until(&mut v, "got:hello").await;
+    // The console command ends (like obmc-console dropping the client): the manager reconnects.
+    v.write(b"quit\n").await.unwrap();
+    let after = read_until(&mut v, "reconnected after a gap").await;
+    assert!(after.contains("console link lost"), "{after}");
+    let second = read_until(&mut v, "ready\r\n").await;
+    assert_ne!(first, second, "a new console process: {first:?} / {second:?}");
+    assert!(matches!(
+        v.send_break().await,
+        Err(lifeline_console::ConsoleError::Open { source: TransportError::Unsupported { .. }, .. })
+    ));
+    drop(v);
+    m.shutdown().await;
+}
