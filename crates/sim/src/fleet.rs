@@ -367,6 +367,33 @@ async fn bind_tcp(
     })
 }
 
+/// Binds the BMC's UDP socket and serves IPMI lanplus + SOL on it.
+async fn serve_ipmi(
+    name: &str,
+    b: &BmcSpec,
+    addr: SocketAddr,
+    host: &Arc<Host>,
+    cancel: &CancellationToken,
+    tasks: &mut JoinSet<()>,
+) -> Result<Endpoint, SimError> {
+    let socket = tokio::net::UdpSocket::bind(addr).await.map_err(|source| SimError::Bind {
+        name: name.into(),
+        kind: EndpointKind::Ipmi,
+        addr,
+        source,
+    })?;
+    let port = socket.local_addr().map(|a| a.port()).unwrap_or(addr.port());
+    tasks.spawn(crate::ipmi::serve(socket, host.clone(), cancel.clone()));
+    Ok(Endpoint {
+        name: name.into(),
+        kind: EndpointKind::Ipmi,
+        address: addr.ip(),
+        port,
+        username: b.username.clone(),
+        password: b.password.clone(),
+    })
+}
+
 fn local_port(l: &tokio::net::TcpListener, fallback: u16) -> u16 {
     l.local_addr().map(|a| a.port()).unwrap_or(fallback)
 }
@@ -415,6 +442,8 @@ impl Fleet {
                 password: s.bmc.password.clone(),
             });
             tasks.spawn(crate::redfish::serve(listener, redfish.clone(), cancel.clone()));
+            let udp = SocketAddr::new(s.bmc.address, opts.ports.port(623, s.bmc.ipmi_port));
+            endpoints.push(serve_ipmi(&s.name, &s.bmc, udp, &host, &cancel, &mut tasks).await?);
             devices.map.insert(s.name.clone(), Device::Server(ServerDevice { host, redfish }));
         }
 
@@ -432,6 +461,10 @@ impl Fleet {
                     bmc: bmc_config(&sw.name, b),
                 })
             });
+            if let (Some(b), Some(h)) = (&sw.bmc, &bmc) {
+                let udp = SocketAddr::new(b.address, opts.ports.port(623, b.ipmi_port));
+                endpoints.push(serve_ipmi(&sw.name, b, udp, h, &cancel, &mut tasks).await?);
+            }
             let state = Arc::new(crate::switch::SwitchState::from_spec(sw));
             let addr = SocketAddr::new(sw.address, opts.ports.port(22, sw.ssh_port));
             let listener = bind_tcp(&sw.name, EndpointKind::Ssh, addr).await?;

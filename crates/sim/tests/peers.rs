@@ -155,3 +155,53 @@ async fn openssh_reads_a_switch_config_and_sees_a_config_change() {
     assert!(Client::inject(f.control_url(), "leaf2", "gpu-ecc=0").await.is_err());
     tokio::time::timeout(Duration::from_secs(10), f.shutdown()).await.unwrap();
 }
+
+/// One fault, one power action, seen the same way through IPMI (real ipmitool) and Redfish.
+#[tokio::test]
+async fn ipmitool_and_redfish_see_the_same_bmc() {
+    if Command::new("ipmitool").arg("-V").output().is_err() {
+        return skip("ipmitool");
+    }
+    let f = fleet(2, SimOptions::for_tests()).await;
+    let name = "gpu-node-02";
+    let ipmi = f.endpoint(name, EndpointKind::Ipmi).unwrap().clone();
+    let ipmitool = |args: &[&str]| {
+        let mut cmd = Command::new("ipmitool");
+        cmd.args(["-I", "lanplus", "-C", "17", "-N", "1", "-R", "3", "-H", &ipmi.address.to_string()])
+            .args(["-p", &ipmi.port.to_string(), "-U", &ipmi.username, "-P", &ipmi.password])
+            .args(args);
+        cmd
+    };
+    Client::inject(f.control_url(), name, "gpu-ecc=2").await.unwrap();
+    let sel = run(ipmitool(&["sel", "list"])).await;
+    let sel = String::from_utf8_lossy(&sel.stdout).into_owned();
+    assert!(sel.contains("Uncorrectable ECC"), "ipmitool sel list: {sel}");
+    let (base, c) = common::bmc(&f, name);
+    let entries: serde_json::Value = c
+        .get(format!("{base}/redfish/v1/Managers/iDRAC.Embedded.1/LogServices/Sel/Entries"))
+        .basic_auth("admin", Some("password"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(entries["Members"][0]["SensorType"], "Memory");
+    assert_eq!(entries["Members"][0]["Id"], "1", "the same record id in both protocols");
+
+    let off = run(ipmitool(&["chassis", "power", "off"])).await;
+    assert!(off.status.success(), "{}", String::from_utf8_lossy(&off.stderr));
+    let sys: serde_json::Value = c
+        .get(format!("{base}/redfish/v1/Systems/System.Embedded.1"))
+        .basic_auth("admin", Some("password"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sys["PowerState"], "Off");
+    let status = run(ipmitool(&["chassis", "power", "status"])).await;
+    assert!(String::from_utf8_lossy(&status.stdout).contains("Chassis Power is off"));
+    f.shutdown().await;
+}

@@ -172,6 +172,7 @@ async fn injected_faults_show_in_sel_sensors_and_exported_node_state() {
     let eps: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&endpoints).unwrap()).unwrap();
     assert_eq!(eps.iter().filter(|e| e["kind"] == "redfish").count(), 5);
     assert_eq!(eps.iter().filter(|e| e["kind"] == "control").count(), 1);
+    assert_eq!(eps.iter().filter(|e| e["kind"] == "ipmi").count(), 5);
     assert!(eps.iter().all(|e| e["port"].as_u64().unwrap() > 0 && e.get("username").is_some()));
 
     // openbmc-like keeps its SEL under the System.
