@@ -103,6 +103,21 @@ impl Bmc {
                 let active = u16::from(self.sol.is_some() || self.stuck());
                 ok(PayloadActivationStatus { capacity: 1, active }.encode())
             }
+            // Get Payload Instance Info: the owning session id (0 = not active), then port 1.
+            (netfn::APP, 0x4B) => {
+                let owner = match (req.data.first(), req.data.get(1)) {
+                    (Some(&PAYLOAD_SOL), Some(&1)) => self
+                        .sol
+                        .as_ref()
+                        .map(|s| s.owner)
+                        .unwrap_or(if self.stuck() { 0xFFFF_FFFF } else { 0 }),
+                    (Some(&PAYLOAD_SOL), Some(_)) => return err(cc::PARAMETER_OUT_OF_RANGE),
+                    _ => return err(cc::INVALID_DATA_FIELD),
+                };
+                let mut data = owner.to_le_bytes().to_vec();
+                data.extend_from_slice(&[u8::from(owner != 0), 0, 0, 0, 0, 0, 0, 0]);
+                ok(data)
+            }
             // Get Channel Payload Support (FreeIPMI asks; ipmi_sim crashes on it).
             (netfn::APP, 0x4E) => ok(vec![0x03, 0x00, 0x3F, 0x00, 0x00, 0x00, 0x00, 0x00]),
             // Get Channel Info: channel 1, 802.3 LAN, IPMB-v1.0... enough for tools that ask.

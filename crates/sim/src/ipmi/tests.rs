@@ -345,6 +345,9 @@ async fn own_client_sol_console_text_keys_break_stuck_and_steal() {
     let sim = start(|_| {}).await;
     let s = Session::open(sim.addr, &quick()).await.unwrap();
     let mut sol = s.activate_sol(Default::default()).await.unwrap();
+    // Get Payload Instance Info names the owning session (the console crate's keepalive uses it).
+    let info = s.raw(0x06, 0x4B, vec![1, 1]).await.unwrap();
+    assert_eq!((info.completion, &info.data[..4]), (0, &s.bmc_session_id().to_le_bytes()[..]));
     sol.write(b"\r").await.unwrap();
     let mut text = String::new();
     tokio::time::timeout(Duration::from_secs(10), async {
