@@ -1,4 +1,5 @@
-//! Scale bench: start N simulated BMCs (default 1,000) in one process, hit every one over HTTPS, print RSS.
+//! Scale bench: start N simulated BMCs (default 1,000) in one process, hit every one over HTTPS (Redfish)
+//! and UDP (IPMI lanplus), print RSS.
 //!
 //! `cargo run --release -p lifeline-sim --example scale -- [N] [CONCURRENCY]`
 //! Target: 1,000 BMCs serving both protocols under 300 MiB RSS.
@@ -60,6 +61,31 @@ async fn main() {
         ok += usize::from(r.unwrap_or(false));
     }
     let swept = t1.elapsed();
+
+    // One IPMI lanplus session (RAKP, suite 17) + Get Chassis Status + Close Session on every BMC.
+    let ipmi: Vec<std::net::SocketAddr> = fleet
+        .endpoints()
+        .iter()
+        .filter(|e| e.kind == EndpointKind::Ipmi)
+        .map(|e| std::net::SocketAddr::new(e.address, e.port))
+        .collect();
+    let t2 = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for addr in ipmi.clone() {
+        let sem = sem.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await.unwrap();
+            let cfg = lifeline_ipmi::client::ClientConfig::new("admin", "password");
+            let Ok(s) = lifeline_ipmi::client::Session::open(addr, &cfg).await else { return false };
+            let ok = s.power_state().await.is_ok();
+            ok && s.close().await.is_ok()
+        });
+    }
+    let mut ipmi_ok = 0;
+    while let Some(r) = set.join_next().await {
+        ipmi_ok += usize::from(r.unwrap_or(false));
+    }
+    let ipmi_swept = t2.elapsed();
     let rss_busy = rss_mib();
 
     println!("| metric | value |");
@@ -73,7 +99,12 @@ async fn main() {
         "| Redfish sweep (GET /Systems on every BMC, {conc} at once, new TLS each) | {ok}/{n} ok in {:.2} s |",
         swept.as_secs_f64()
     );
-    println!("| RSS after sweep | {rss_busy:.1} MiB |");
+    println!(
+        "| IPMI sweep (open session + chassis status + close on every BMC, {conc} at once) | {ipmi_ok}/{} ok in {:.2} s |",
+        ipmi.len(),
+        ipmi_swept.as_secs_f64()
+    );
+    println!("| RSS after both sweeps (includes the in-process clients) | {rss_busy:.1} MiB |");
     println!("| budget | 300 MiB ({}) |", if rss_busy < 300.0 { "within" } else { "EXCEEDED" });
     fleet.shutdown().await;
 }
