@@ -75,6 +75,8 @@ pub fn parse_record(line: &[u8]) -> Option<LogRecord> {
     let sp = line.iter().position(|&b| b == b' ')?;
     let ts = std::str::from_utf8(&line[..sp]).ok()?;
     let ts = DateTime::parse_from_rfc3339(ts).ok()?.with_timezone(&Utc);
+    // Records carry microseconds; finer input is truncated so a parsed record re-encodes identically.
+    let ts = DateTime::from_timestamp_micros(ts.timestamp_micros())?;
     let rest = &line[sp + 1..];
     let (kind, payload) = match rest {
         [b'o', b' ', p @ ..] => (RecordKind::Output, p),
