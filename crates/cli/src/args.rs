@@ -68,6 +68,9 @@ pub enum Command {
     /// BMC trust management.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// The main job on one machine: the example cluster simulated in-process and a live fleet view
+    /// (sweeps refreshed, events as they happen) until Ctrl-C.
+    Demo(DemoArgs),
     /// Serve a simulated fleet (Redfish, IPMI + SOL, SSH switches) on loopback, or inject faults into one.
     Sim(SimArgs),
 }
@@ -199,6 +202,22 @@ pub struct SweepArgs {
     /// BMCs visited at once.
     #[arg(long, default_value_t = 256)]
     pub fanout: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Seconds between sweeps.
+    #[arg(long, default_value_t = 3.0)]
+    pub interval: f64,
+    /// Stop after this many sweeps (default: until Ctrl-C).
+    #[arg(long)]
+    pub sweeps: Option<u64>,
+    /// Do not inject the scripted faults (GPU ECC, XID, rail down, a stuck BMC) during the demo.
+    #[arg(long)]
+    pub no_faults: bool,
+    /// Simulated time factor (boot stages, vendor latency).
+    #[arg(long, default_value_t = 0.05)]
+    pub time_scale: f64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,22 @@ mod targets;
 
 use clap::Parser;
 
+/// The example inventory shipped with the source tree, for `lifeline demo` without `--inventory`: found
+/// next to the current directory (a checkout) or relative to the binary (`target/<profile>/lifeline`).
+pub fn bin_relative_example() -> std::path::PathBuf {
+    let rel = std::path::Path::new("inventory/example-cluster.toml");
+    if rel.exists() {
+        return rel.to_path_buf();
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(root) = exe.ancestors().nth(3)
+        && root.join(rel).exists()
+    {
+        return root.join(rel);
+    }
+    rel.to_path_buf()
+}
+
 fn main() -> std::process::ExitCode {
     let args = args::Cli::parse();
     logging::init(&args.global);

@@ -2,8 +2,9 @@
 
 mod audit;
 pub mod bmc;
+mod demo;
 pub mod inventory;
-mod sim;
+pub mod sim;
 
 use crate::args::{Cli, Command};
 use crate::exit::{Code, Exit};
@@ -13,6 +14,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Inventory(c) => inventory::run(&cli.global, c).await,
         Command::Audit(c) => audit::run(&cli.global, c).await,
         Command::Sim(a) => sim::run(&cli.global, a).await,
+        Command::Demo(a) => demo::run(&cli.global, a).await,
         Command::Power(a) => bmc::power(&cli.global, a).await,
         Command::Health(a) => bmc::health(&cli.global, a).await,
         Command::Sel(a) => bmc::sel(&cli.global, a).await,

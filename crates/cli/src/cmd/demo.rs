@@ -1,0 +1,182 @@
+//! `lifeline demo`: the example cluster simulated in this process (real Redfish, IPMI and SSH on loopback)
+//! and a live fleet view over it — what an operator sees on the jump host, runnable anywhere.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use lifeline_bmc::{SweepOptions, SweepRow};
+use lifeline_sim::{Fleet, PortPlan, SimOptions};
+use lifeline_store::NewEvent;
+use serde_json::json;
+
+use crate::args::{DemoArgs, Global};
+use crate::cmd::bmc::{pool, sweep_table};
+use crate::cmd::{inventory, sim::wait_for_shutdown};
+use crate::exit::{CmdResult, Code, Exit};
+use crate::fleet::{sim_password, spec_from_inventory};
+use crate::targets::target_from_device;
+
+/// Faults injected during the demo, at the given sweep number, so the view has something to show.
+const SCRIPT: &[(u64, &str, &str)] = &[
+    (2, "gpu-node-03", "gpu-ecc=2"),
+    (3, "gpu-node-05", "gpu-xid=6:79"),
+    (4, "gpu-node-07", "rail-down=mlx5_4"),
+    (5, "head-node-02", "bmc-unresponsive"),
+    (7, "head-node-02", "clear"),
+];
+
+pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
+    let mut g = g.clone();
+    if g.inventory.is_none() {
+        g.inventory = Some(crate::bin_relative_example());
+    }
+    let inv = inventory::load(&g)?;
+    // The demo keeps its own store unless one is named, so it never mixes with a real cluster's state.
+    let tmp;
+    if g.data_dir.is_none() && g.database_url.is_none() {
+        tmp = tempfile_dir()?;
+        g.data_dir = Some(tmp.clone());
+    }
+    let spec = spec_from_inventory(&inv).map_err(Exit::usage)?;
+    let ports = PortPlan::auto();
+    let opts = SimOptions { ports, time_scale: a.time_scale, ..SimOptions::default() };
+    let fleet = Fleet::start(spec, opts).await.map_err(Exit::failed)?;
+    let store = crate::config::open_store(&g).await?;
+    let records: Vec<_> = inv.devices.iter().map(inventory::record).collect();
+    store.sync_devices(&records).await?;
+
+    // Targets use the same passwords the simulator serves (the inventory's references, or its fallback).
+    let targets: Vec<_> = inv
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let pw = sim_password(&d.bmc.as_ref()?.credential);
+            let mut t = target_from_device(d, pw)?;
+            if let Some(e) = fleet.endpoint(d.name.as_str(), lifeline_sim::EndpointKind::Redfish) {
+                t.redfish_port = e.port;
+            }
+            if let Some(e) = fleet.endpoint(d.name.as_str(), lifeline_sim::EndpointKind::Ipmi) {
+                t.ipmi_port = e.port;
+            }
+            Some(t)
+        })
+        .collect();
+    let p = pool(&store, 64);
+    let tty = std::io::stdout().is_terminal() && !g.json;
+    let mut last: HashMap<String, SweepRow> = HashMap::new();
+    let mut recent: Vec<String> = Vec::new();
+    let stop = wait_for_shutdown();
+    tokio::pin!(stop);
+    let sweep_opts =
+        SweepOptions { events: 1, per_bmc_timeout: Duration::from_secs(8), ..SweepOptions::default() };
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        if !a.no_faults {
+            for (at, dev, fault) in SCRIPT {
+                if *at == n {
+                    let r = if *fault == "clear" {
+                        lifeline_sim::control::Client::clear(fleet.control_url(), dev).await
+                    } else {
+                        lifeline_sim::control::Client::inject(fleet.control_url(), dev, fault).await
+                    };
+                    let now = chrono::Utc::now().format("%H:%M:%S");
+                    let msg = match r {
+                        Ok(_) => format!("{now} sim: {fault} on {dev}"),
+                        Err(e) => format!("{now} sim: injecting {fault} on {dev} failed: {e}"),
+                    };
+                    recent.push(msg);
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        let rows = tokio::select! {
+            rows = p.sweep(targets.clone(), &sweep_opts, |_, _| {}) => rows,
+            _ = &mut stop => break,
+        };
+        for row in &rows {
+            for change in changes(last.get(&row.name), row) {
+                let _ = store
+                    .record_event(&NewEvent {
+                        device: Some(row.name.clone()),
+                        source: "sweep".into(),
+                        severity: change.0.into(),
+                        message: change.1.clone(),
+                        data: json!({}),
+                    })
+                    .await;
+                recent.push(format!("{} {}: {}", chrono::Utc::now().format("%H:%M:%S"), row.name, change.1));
+            }
+            last.insert(row.name.clone(), row.clone());
+        }
+        let keep = recent.len().saturating_sub(10);
+        recent.drain(..keep);
+        if g.json {
+            println!("{}", serde_json::to_string(&json!({ "sweep": n, "rows": rows, "events": recent }))?);
+        } else {
+            if tty {
+                print!("\x1b[2J\x1b[H");
+            }
+            println!(
+                "Lifeline demo — cluster `{}`: {} BMCs simulated on loopback; sweep {n} took {} ms (Ctrl-C to stop)",
+                inv.cluster.name,
+                rows.len(),
+                started.elapsed().as_millis()
+            );
+            println!("{}", sweep_table(&rows));
+            println!("events:");
+            for e in &recent {
+                println!("  {e}");
+            }
+        }
+        if a.sweeps.is_some_and(|max| n >= max) {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs_f64(a.interval.max(0.1))) => {}
+            _ = &mut stop => break,
+        }
+    }
+    store.close().await;
+    fleet.shutdown().await;
+    Ok(Code::Ok)
+}
+
+/// What changed for one BMC between two sweeps, as (severity, message).
+fn changes(prev: Option<&SweepRow>, now: &SweepRow) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let Some(prev) = prev else {
+        return out;
+    };
+    if prev.power != now.power {
+        out.push(("info", format!("power {} -> {}", opt(prev.power), opt(now.power))));
+    }
+    if prev.health != now.health {
+        let sev = if now.health == Some(lifeline_types::Health::Critical) { "critical" } else { "warning" };
+        out.push((sev, format!("health {} -> {}", opt(prev.health), opt(now.health))));
+    }
+    if prev.ok() && !now.ok() {
+        out.push(("critical", format!("unreachable: {}", now.errors.join("; "))));
+    }
+    if !prev.ok() && now.ok() {
+        out.push(("info", "reachable again".into()));
+    }
+    let seen: Vec<&str> = prev.events.iter().map(|e| e.id.as_str()).collect();
+    for e in &now.events {
+        if !seen.contains(&e.id.as_str()) {
+            out.push(("warning", format!("SEL: {}", e.message)));
+        }
+    }
+    out
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf, Exit> {
+    let dir = std::env::temp_dir().join(format!("lifeline-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
