@@ -708,7 +708,8 @@ impl Run {
             let lost_at = tokio::time::Instant::now();
             self.marker(format!("console link lost: {reason}; reconnecting"));
             self.set_status(ConsoleStatus::Reconnecting { reason });
-            let _ = tokio::time::timeout(Duration::from_secs(15), link.close()).await;
+            // Courtesy close of a link already known dead: bounded short, the BMC side is likely gone.
+            let _ = tokio::time::timeout(Duration::from_secs(3), link.close()).await;
             match self.reconnect(&mut cmds).await {
                 Some((l, rep)) => {
                     link = l;

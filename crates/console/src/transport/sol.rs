@@ -129,7 +129,7 @@ impl SolLink {
     async fn payload_owner(&self) -> Option<u32> {
         let (session, sol) = (self.session.as_ref()?, self.sol.as_ref()?);
         let r = session.raw(NETFN_APP, GET_PAYLOAD_INSTANCE_INFO, vec![PAYLOAD_SOL, sol.instance()]);
-        let resp = timeout(Duration::from_secs(5), r).await.ok()?.ok()?;
+        let resp = timeout(Duration::from_secs(2), r).await.ok()?.ok()?;
         if resp.completion != 0 || resp.data.len() < 4 {
             return None;
         }
