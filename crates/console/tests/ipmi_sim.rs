@@ -1,10 +1,7 @@
-//! Against a real third-party BMC: OpenIPMI `ipmi_sim` (started by `shared/peers/start-ipmi-sim.sh`,
-//! endpoints in `$OOB_PEERS_RUN/ipmi/endpoints.txt`). The host side of each BMC's serial line is a TCP
-//! port (socat on the instance's address): what we write there is what the "host" prints.
-//!
-//! Each test uses its own BMC instance (rows 1..3), because a BMC has one SOL payload.
+//! Against a real third-party BMC: OpenIPMI `ipmi_sim`, one private instance per test started with
+//! `shared/peers/start-ipmi-sim.sh` on a per-test loopback address. The host side of the BMC's serial
+//! line is a TCP port (socat): what we write there is what the "host" prints.
 
-use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,65 +15,13 @@ use lifeline_ipmi::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Bmc {
-    addr: SocketAddr,
-    serial: SocketAddr,
-    user: String,
-    password: String,
-}
+mod common;
+use common::{IpmiSim, ipmitool};
 
-fn bmc(row: usize) -> Option<Bmc> {
-    let rows = lifeline_test_utils::peer_endpoints("ipmi")?;
-    let Some(r) = rows.get(row) else {
-        if lifeline_test_utils::peers_required() {
-            panic!("ipmi_sim: need at least {} instances, have {}", row + 1, rows.len());
-        }
-        eprintln!("SKIP: ipmi_sim has only {} instances", rows.len());
-        return None;
-    };
-    let ip: std::net::IpAddr = r[1].parse().unwrap();
-    Some(Bmc {
-        addr: SocketAddr::new(ip, r[2].parse().unwrap()),
-        serial: SocketAddr::new(ip, r[6].parse().unwrap()),
-        user: r[3].clone(),
-        password: r[4].clone(),
-    })
-}
-
-fn ipmitool() -> Option<&'static str> {
-    if Command::new("ipmitool").arg("-V").output().is_ok() {
-        return Some("ipmitool");
-    }
-    if lifeline_test_utils::peers_required() {
-        panic!("ipmitool required (apt-get install ipmitool)");
-    }
-    eprintln!("SKIP: ipmitool not installed");
-    None
-}
+type Bmc = IpmiSim;
 
 fn ipmitool_args(b: &Bmc) -> Vec<String> {
-    vec![
-        "-I".into(),
-        "lanplus".into(),
-        "-C".into(),
-        "3".into(),
-        "-H".into(),
-        b.addr.ip().to_string(),
-        "-p".into(),
-        b.addr.port().to_string(),
-        "-U".into(),
-        b.user.clone(),
-        "-P".into(),
-        b.password.clone(),
-    ]
-}
-
-/// A run that panicked earlier may have left the payload active under a dead session (ipmi_sim keeps
-/// it): start from a free payload, using a third-party client.
-fn release_leftover_payload(b: &Bmc) {
-    if let Some(tool) = ipmitool() {
-        let _ = Command::new(tool).args(ipmitool_args(b)).args(["sol", "deactivate"]).output();
-    }
+    b.ipmitool_args()
 }
 
 fn transport(name: &str, b: &Bmc) -> SolTransport {
@@ -147,8 +92,7 @@ async fn log_text(m: &ConsoleManager, name: &str) -> (String, Vec<String>) {
 
 #[tokio::test]
 async fn host_text_reaches_two_viewers_and_the_log_and_keys_reach_the_host() {
-    let Some(b) = bmc(0) else { return };
-    release_leftover_payload(&b);
+    let Some(b) = IpmiSim::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let m = manager(dir.path());
     m.add("bmc1", Arc::new(transport("bmc1", &b))).unwrap();
@@ -209,7 +153,7 @@ impl Drop for IpmitoolSol {
 
 #[tokio::test]
 async fn a_stuck_payload_is_reported_and_stolen_only_with_steal() {
-    let Some(b) = bmc(1) else { return };
+    let Some(b) = IpmiSim::start() else { return };
     let Some(tool) = ipmitool() else { return };
     let mut holder = IpmitoolSol(
         Command::new(tool)
@@ -269,9 +213,8 @@ async fn a_stuck_payload_is_reported_and_stolen_only_with_steal() {
 
 #[tokio::test]
 async fn a_session_dropped_mid_stream_is_reconnected_and_the_log_shows_the_gap() {
-    let Some(b) = bmc(2) else { return };
+    let Some(b) = IpmiSim::start() else { return };
     let Some(tool) = ipmitool() else { return };
-    release_leftover_payload(&b);
     let dir = tempfile::tempdir().unwrap();
     let m = manager(dir.path());
     m.add("bmc3", Arc::new(transport("bmc3", &b))).unwrap();
@@ -310,4 +253,78 @@ async fn a_session_dropped_mid_stream_is_reconnected_and_the_log_shows_the_gap()
     assert!(lost < back, "{markers:?}");
     let (x, y) = (out.find("before the drop").unwrap(), out.find("after the reconnect").unwrap());
     assert!(x < y);
+}
+
+/// The simulator's bootloader machine plugged into ipmi_sim's serial line: the profile drives a
+/// boot-looping switch through real lanplus + SOL (a third-party BMC) into its rescue shell.
+async fn rescue_over_real_sol(
+    flavor: lifeline_sim::bootloader::Flavor,
+    profile: lifeline_console::Bootloader,
+) {
+    use lifeline_sim::bootloader::{BootConsole, MachineConfig, Stage};
+    let Some(b) = IpmiSim::start() else { return };
+    let serial = TcpStream::connect(b.serial).await.unwrap();
+    let (mut rd, mut wr) = serial.into_split();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bytes::Bytes>();
+    let mc = MachineConfig { flavor, hostname: "sw-real-sol".into(), boot_loop: true };
+    let boot = Arc::new(BootConsole::spawn(mc, 0.2, move |b| {
+        let _ = tx.send(b);
+    }));
+    let pump_out = tokio::spawn(async move {
+        while let Some(b) = rx.recv().await {
+            if wr.write_all(&b).await.is_err() {
+                return;
+            }
+        }
+    });
+    let b2 = boot.clone();
+    let pump_in = tokio::spawn(async move {
+        let mut buf = [0u8; 512];
+        while let Ok(n) = rd.read(&mut buf).await {
+            if n == 0 {
+                return;
+            }
+            b2.input(&buf[..n]);
+        }
+    });
+    // It is already looping when we arrive.
+    assert!(boot.wait_for(Stage::Panicked, Duration::from_secs(30)).await);
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path());
+    m.add("sw", Arc::new(transport("sw", &b))).unwrap();
+    let (v, _) = m
+        .attach("sw", AttachOptions { who: "runbook".into(), mode: WriteMode::Write, steal: false })
+        .await
+        .unwrap();
+    let mut e = lifeline_console::Expect::new("sw", v);
+    let opts = lifeline_console::RescueOptions {
+        wait_for_bootloader: Duration::from_secs(30),
+        step_timeout: Duration::from_secs(5),
+        attempts: 6,
+        ..Default::default()
+    };
+    let rep = match lifeline_console::break_into_rescue(&mut e, profile, &opts).await {
+        Ok(r) => r,
+        Err(err) => panic!("{profile:?} over ipmi_sim SOL: {err}\n{}", e.transcript_text()),
+    };
+    let want =
+        if profile == lifeline_console::Bootloader::Aboot { Stage::LoaderShell } else { Stage::RescueShell };
+    assert_eq!(boot.stage(), want, "{}", e.transcript_text());
+    assert!(boot.boots() >= 2, "rescued out of a boot loop");
+    eprintln!("{profile:?} over real SOL: {rep:?}, {} boots", boot.boots());
+    drop(e);
+    m.shutdown().await;
+    pump_in.abort();
+    pump_out.abort();
+}
+
+#[tokio::test]
+async fn aboot_profile_over_ipmi_sim_sol() {
+    rescue_over_real_sol(lifeline_sim::bootloader::Flavor::Aboot, lifeline_console::Bootloader::Aboot).await;
+}
+
+#[tokio::test]
+async fn onie_profile_over_ipmi_sim_sol() {
+    rescue_over_real_sol(lifeline_sim::bootloader::Flavor::OnieGrub, lifeline_console::Bootloader::Onie)
+        .await;
 }
