@@ -68,6 +68,12 @@ pub enum Command {
     /// BMC trust management.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// Verify nodes in-band (every RDMA rail, every GPU, host settings) and, with --readmit, return the
+    /// ones that pass to training — only if Lifeline drained them.
+    Verify(VerifyArgs),
+    /// Take nodes out of training with Lifeline's own mark (Slurm drain reason `lifeline: …`, Kubernetes
+    /// cordon + `lifeline.io/quarantine` taint), so that a later `verify --readmit` may return them.
+    Drain(DrainArgs),
     /// The main job on one machine: the example cluster simulated in-process and a live fleet view
     /// (sweeps refreshed, events as they happen) until Ctrl-C.
     Demo(DemoArgs),
@@ -202,6 +208,57 @@ pub struct SweepArgs {
     /// BMCs visited at once.
     #[arg(long, default_value_t = 256)]
     pub fanout: usize,
+}
+
+/// Where nodes are re-admitted.
+#[derive(Debug, Args, Clone)]
+pub struct SchedulerArgs {
+    /// Slurm config for scontrol (default: $SLURM_CONF).
+    #[arg(long, env = "SLURM_CONF", value_name = "FILE")]
+    pub slurm_conf: Option<PathBuf>,
+    /// Kubernetes API server (uses the in-cluster / kubeconfig credentials of kube-rs when omitted and
+    /// --kube is given).
+    #[arg(long, value_name = "URL")]
+    pub kube_url: Option<String>,
+    /// Also act on Kubernetes nodes.
+    #[arg(long)]
+    pub kube: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// GPU nodes (names, racks, roles, groups, globs).
+    #[arg(required = true)]
+    pub targets: Vec<String>,
+    /// Check the simulator's exported trees (`lifeline sim --export-node-state DIR`): DIR/<node>/sysfs,
+    /// DIR/<node>/proc, DIR/<node>/gpus.json.
+    #[arg(long, value_name = "DIR", conflicts_with = "reports")]
+    pub node_state: Option<PathBuf>,
+    /// Use reports the agent posted: a JSON file (one target) or a directory of `<node>.json`.
+    #[arg(long, value_name = "PATH")]
+    pub reports: Option<PathBuf>,
+    /// Command that runs the agent on a node over SSH (the default source): the policy goes to its stdin.
+    #[arg(long, default_value = "lifeline-agent check --policy /dev/stdin --json", value_name = "CMD")]
+    pub agent_command: String,
+    /// Re-admit nodes whose every check passed (only drains Lifeline set).
+    #[arg(long)]
+    pub readmit: bool,
+    #[command(flatten)]
+    pub sched: SchedulerArgs,
+    /// Counter sampling interval for in-process checks, in ms.
+    #[arg(long, value_name = "MS")]
+    pub interval_ms: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    #[arg(required = true)]
+    pub targets: Vec<String>,
+    /// Why (recorded after the `lifeline:` prefix).
+    #[arg(long)]
+    pub reason: String,
+    #[command(flatten)]
+    pub sched: SchedulerArgs,
 }
 
 #[derive(Debug, Args)]

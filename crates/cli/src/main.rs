@@ -30,6 +30,9 @@ pub fn bin_relative_example() -> std::path::PathBuf {
 
 fn main() -> std::process::ExitCode {
     let args = args::Cli::parse();
+    // Several TLS stacks are linked (reqwest, kube, russh); pick one crypto provider for the process so
+    // none of them has to guess. An error only means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     logging::init(&args.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

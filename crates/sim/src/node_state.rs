@@ -358,9 +358,57 @@ impl NodeState {
             ));
             out.push((PathBuf::from("ethtool").join(&r.spec.netdev), ethtool_stats(r)));
         }
+        out.extend(self.proc_files());
         let snap = self.gpu_snapshot(host_up);
         out.push(("gpus.json".into(), serde_json::to_string_pretty(&snap).unwrap_or_default() + "\n"));
         out.push(("host.json".into(), serde_json::to_string_pretty(&settings).unwrap_or_default() + "\n"));
+        out
+    }
+}
+
+/// The frontend interface of every simulated node: the only one allowed a default route.
+pub const FRONTEND_INTERFACE: &str = "eno1";
+
+impl NodeState {
+    /// `proc/net/route` (default route on the frontend only, one connected route per rail) and the
+    /// `rp_filter` knobs multi-rail hosts need loose (2) or off (0): what the agent's host checks read.
+    fn proc_files(&self) -> Vec<(PathBuf, String)> {
+        // /proc/net/route prints addresses as host-order (little-endian on x86) hex.
+        let hex = |ip: Ipv4Addr| format!("{:08X}", u32::from_le_bytes(ip.octets()));
+        let mask = |prefix: u8| {
+            let m = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix.min(32))) };
+            hex(Ipv4Addr::from(m))
+        };
+        let mut route = String::from(
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n",
+        );
+        route.push_str(&format!(
+            "{FRONTEND_INTERFACE}\t00000000\t{}\t0003\t0\t0\t100\t00000000\t0\t0\t0\n",
+            hex(Ipv4Addr::new(192, 168, 0, 1))
+        ));
+        let mut out = Vec::new();
+        for r in &self.rails {
+            let net = Ipv4Addr::from(
+                u32::from(r.spec.ipv4)
+                    & u32::from_str_radix(&mask(r.spec.prefix), 16).map(u32::swap_bytes).unwrap_or(0),
+            );
+            route.push_str(&format!(
+                "{}\t{}\t00000000\t0001\t0\t0\t0\t{}\t0\t0\t0\n",
+                r.spec.netdev,
+                hex(net),
+                mask(r.spec.prefix)
+            ));
+            out.push((
+                PathBuf::from(format!("proc/sys/net/ipv4/conf/{}/rp_filter", r.spec.netdev)),
+                "2\n".into(),
+            ));
+        }
+        out.push((PathBuf::from("proc/net/route"), route));
+        out.push((PathBuf::from("proc/sys/net/ipv4/conf/all/rp_filter"), "0\n".into()));
+        out.push((
+            PathBuf::from(format!("proc/sys/net/ipv4/conf/{FRONTEND_INTERFACE}/rp_filter")),
+            "1\n".into(),
+        ));
         out
     }
 }

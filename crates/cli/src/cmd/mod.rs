@@ -5,6 +5,7 @@ pub mod bmc;
 mod demo;
 pub mod inventory;
 pub mod sim;
+mod verify;
 
 use crate::args::{Cli, Command};
 use crate::exit::{Code, Exit};
@@ -15,6 +16,8 @@ pub async fn run(cli: Cli) -> Code {
         Command::Audit(c) => audit::run(&cli.global, c).await,
         Command::Sim(a) => sim::run(&cli.global, a).await,
         Command::Demo(a) => demo::run(&cli.global, a).await,
+        Command::Verify(a) => verify::verify(&cli.global, a).await,
+        Command::Drain(a) => verify::drain(&cli.global, a).await,
         Command::Power(a) => bmc::power(&cli.global, a).await,
         Command::Health(a) => bmc::health(&cli.global, a).await,
         Command::Sel(a) => bmc::sel(&cli.global, a).await,
@@ -39,7 +42,11 @@ pub fn print_json(v: &impl serde::Serialize) -> Result<(), Exit> {
 
 /// Who is acting, for the audit log: the Unix user behind the CLI.
 pub fn actor() -> String {
-    let user =
-        std::env::var("SUDO_USER").or_else(|_| std::env::var("USER")).unwrap_or_else(|_| "unknown".into());
+    let uid = nix::unistd::getuid();
+    let user = std::env::var("SUDO_USER")
+        .ok()
+        .or_else(|| nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name))
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| format!("uid{uid}"));
     format!("cli:{user}")
 }
