@@ -13,13 +13,14 @@ use lifeline_ipmi::wire::Privilege;
 use lifeline_ipmi::{CipherSuite, ClientConfig, Session};
 use lifeline_redfish::model::ComputerSystem;
 use lifeline_redfish::tls::TlsTrust;
-use lifeline_redfish::{Client, ClientOptions, Credentials, RedfishError};
+use lifeline_redfish::{Client, ClientOptions, Credentials, RedfishError, ResetPlan};
 use lifeline_types::{BmcProtocol, PowerAction, PowerState};
 
 use crate::error::BmcError;
 use crate::memory::ProtocolMemory;
-use crate::options::{BmcOptions, TlsPolicy};
+use crate::options::{BmcOptions, PowerOptions, TlsPolicy};
 use crate::target::BmcTarget;
+use lifeline_ipmi::wire::chassis::ChassisOp;
 
 pub(crate) enum Conn {
     Ipmi(IpmiConn),
@@ -51,6 +52,8 @@ pub(crate) struct Sent {
     pub expects_off: bool,
     /// The off phase was already confirmed while sending (Redfish ForceOff, wait for Off, On).
     pub off_confirmed: bool,
+    /// When that Off was read (for the report's transitions).
+    pub off_seen_at: Option<tokio::time::Instant>,
 }
 
 pub(crate) fn ipmi_err(bmc: &str) -> impl FnOnce(lifeline_ipmi::Error) -> BmcError + '_ {
@@ -287,16 +290,12 @@ impl Conn {
     }
 
     /// Send `action` once. Lost replies are reported as `acked: false`, never resent blindly.
-    pub async fn send_power(&mut self, action: PowerAction, off_wait: Duration) -> Result<Sent, BmcError> {
+    pub async fn send_power(&mut self, action: PowerAction, p: &PowerOptions) -> Result<Sent, BmcError> {
         match self {
+            Conn::Ipmi(c) if action == PowerAction::Cycle => c.cycle(p).await,
             Conn::Ipmi(c) => {
-                let op = lifeline_ipmi::wire::chassis::ChassisOp::from(action);
-                let mut sent = Sent {
-                    commands: vec![format!("Chassis Control {op:?} ({:#04x})", op as u8)],
-                    acked: true,
-                    expects_off: action == PowerAction::Cycle,
-                    off_confirmed: false,
-                };
+                let op = ChassisOp::from(action);
+                let mut sent = Sent { commands: vec![chassis_cmd(op)], acked: true, ..Default::default() };
                 match c.session.chassis_control(op).await {
                     Ok(()) => Ok(sent),
                     Err(lifeline_ipmi::Error::Unconfirmed { .. }) => {
@@ -306,8 +305,55 @@ impl Conn {
                     Err(e) => Err(ipmi_err(&c.bmc)(e)),
                 }
             }
-            Conn::Redfish(c) => c.send_power(action, off_wait).await,
+            Conn::Redfish(c) => c.send_power(action, p.timeout).await,
         }
+    }
+}
+
+fn chassis_cmd(op: ChassisOp) -> String {
+    format!("Chassis Control {op:?} ({:#04x})", op as u8)
+}
+
+impl IpmiConn {
+    /// A power cycle as fence agents do it (fence_ipmilan's reboot): power down, confirm Off, pause, power
+    /// up. Chassis Control 0x02 is not used: when its reply is lost, the power state cannot tell a lost
+    /// request from a cycle whose off phase was too short to see, so it could be neither confirmed nor safely
+    /// retried. Power down and power up are idempotent and confirmed by state, so lost datagrams are resolved
+    /// by reading the state and the cycle still runs exactly once.
+    async fn cycle(&mut self, p: &PowerOptions) -> Result<Sent, BmcError> {
+        let mut sent = Sent { acked: true, off_confirmed: true, ..Default::default() };
+        for (op, want) in [(ChassisOp::PowerDown, false), (ChassisOp::PowerUp, true)] {
+            sent.commands.push(chassis_cmd(op));
+            match self.session.chassis_control(op).await {
+                Ok(()) => {}
+                Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
+                Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+            }
+            if want {
+                break;
+            }
+            let deadline = tokio::time::Instant::now() + p.timeout;
+            loop {
+                match self.session.chassis_status().await {
+                    Ok(st) if !st.power_on() => {
+                        sent.off_seen_at = Some(tokio::time::Instant::now());
+                        break;
+                    }
+                    Ok(_) | Err(lifeline_ipmi::Error::Timeout { .. }) => {}
+                    Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(BmcError::Timeout {
+                        bmc: self.bmc.clone(),
+                        what: "power off before power on",
+                        after: p.timeout,
+                    });
+                }
+                tokio::time::sleep(p.poll_interval).await;
+            }
+            tokio::time::sleep(p.cycle_off_time).await;
+        }
+        Ok(sent)
     }
 }
 
@@ -343,21 +389,19 @@ impl RedfishConn {
         let (allowed, _warnings) = self.client.reset_types(&sys).await.map_err(rf_err(&bmc))?;
         let unsupported = self.client.profile().unsupported_reset_types();
         let plan =
-            lifeline_redfish::plan_reset(action, allowed.as_deref(), &unsupported).ok_or_else(|| {
-                BmcError::Redfish {
+            cycle_as_off_on(action, allowed.as_deref(), &unsupported).ok_or_else(|| BmcError::Redfish {
+                bmc: bmc.clone(),
+                source: RedfishError::NoResetType {
                     bmc: bmc.clone(),
-                    source: RedfishError::NoResetType {
-                        bmc: bmc.clone(),
-                        action,
-                        allowed: allowed.clone().unwrap_or_default(),
-                        unsupported: unsupported.clone(),
-                    },
-                }
+                    action,
+                    allowed: allowed.clone().unwrap_or_default(),
+                    unsupported: unsupported.clone(),
+                },
             })?;
         let mut sent = Sent { acked: true, ..Default::default() };
         let post = |t: &str, sent: &mut Sent| sent.commands.push(format!("ComputerSystem.Reset {t}"));
         match plan {
-            lifeline_redfish::ResetPlan::Single(t) => {
+            ResetPlan::Single(t) => {
                 post(&t, &mut sent);
                 sent.expects_off = t == "PowerCycle";
                 match self.client.reset(&sys, &t).await {
@@ -366,7 +410,7 @@ impl RedfishConn {
                     Err(e) => return Err(rf_err(&bmc)(e)),
                 }
             }
-            lifeline_redfish::ResetPlan::OffThenOn { off, on } => {
+            ResetPlan::OffThenOn { off, on } => {
                 post(&off, &mut sent);
                 match self.client.reset(&sys, &off).await {
                     Ok(()) => {}
@@ -376,6 +420,7 @@ impl RedfishConn {
                 }
                 self.client.wait_for(&sys, PowerState::Off, off_wait).await.map_err(rf_err(&bmc))?;
                 sent.off_confirmed = true;
+                sent.off_seen_at = Some(tokio::time::Instant::now());
                 post(&on, &mut sent);
                 match self.client.reset(&sys, &on).await {
                     Ok(()) => {}
@@ -385,5 +430,58 @@ impl RedfishConn {
             }
         }
         Ok(sent)
+    }
+}
+
+/// The redfish planner, except that a cycle removes power (`PowerAction::Cycle`: "PowerCycle or
+/// ForceOff+On"): where the planner would fall back to ForceRestart (a reboot without power loss), plan
+/// ForceOff, wait for Off, On.
+fn cycle_as_off_on(
+    action: PowerAction,
+    allowed: Option<&[String]>,
+    unsupported: &[String],
+) -> Option<ResetPlan> {
+    let plan = lifeline_redfish::plan_reset(action, allowed, unsupported);
+    match plan {
+        Some(ResetPlan::Single(t)) if action == PowerAction::Cycle && t != "PowerCycle" => {
+            let off = lifeline_redfish::plan_reset(PowerAction::Off, allowed, unsupported);
+            let on = lifeline_redfish::plan_reset(PowerAction::On, allowed, unsupported);
+            match (off, on) {
+                (Some(ResetPlan::Single(off)), Some(ResetPlan::Single(on))) => {
+                    Some(ResetPlan::OffThenOn { off, on })
+                }
+                _ => Some(ResetPlan::Single(t)),
+            }
+        }
+        p => p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycle_removes_power() {
+        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let idrac = v(&["On", "ForceOff", "ForceRestart", "GracefulShutdown"]);
+        assert_eq!(
+            cycle_as_off_on(PowerAction::Cycle, Some(&idrac), &[]),
+            Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() })
+        );
+        let with_cycle = v(&["On", "ForceOff", "PowerCycle", "ForceRestart"]);
+        assert_eq!(
+            cycle_as_off_on(PowerAction::Cycle, Some(&with_cycle), &[]),
+            Some(ResetPlan::Single("PowerCycle".into()))
+        );
+        assert_eq!(
+            cycle_as_off_on(PowerAction::Reset, Some(&idrac), &[]),
+            Some(ResetPlan::Single("ForceRestart".into()))
+        );
+        let restart_only = v(&["ForceRestart"]);
+        assert_eq!(
+            cycle_as_off_on(PowerAction::Cycle, Some(&restart_only), &[]),
+            Some(ResetPlan::Single("ForceRestart".into()))
+        );
     }
 }

@@ -255,7 +255,7 @@ impl RedfishConn {
         }
         let total = all.len();
         // Newest first; undated entries last, in the BMC's order.
-        all.sort_by(|a, b| b.time.cmp(&a.time));
+        all.sort_by_key(|e| std::cmp::Reverse(e.time));
         let dated = all.iter().filter(|e| e.time.is_some()).count();
         all[dated..].reverse();
         all.truncate(newest);

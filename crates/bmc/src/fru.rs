@@ -186,7 +186,7 @@ pub fn encode_fru(info: &FruInfo) -> Vec<u8> {
     }
     fn finish(mut a: Vec<u8>) -> Vec<u8> {
         a.push(0xC1);
-        while (a.len() + 1) % 8 != 0 {
+        while !(a.len() + 1).is_multiple_of(8) {
             a.push(0);
         }
         a[1] = ((a.len() + 1) / 8) as u8;
@@ -232,7 +232,6 @@ pub fn iana_vendor(iana: u32) -> Option<&'static str> {
         343 => "Intel",
         674 => "Dell",
         2011 => "Huawei",
-        4753 => "OpenIPMI (simulator)",
         7244 => "Quanta",
         10876 => "Supermicro",
         19046 => "Lenovo",
@@ -289,7 +288,11 @@ impl IpmiConn {
             protocol: Some(BmcProtocol::Ipmi),
             bmc_firmware: Some(id.firmware_version()),
             iana: Some(id.manufacturer_id),
-            manufacturer: iana_vendor(id.manufacturer_id).map(str::to_owned),
+            manufacturer: match (iana_vendor(id.manufacturer_id), id.manufacturer_id) {
+                (Some(v), _) => Some(v.to_owned()),
+                (None, 0) => None,
+                (None, n) => Some(format!("IANA {n}")),
+            },
             model: Some(format!("product {:#06x}", id.product_id)),
             ..Default::default()
         };
@@ -338,10 +341,10 @@ impl RedfishConn {
             Ok(m) => inv.bmc_firmware = m.items.iter().find_map(|m| m.firmware_version.clone()),
             Err(e) => inv.warnings.push(format!("managers: {}", rf_err(&self.bmc)(e))),
         }
-        if inv.serial.is_none() {
-            if let Ok(c) = self.client.chassis().await {
-                inv.serial = c.items.iter().find_map(|c| c.serial_number.clone());
-            }
+        if inv.serial.is_none()
+            && let Ok(c) = self.client.chassis().await
+        {
+            inv.serial = c.items.iter().find_map(|c| c.serial_number.clone());
         }
         Ok(inv)
     }

@@ -37,6 +37,9 @@ pub struct PowerOptions {
     /// For a power cycle whose off phase is observable (IPMI chassis cycle, Redfish PowerCycle): how long
     /// to watch for the off phase before accepting "acknowledged and on" as the weaker confirmation.
     pub cycle_grace: Duration,
+    /// IPMI cycle (power down, then up): time left off between Off confirmed and power up, so that
+    /// capacitors drain and the BMC's own power-cycle interval is respected.
+    pub cycle_off_time: Duration,
 }
 
 impl Default for PowerOptions {
@@ -45,6 +48,7 @@ impl Default for PowerOptions {
             timeout: Duration::from_secs(300),
             poll_interval: Duration::from_millis(250),
             cycle_grace: Duration::from_secs(10),
+            cycle_off_time: Duration::from_secs(2),
         }
     }
 }
@@ -53,6 +57,10 @@ impl Default for PowerOptions {
 pub struct BmcOptions {
     /// BMCs talked to at once across the whole pool (sweeps, audits, power actions).
     pub fanout: usize,
+    /// Connections (IPMI sessions, Redfish clients) open at once to one BMC: below every vendor's session
+    /// limit (iLO: 4 in our simulator, 8 on some iDRACs), so concurrent callers queue instead of being
+    /// refused.
+    pub per_bmc_connections: usize,
     /// IPMI retransmission policy (bounds every IPMI request).
     pub ipmi_timing: Timing,
     /// Redfish client options (request, connect and queue timeouts, session limit).
@@ -75,6 +83,7 @@ impl Default for BmcOptions {
         };
         BmcOptions {
             fanout: 256,
+            per_bmc_connections: 2,
             ipmi_timing: Timing::default(),
             redfish,
             tls: TlsPolicy::Pin(Arc::new(MemoryPinStore::new())),

@@ -36,6 +36,7 @@ pub(crate) struct PoolInner {
     pub audit: Arc<dyn AuditSink>,
     pub fanout: Arc<Semaphore>,
     pub suites: conn::SuiteCache,
+    conns: StdMutex<HashMap<String, Arc<Semaphore>>>,
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
     recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
 }
@@ -71,6 +72,7 @@ impl BmcPool {
                 audit,
                 fanout,
                 suites: conn::SuiteCache::default(),
+                conns: StdMutex::new(HashMap::new()),
                 locks: StdMutex::new(HashMap::new()),
                 recent: StdMutex::new(VecDeque::new()),
             }),
@@ -89,6 +91,11 @@ impl BmcPool {
 impl PoolInner {
     fn power_lock(&self, bmc: &str) -> Arc<Mutex<()>> {
         lock(&self.locks).entry(bmc.to_owned()).or_default().clone()
+    }
+
+    fn connection_slots(&self, bmc: &str) -> Arc<Semaphore> {
+        let n = self.opts.per_bmc_connections.max(1);
+        lock(&self.conns).entry(bmc.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(n))).clone()
     }
 
     fn recent(&self, bmc: &str, id: &str) -> Option<PowerReport> {
@@ -147,7 +154,13 @@ impl Bmc {
         f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
     ) -> Result<(BmcProtocol, T), BmcError> {
         let t = &self.target;
+        let slots = self.pool.connection_slots(&t.name);
         let work = async {
+            let _slot = slots.acquire_owned().await.map_err(|_| BmcError::Timeout {
+                bmc: t.name.clone(),
+                what: "a connection slot",
+                after: limit,
+            })?;
             let (protocol, mut c) =
                 conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &self.pool.suites).await?;
             let r = f(&mut c).await;
@@ -279,7 +292,6 @@ impl Bmc {
         let verb = format!("power.{action}");
         let intent = self.intent(&verb, request_id.as_deref(), self.target_detail()).await?;
         let popts = self.pool.opts.power.clone();
-        let off_wait = popts.timeout;
         let limit = self.pool.opts.op_timeout + popts.timeout;
         let rid = request_id.clone();
         let bmc_name = name.clone();
@@ -290,7 +302,7 @@ impl Bmc {
                         Conn::Ipmi(_) => BmcProtocol::Ipmi,
                         Conn::Redfish(_) => BmcProtocol::Redfish,
                     };
-                    let mut ops = ConnOps { conn: c, off_wait };
+                    let mut ops = ConnOps { conn: c, opts: popts.clone() };
                     power::confirm(&mut ops, &bmc_name, protocol, action, rid, &popts).await
                 })
             })

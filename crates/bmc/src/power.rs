@@ -9,11 +9,14 @@
 //! What "confirmed" means ([`Confirmation`]):
 //! - on / off / soft: the BMC reports the target power state (IPMI: Get Chassis Status power bit; Redfish:
 //!   `PowerState`). A lost reply is harmless here: the state answers the question.
-//! - cycle over IPMI (Chassis Control 0x02) and Redfish `PowerCycle`: an Off reading followed by an On
-//!   reading ([`Confirmation::TransitionObserved`]). If the BMC acknowledged but no Off was seen within
-//!   `cycle_grace` (an off window shorter than the poll interval), the weaker
-//!   [`Confirmation::AcknowledgedAndOn`] is reported. If the reply was lost and no Off was seen, the
-//!   action is [`Confirmation::Unconfirmed`] and is NOT resent.
+//! - cycle over IPMI: power down, Off confirmed by Get Chassis Status, `cycle_off_time` pause, power up,
+//!   On confirmed ([`Confirmation::TransitionObserved`]), as fence_ipmilan reboots. Chassis Control 0x02
+//!   (power cycle) is deliberately not used: a lost reply to it can neither be confirmed from the power
+//!   state (the off phase may be shorter than a poll) nor safely resent; the two idempotent halves can.
+//! - cycle over Redfish `PowerCycle`: an Off reading followed by an On reading
+//!   ([`Confirmation::TransitionObserved`]); if the BMC acknowledged but no Off was seen within
+//!   `cycle_grace`, the weaker [`Confirmation::AcknowledgedAndOn`]; if the reply was lost and no Off was
+//!   seen, [`Confirmation::Unconfirmed`], and it is NOT resent.
 //! - Redfish cycle planned as ForceOff + On: the Off is waited for between the two requests, so the
 //!   transition is always observed.
 //! - reset (IPMI hard reset, Redfish `ForceRestart`): the host never loses power, so no transition exists
@@ -103,7 +106,7 @@ pub(crate) trait PowerOps: Send {
 
 pub(crate) struct ConnOps<'a> {
     pub conn: &'a mut Conn,
-    pub off_wait: Duration,
+    pub opts: PowerOptions,
 }
 
 #[async_trait]
@@ -112,7 +115,7 @@ impl PowerOps for ConnOps<'_> {
         self.conn.power_state().await
     }
     async fn send(&mut self, action: PowerAction) -> Result<Sent, BmcError> {
-        self.conn.send_power(action, self.off_wait).await
+        self.conn.send_power(action, &self.opts).await
     }
 }
 
@@ -195,6 +198,12 @@ pub(crate) async fn confirm(
     let deadline = t0 + opts.timeout;
     let grace_end = Instant::now() + opts.cycle_grace;
     let mut last = before;
+    if let Some(at) = sent.off_seen_at {
+        report
+            .transitions
+            .push(Transition { after_ms: ms(at.saturating_duration_since(t0)), state: PowerState::Off });
+        last = PowerState::Off;
+    }
     loop {
         tokio::time::sleep(opts.poll_interval).await;
         match ops.state().await {
@@ -288,6 +297,7 @@ mod tests {
             timeout: Duration::from_secs(2),
             poll_interval: Duration::from_millis(1),
             cycle_grace: Duration::from_millis(50),
+            cycle_off_time: Duration::ZERO,
         }
     }
 
@@ -296,7 +306,7 @@ mod tests {
             before,
             after: after.iter().copied().collect(),
             sent: Vec::new(),
-            sent_template: Sent { commands: vec!["x".into()], acked, expects_off, off_confirmed: false },
+            sent_template: Sent { commands: vec!["x".into()], acked, expects_off, ..Default::default() },
             reads: 0,
         }
     }

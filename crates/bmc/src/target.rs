@@ -135,10 +135,10 @@ impl BmcTarget {
 
 /// `host:port`, `[v6]:port`, `host`, `v6`.
 fn split_host_port(s: &str) -> (&str, Option<&str>) {
-    if let Some(rest) = s.strip_prefix('[') {
-        if let Some((h, after)) = rest.split_once(']') {
-            return (h, after.strip_prefix(':'));
-        }
+    if let Some(rest) = s.strip_prefix('[')
+        && let Some((h, after)) = rest.split_once(']')
+    {
+        return (h, after.strip_prefix(':'));
     }
     match s.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => (h, Some(p)),

@@ -150,20 +150,22 @@ impl Drop for IpmiSims {
 
 /// Fast retransmission for loopback peers (still bounded).
 pub fn quick_options() -> BmcOptions {
-    let mut o = BmcOptions::default();
-    o.ipmi_timing = Timing {
-        attempt_timeout: Duration::from_millis(300),
-        max_attempt_timeout: Duration::from_secs(1),
-        attempts: 4,
-    };
-    o.probe_timeout = Duration::from_millis(600);
-    o.op_timeout = Duration::from_secs(30);
-    o.power = PowerOptions {
-        timeout: Duration::from_secs(20),
-        poll_interval: Duration::from_millis(100),
-        cycle_grace: Duration::from_secs(5),
-    };
-    o
+    BmcOptions {
+        ipmi_timing: Timing {
+            attempt_timeout: Duration::from_millis(300),
+            max_attempt_timeout: Duration::from_secs(1),
+            attempts: 4,
+        },
+        probe_timeout: Duration::from_millis(600),
+        op_timeout: Duration::from_secs(30),
+        power: PowerOptions {
+            timeout: Duration::from_secs(20),
+            poll_interval: Duration::from_millis(100),
+            cycle_grace: Duration::from_secs(5),
+            cycle_off_time: Duration::from_secs(1),
+        },
+        ..BmcOptions::default()
+    }
 }
 
 pub fn pool_with(opts: BmcOptions) -> (BmcPool, Arc<MemoryAuditSink>) {

@@ -1,0 +1,300 @@
+//! `lifeline-bmc` against Lifeline's simulated fleet (`lifeline-sim`, which shares only wire/schema types with
+//! the clients): every Redfish flavor over Redfish and IPMI, both IPMI cipher suites, a changed TLS
+//! certificate, the session limit (`sessions-full`, and no sessions left behind), and a power cycle under
+//! 30 % UDP loss executed exactly once.
+//!
+//! The fleet's Redfish listeners come from `Fleet::start`; its IPMI responder (`lifeline_sim::ipmi::serve`)
+//! is used from the fleet's endpoint list when the fleet serves IPMI itself, else started here on the same
+//! host model.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lifeline_bmc::*;
+use lifeline_ipmi::client::Timing;
+use lifeline_redfish::{MemoryPinStore, PinStore};
+use lifeline_sim::host::Timings;
+use lifeline_sim::{
+    BmcSpec, EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, RunningFleet, ServerSpec,
+    SimOptions,
+};
+use lifeline_test_utils::unique_loopback;
+use lifeline_types::{BmcProtocol, Health, PowerAction, PowerState};
+use tokio_util::sync::CancellationToken;
+
+struct Sim {
+    fleet: RunningFleet,
+    ipmi: Vec<(String, SocketAddr)>,
+    cancel: CancellationToken,
+    store: Arc<MemoryPinStore>,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn server(name: &str, flavor: RedfishFlavor, suites: Vec<u8>, limit: Option<usize>) -> ServerSpec {
+    ServerSpec {
+        name: name.into(),
+        role: "gpu-node".into(),
+        bmc: BmcSpec {
+            address: IpAddr::V4(unique_loopback()),
+            redfish_port: None,
+            ipmi_port: None,
+            username: "admin".into(),
+            password: "password".into(),
+            flavor,
+            cipher_suites: suites,
+            session_limit: limit,
+        },
+        gpus: GpuSpec { count: 2, ..GpuSpec::default() },
+        rails: Vec::new(),
+        powered_on: true,
+    }
+}
+
+/// Fast boots, but an off phase long enough to be observed.
+fn timings() -> Timings {
+    Timings {
+        post: Duration::from_millis(200),
+        bootloader: Duration::from_millis(50),
+        kernel: Duration::from_millis(100),
+        userspace: Duration::from_millis(50),
+        shutdown: Duration::from_millis(200),
+        cycle_off: Duration::from_millis(1200),
+    }
+}
+
+async fn start(servers: Vec<ServerSpec>) -> Sim {
+    let opts = SimOptions { time_scale: 1.0, timings: timings(), ..SimOptions::for_tests() };
+    let fleet = Fleet::start(FleetSpec { servers: servers.clone(), switches: vec![] }, opts)
+        .await
+        .expect("fleet starts");
+    let cancel = CancellationToken::new();
+    let mut ipmi = Vec::new();
+    for s in &servers {
+        let addr = match fleet.endpoint(&s.name, EndpointKind::Ipmi) {
+            Some(e) => SocketAddr::new(e.address, e.port),
+            None => {
+                let sock = tokio::net::UdpSocket::bind((s.bmc.address, 0)).await.unwrap();
+                let addr = sock.local_addr().unwrap();
+                let host = fleet.host(&s.name).unwrap();
+                tokio::spawn(lifeline_sim::ipmi::serve(sock, host, cancel.clone()));
+                addr
+            }
+        };
+        ipmi.push((s.name.clone(), addr));
+    }
+    Sim { fleet, ipmi, cancel, store: Arc::new(MemoryPinStore::new()) }
+}
+
+impl Sim {
+    fn redfish(&self, name: &str) -> BmcTarget {
+        let e = self.fleet.endpoint(name, EndpointKind::Redfish).unwrap();
+        let mut t = BmcTarget::new(
+            format!("{name}-rf"),
+            e.address.to_string(),
+            BmcProtocol::Redfish,
+            &e.username,
+            &e.password,
+        );
+        t.redfish_port = e.port;
+        t
+    }
+    fn ipmi(&self, name: &str) -> BmcTarget {
+        let addr = self.ipmi.iter().find(|(n, _)| n == name).unwrap().1;
+        let mut t = BmcTarget::new(
+            format!("{name}-ipmi"),
+            addr.ip().to_string(),
+            BmcProtocol::Ipmi,
+            "admin",
+            "password",
+        );
+        t.ipmi_port = addr.port();
+        t
+    }
+    fn pool(&self) -> (BmcPool, Arc<MemoryAuditSink>) {
+        let audit = Arc::new(MemoryAuditSink::new());
+        (BmcPool::new(options(self.store.clone()), audit.clone()), audit)
+    }
+}
+
+fn options(store: Arc<MemoryPinStore>) -> BmcOptions {
+    BmcOptions {
+        tls: TlsPolicy::Pin(store),
+        ipmi_timing: Timing {
+            attempt_timeout: Duration::from_millis(250),
+            max_attempt_timeout: Duration::from_secs(1),
+            attempts: 4,
+        },
+        probe_timeout: Duration::from_millis(800),
+        op_timeout: Duration::from_secs(30),
+        power: PowerOptions {
+            timeout: Duration::from_secs(20),
+            poll_interval: Duration::from_millis(100),
+            cycle_grace: Duration::from_secs(4),
+            cycle_off_time: Duration::from_millis(300),
+        },
+        ..BmcOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn every_flavor_over_redfish_and_ipmi() {
+    let servers: Vec<ServerSpec> =
+        RedfishFlavor::ALL.iter().map(|f| server(&format!("n-{}", f.as_str()), *f, vec![], None)).collect();
+    let sim = start(servers).await;
+    let (pool, _) = sim.pool();
+    for f in RedfishFlavor::ALL {
+        let name = format!("n-{}", f.as_str());
+        for t in [sim.redfish(&name), sim.ipmi(&name)] {
+            let what = format!("{f} over {}", t.protocol);
+            let bmc = pool.bmc(t);
+            assert_eq!(
+                bmc.power_state().await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e))),
+                PowerState::On,
+                "{what}"
+            );
+            let h = bmc.health().await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            assert!(!h.sensors.is_empty(), "{what}: {h:#?}");
+            assert!(h.sensors.iter().any(|s| s.reading.is_some() && s.units.is_some()), "{what}: {h:#?}");
+            bmc.events(5).await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            let inv = bmc.inventory().await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            assert!(inv.bmc_firmware.is_some(), "{what}: {inv:#?}");
+            // Redfish names the manufacturer; IPMI gives an IANA number (0 for the generic flavor).
+            assert!(inv.manufacturer.is_some() || inv.iana == Some(0), "{what}: {inv:#?}");
+            let r = bmc
+                .power(PowerAction::Cycle, None)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            assert!(r.confirmed, "{what}: {r:#?}");
+            assert!(
+                r.transitions.iter().any(|t| t.state == PowerState::Off),
+                "{what}: off phase observed: {r:#?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn both_cipher_suites() {
+    let sim = start(vec![
+        server("s3", RedfishFlavor::Generic, vec![3], None),
+        server("s17", RedfishFlavor::Generic, vec![17], None),
+    ])
+    .await;
+    let (pool, _) = sim.pool();
+    for (name, suite) in [("s3", 3u8), ("s17", 17)] {
+        assert_eq!(pool.bmc(sim.ipmi(name)).power_state().await.unwrap(), PowerState::On, "{name}");
+        let rows = pool
+            .hygiene_audit(
+                vec![sim.ipmi(name)],
+                &hygiene::HygieneOptions { check_defaults: false, ..Default::default() },
+            )
+            .await;
+        assert_eq!(rows[0].ipmi.as_ref().unwrap().cipher_suites, vec![suite], "{:#?}", rows[0]);
+        // Insisting on the other suite fails cleanly.
+        let mut t = sim.ipmi(name);
+        t.cipher_suites = Some(vec![if suite == 3 { 17 } else { 3 }]);
+        let e = pool.bmc(t).power_state().await.unwrap_err();
+        assert!(matches!(e, BmcError::Ipmi { .. }), "{}", error_chain(&e));
+    }
+}
+
+#[tokio::test]
+async fn changed_certificate_is_refused() {
+    let sim = start(vec![server("c1", RedfishFlavor::IdracLike, vec![], None)]).await;
+    let (pool, audit) = sim.pool();
+    let bmc = pool.bmc(sim.redfish("c1"));
+    assert_eq!(bmc.power_state().await.unwrap(), PowerState::On);
+    let pinned = sim.store.get_pin("c1-rf").await.unwrap().expect("pinned on first use");
+    sim.fleet.devices().inject("c1", &"tls-cert-change".parse::<Fault>().unwrap()).await.unwrap();
+    let e = bmc.power(PowerAction::Off, None).await.unwrap_err();
+    let text = error_chain(&e);
+    assert!(text.contains("certificate changed") && text.contains(&pinned.to_string()), "{text}");
+    assert_eq!(sim.fleet.host("c1").unwrap().power_state(), PowerState::On, "nothing was done");
+    // The attempt is in the audit log with its failure.
+    assert!(audit.rows().iter().any(|r| matches!(r, AuditRow::Outcome(o) if !o.ok)));
+    // The hygiene audit sees the new certificate as self-signed.
+    let rows = pool
+        .hygiene_audit(
+            vec![sim.redfish("c1")],
+            &hygiene::HygieneOptions { check_defaults: false, ..Default::default() },
+        )
+        .await;
+    let cert = rows[0].certificate.as_ref().unwrap();
+    assert!(cert.self_signed && cert.fingerprint != pinned.to_string(), "{cert:#?}");
+}
+
+#[tokio::test]
+async fn session_limit_and_no_sessions_left_behind() {
+    let sim = start(vec![server("l1", RedfishFlavor::IloLike, vec![], Some(2))]).await;
+    let (pool, _) = sim.pool();
+    let rf = pool.bmc(sim.redfish("l1"));
+    let ipmi = pool.bmc(sim.ipmi("l1"));
+    // Many more operations than the limit of 2, concurrently: each one logs out / closes.
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let (rf, ipmi) = (rf.clone(), ipmi.clone());
+        set.spawn(async move { (rf.power_state().await.is_ok(), ipmi.power_state().await.is_ok()) });
+    }
+    let mut ok = 0;
+    while let Some(r) = set.join_next().await {
+        let (a, b) = r.unwrap();
+        ok += usize::from(a) + usize::from(b);
+    }
+    assert!(ok >= 12, "most operations succeed within the limit ({ok}/24)");
+    for _ in 0..8 {
+        rf.power_state().await.unwrap();
+        ipmi.power_state().await.unwrap();
+    }
+    assert_eq!(sim.fleet.redfish("l1").unwrap().session_count(), 0, "every Redfish session deleted");
+
+    // A BMC whose session table is full: a clear error naming it, within the operation timeout.
+    sim.fleet.devices().inject("l1", &Fault::SessionsFull).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let e = ipmi.power_state().await.unwrap_err();
+    assert!(error_chain(&e).contains("l1-ipmi"), "{}", error_chain(&e));
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    sim.fleet.devices().clear("l1").await.unwrap();
+    assert_eq!(ipmi.power_state().await.unwrap(), PowerState::On);
+}
+
+#[tokio::test]
+async fn cycle_under_30_percent_udp_loss_runs_exactly_once() {
+    let sim = start(vec![server("u1", RedfishFlavor::SupermicroLike, vec![], None)]).await;
+    let host = sim.fleet.host("u1").unwrap();
+    let mut opts = options(sim.store.clone());
+    opts.ipmi_timing = Timing {
+        attempt_timeout: Duration::from_millis(100),
+        max_attempt_timeout: Duration::from_millis(400),
+        attempts: 14,
+    };
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let bmc = pool.bmc(sim.ipmi("u1"));
+    assert_eq!(bmc.power_state().await.unwrap(), PowerState::On);
+    sim.fleet.devices().inject("u1", &"udp-loss=30".parse::<Fault>().unwrap()).await.unwrap();
+    let mut events = host.subscribe_events();
+    let boots = host.boots();
+    let r = bmc.power(PowerAction::Cycle, Some("cycle-1".into())).await.unwrap();
+    assert!(r.confirmed, "{r:#?}");
+    assert_eq!(r.confirmation, Confirmation::TransitionObserved, "{r:#?}");
+    // Let any straggling retransmission land, then count what the host actually did.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut offs = 0;
+    while let Ok(e) = events.try_recv() {
+        if e == lifeline_sim::HostEvent::Power(PowerState::Off) {
+            offs += 1;
+        }
+    }
+    assert_eq!(offs, 1, "exactly one power cycle executed: {r:#?}");
+    assert_eq!(host.boots(), boots + 1);
+    let again = bmc.power(PowerAction::Cycle, Some("cycle-1".into())).await.unwrap();
+    assert!(again.replayed);
+    assert_eq!(host.boots(), boots + 1);
+    let h = bmc.health().await.unwrap();
+    assert_ne!(h.health, Health::Unknown);
+}
