@@ -37,11 +37,15 @@ async fn sushy_confirmed_power_off_on_and_reset() {
     let on = bmc.power(PowerAction::On, None).await.unwrap();
     assert_eq!(on.confirmation, Confirmation::StateReached);
     assert_eq!(on.commands, ["ComputerSystem.Reset On"]);
-    // sushy answers PowerCycle with 501 and advertises ForceRestart: a reset has no off phase to observe.
-    let reset = bmc.power(PowerAction::Cycle, None).await.unwrap();
+    // sushy has no PowerCycle (501): a cycle is ForceOff, Off confirmed, then On.
+    let cycle = bmc.power(PowerAction::Cycle, None).await.unwrap();
+    assert_eq!(cycle.commands, ["ComputerSystem.Reset ForceOff", "ComputerSystem.Reset On"], "{cycle:#?}");
+    assert_eq!(cycle.confirmation, Confirmation::TransitionObserved, "{cycle:#?}");
+    // A reset is ForceRestart: no off phase to observe, so "acknowledged and on".
+    let reset = bmc.power(PowerAction::Reset, None).await.unwrap();
     assert_eq!(reset.commands, ["ComputerSystem.Reset ForceRestart"], "{reset:#?}");
     assert_eq!(reset.confirmation, Confirmation::AcknowledgedAndOn, "{reset:#?}");
-    assert_eq!(audit.rows().len(), 8);
+    assert_eq!(audit.rows().len(), 10);
 }
 
 #[tokio::test]
