@@ -362,12 +362,11 @@ impl ConsoleManager {
         Ok(Some(report))
     }
 
-    /// Close the session (deactivating SOL) unless pinned or viewed; with `force`, close regardless.
+    /// Unpin the console and close its session (deactivating SOL) once nobody views it; with `force`,
+    /// close it now even with viewers attached (they see the status go idle).
     pub async fn stop(&self, name: &str, force: bool) -> Result<(), ConsoleError> {
         let e = self.entry(name)?;
-        if force {
-            e.book().pinned = false;
-        }
+        e.book().pinned = false;
         stop_if_unused(&e, force).await;
         Ok(())
     }
