@@ -391,6 +391,24 @@ impl<C: ConsoleIo> Expect<C> {
         }
     }
 
+    /// Wait for the next chunk from the console (at most `within`); `false` on timeout or close.
+    pub async fn read_some(&mut self, within: Duration) -> bool {
+        if self.closed {
+            return false;
+        }
+        match tokio::time::timeout(within, self.io.recv_bytes()).await {
+            Ok(Some(b)) => {
+                self.ingest(&b);
+                true
+            }
+            Ok(None) => {
+                self.closed = true;
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Drop unmatched stream bytes (so the next stream match only sees new output).
     pub fn clear_stream(&mut self) {
         self.stream.clear();

@@ -147,11 +147,13 @@ pub struct Menu {
     pub selected: Option<usize>,
 }
 
-/// Read a GRUB menu box (`|*entry |` rows; ASCII or Unicode borders) from screen rows.
+/// Read a GRUB menu box (`|*entry |` rows; ASCII or Unicode borders) from screen rows; `None` unless
+/// both borders are on screen.
 pub fn parse_menu(rows: &[String]) -> Option<Menu> {
     let mut entries = Vec::new();
     let mut selected = None;
     let mut in_box = false;
+    let mut complete = false;
     for row in rows {
         let t = row.trim();
         let is_border = (t.starts_with('+') && t.ends_with('+') && t.contains("--"))
@@ -159,6 +161,7 @@ pub fn parse_menu(rows: &[String]) -> Option<Menu> {
             || t.starts_with('└');
         if is_border {
             if in_box {
+                complete = true;
                 break;
             }
             in_box = true;
@@ -184,29 +187,35 @@ pub fn parse_menu(rows: &[String]) -> Option<Menu> {
         }
         entries.push(text.to_owned());
     }
-    (in_box && !entries.is_empty()).then_some(Menu { entries, selected })
+    // Only a whole box counts: a redraw still arriving must not be mistaken for a shorter menu.
+    (complete && !entries.is_empty()).then_some(Menu { entries, selected })
 }
 
-/// Wait until a GRUB menu (with a highlighted entry) is on screen.
-async fn wait_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<Menu, Attempt> {
+/// The complete menu on screen (a redraw arriving in several SOL packets is waited for); `None` when
+/// no complete menu with a highlighted entry shows up within `within`.
+async fn current_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Option<Menu> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         if let Some(m) = parse_menu(&e.rows())
             && m.selected.is_some()
         {
-            return Ok(m);
+            return Some(m);
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            return Err(Attempt::Fatal(ExpectError::Profile {
-                console: e.console().to_owned(),
-                what: format!("no GRUB menu on screen within {within:?}; screen: {:?}", e.last_line()),
-            }));
+        if left.is_zero() || !e.read_some(left).await && tokio::time::Instant::now() >= deadline {
+            return None;
         }
-        match e.expect(Pattern::screen(r"[|│]\*"), left).await {
-            Ok(_) | Err(ExpectError::Timeout { .. }) => {}
-            Err(err) => return Err(err.into()),
-        }
+    }
+}
+
+/// Wait until a GRUB menu (with a highlighted entry) is on screen.
+async fn wait_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<Menu, Attempt> {
+    match current_menu(e, within).await {
+        Some(m) => Ok(m),
+        None => Err(Attempt::Fatal(ExpectError::Profile {
+            console: e.console().to_owned(),
+            what: format!("no GRUB menu on screen within {within:?}; screen: {:?}", e.last_line()),
+        })),
     }
 }
 
@@ -218,7 +227,9 @@ async fn pick<C: ConsoleIo>(
     opts: &RescueOptions,
 ) -> Result<String, Attempt> {
     for _ in 0..32 {
-        let menu = parse_menu(&e.rows()).ok_or_else(|| Attempt::Missed("the menu left the screen".into()))?;
+        let menu = current_menu(e, opts.step_timeout)
+            .await
+            .ok_or_else(|| Attempt::Missed("the menu left the screen".into()))?;
         let Some(target) = menu.entries.iter().position(|t| want.is_match(t)) else {
             return Err(Attempt::Fatal(ExpectError::Profile {
                 console: e.console().to_owned(),
@@ -431,6 +442,7 @@ mod tests {
         assert_eq!(m.entries, ["SONiC-OS-202305.1-0a1b2c3d", "ONIE"]);
         assert_eq!(m.selected, Some(1));
         assert_eq!(parse_menu(&["Aboot#".to_owned()]), None);
+        assert_eq!(parse_menu(&rows[..5]), None, "a redraw still arriving (no bottom border) is not a menu");
         let uni = [
             "┌────┐".to_owned(),
             "│*Ubuntu   │".to_owned(),

@@ -2,9 +2,9 @@
 //! boot-looping switch's console is read and logged over real lanplus + SOL, a `sol-stuck` payload is
 //! stolen only when asked, and a BMC reset (sessions dropped) is reconnected with the gap in the log.
 //!
-//! The simulated host still prints its own boot texts here; the bootloader state machines
-//! (`lifeline_sim::bootloader`) are tested through the in-memory line in `profiles.rs` until the host
-//! model drives its console with them.
+//! Simulated switches boot through the simulator's bootloader models (ONIE/GRUB for SONiC, U-Boot for
+//! Cumulus, Aboot for EOS), so the last tests here are the whole path: a boot-looping switch broken into
+//! its bootloader by the expect profiles over lanplus + SOL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,9 +32,13 @@ impl Drop for Sim {
 }
 
 async fn switch(name: &str) -> Sim {
+    switch_on(name, Platform::Eos, 0.05).await
+}
+
+async fn switch_on(name: &str, platform: Platform, time_scale: f64) -> Sim {
     let mut cfg = HostConfig::server(name);
-    cfg.kind = HostKind::Switch(Platform::Eos);
-    cfg.time_scale = 0.05;
+    cfg.kind = HostKind::Switch(platform);
+    cfg.time_scale = time_scale;
     let host = Host::new(cfg);
     let ip = lifeline_test_utils::unique_loopback();
     let socket = tokio::net::UdpSocket::bind((ip, 0)).await.unwrap();
@@ -127,4 +131,58 @@ async fn a_stuck_payload_is_stolen_only_with_steal_and_a_bmc_reset_is_reconnecte
     read_until(&mut v, "Kernel panic", Duration::from_secs(10)).await;
     drop(v);
     m.shutdown().await;
+}
+
+/// A boot-looping switch of `platform`, rescued over SOL by `profile`; the console ends at `prompt`.
+async fn rescue_over_sim_sol(platform: Platform, profile: lifeline_console::Bootloader, prompt: &str) {
+    let name = format!("sw-{platform:?}").to_lowercase();
+    let s = switch_on(&name, platform, 0.1).await;
+    s.host.inject(&Fault::BootLoop).unwrap();
+    // Let it panic and reboot at least once: the profile arrives at a switch already looping.
+    lifeline_test_utils::wait_until_async("the switch panicked", Duration::from_secs(30), || async {
+        s.host.console().history().contains("Kernel panic").then_some(())
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path());
+    m.add(&name, Arc::new(transport(&name, &s))).unwrap();
+    let (v, _) = m
+        .attach(&name, AttachOptions { who: "runbook".into(), mode: WriteMode::Write, steal: false })
+        .await
+        .unwrap();
+    let mut e = lifeline_console::Expect::new(&name, v);
+    let opts = lifeline_console::RescueOptions {
+        wait_for_bootloader: Duration::from_secs(30),
+        step_timeout: Duration::from_secs(5),
+        attempts: 6,
+        ..Default::default()
+    };
+    let rep = match lifeline_console::break_into_rescue(&mut e, profile, &opts).await {
+        Ok(r) => r,
+        Err(err) => panic!("{profile:?} on simulated {platform:?}: {err}\n{}", e.transcript_text()),
+    };
+    assert!(rep.prompt.starts_with(prompt), "{rep:?}");
+    assert!(
+        s.host.console().history().trim_end().ends_with(prompt.trim_end()),
+        "{}",
+        s.host.console().history()
+    );
+    assert_eq!(s.host.phase(), lifeline_sim::Phase::Bootloader);
+    drop(e);
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_boot_looping_eos_switch_is_broken_into_aboot_over_sol() {
+    rescue_over_sim_sol(Platform::Eos, lifeline_console::Bootloader::Aboot, "Aboot#").await;
+}
+
+#[tokio::test]
+async fn a_boot_looping_sonic_switch_is_broken_into_onie_rescue_over_sol() {
+    rescue_over_sim_sol(Platform::Sonic, lifeline_console::Bootloader::Onie, "ONIE:/ #").await;
+}
+
+#[tokio::test]
+async fn a_boot_looping_cumulus_switch_is_broken_into_onie_rescue_via_uboot_over_sol() {
+    rescue_over_sim_sol(Platform::Cumulus, lifeline_console::Bootloader::UBoot, "ONIE:/ #").await;
 }
