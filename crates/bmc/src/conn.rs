@@ -117,13 +117,23 @@ impl SuiteCache {
     }
 }
 
+/// How IPMI sessions are opened: the suite cache, and the privilege the operation needs. Reads use a
+/// USER session (least privilege, and one round trip less: no Set Session Privilege Level); actions ask for
+/// ADMINISTRATOR.
+pub(crate) struct IpmiCtx<'a> {
+    pub suites: &'a SuiteCache,
+    pub privilege: Privilege,
+}
+
 pub(crate) async fn open_ipmi(
     target: &BmcTarget,
     opts: &BmcOptions,
-    suites: &SuiteCache,
+    ipmi: &IpmiCtx<'_>,
 ) -> Result<Conn, BmcError> {
     let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
+    let suites = ipmi.suites;
     let mut cfg = ipmi_config(target, &opts.ipmi_timing);
+    cfg.privilege = ipmi.privilege;
     if let Some(known) = suites.get(&target.name)
         && let Some(i) = cfg.cipher_suites.iter().position(|s| *s == known)
     {
@@ -192,14 +202,14 @@ pub(crate) async fn open(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
-    suites: &SuiteCache,
+    ipmi: &IpmiCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     match target.protocol {
-        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, suites).await?)),
+        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, ipmi).await?)),
         BmcProtocol::Redfish => {
             Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?))
         }
-        BmcProtocol::Auto => open_auto(target, opts, memory, suites).await,
+        BmcProtocol::Auto => open_auto(target, opts, memory, ipmi).await,
     }
 }
 
@@ -207,13 +217,13 @@ async fn open_auto(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
-    suites: &SuiteCache,
+    ipmi: &IpmiCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     let bmc = &target.name;
     let mem_err = |source| BmcError::ProtocolMemory { bmc: bmc.clone(), source };
     if let Some(p) = memory.recall(bmc).await.map_err(mem_err)? {
         let r = match p {
-            BmcProtocol::Ipmi => open_ipmi(target, opts, suites).await,
+            BmcProtocol::Ipmi => open_ipmi(target, opts, ipmi).await,
             _ => open_redfish(target, opts, opts.redfish.clone()).await,
         };
         match r {
@@ -226,7 +236,7 @@ async fn open_auto(
             Err(e) => return Err(e),
         }
     }
-    let (protocol, conn) = probe(target, opts, suites).await?;
+    let (protocol, conn) = probe(target, opts, ipmi).await?;
     memory.remember(bmc, protocol).await.map_err(mem_err)?;
     tracing::info!(%bmc, %protocol, "auto: protocol decided");
     Ok((protocol, conn))
@@ -238,7 +248,7 @@ async fn open_auto(
 async fn probe(
     target: &BmcTarget,
     opts: &BmcOptions,
-    suites: &SuiteCache,
+    ipmi: &IpmiCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     let quick = ClientOptions {
         request_timeout: opts.probe_timeout,
@@ -257,7 +267,7 @@ async fn probe(
     };
     tracing::debug!(bmc = %target.name, error = %redfish_err, "auto: no Redfish; probing IPMI");
     match probe_ipmi(target, opts).await {
-        Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, suites).await?)),
+        Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, ipmi).await?)),
         Err(e) => {
             tracing::debug!(bmc = %target.name, error = %e, "auto: no IPMI either");
             Err(BmcError::NoProtocol {

@@ -259,52 +259,72 @@ fn redfish_sensor(r: &lifeline_redfish::model::SensorReading) -> SensorReading {
     }
 }
 
+/// Sensors of one chassis plus, when it has a `Sensors` collection, the power-supply status that only the
+/// legacy `Power` resource carries (a failed PSU). Both are read at once.
+async fn chassis_sensors(
+    client: &lifeline_redfish::Client,
+    c: &lifeline_redfish::model::Chassis,
+) -> (Vec<SensorReading>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let psu = async {
+        match (&c.sensors, &c.power) {
+            (Some(_), Some(link)) => Some((link.clone(), client.get_json(link).await)),
+            _ => None,
+        }
+    };
+    let (set, psu) = tokio::join!(client.sensors(c), psu);
+    let mut sensors: Vec<SensorReading> = match set {
+        Ok(set) => {
+            warnings.extend(set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+            set.readings.iter().map(redfish_sensor).collect()
+        }
+        Err(e) => {
+            warnings.push(format!("{}: sensors unreadable: {e}", c.odata_id));
+            Vec::new()
+        }
+    };
+    match psu {
+        Some((link, Ok((v, _)))) => {
+            let mut w = Vec::new();
+            for r in lifeline_redfish::model::power_from_value(&v, &link, &mut w) {
+                let r = redfish_sensor(&r);
+                if r.kind == "PowerSupply" && !sensors.iter().any(|s| s.name == r.name) {
+                    sensors.push(r);
+                }
+            }
+        }
+        Some((link, Err(e))) => warnings.push(format!("{link}: unreadable: {e}")),
+        None => {}
+    }
+    (sensors, warnings)
+}
+
 impl RedfishConn {
+    /// System status and every chassis' sensors; the system and chassis listings are read concurrently, as
+    /// are the chassis, so a slow BMC costs few round trips.
     pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
         let mut warnings = Vec::new();
         let mut all = Vec::new();
-        match self.system().await {
-            Ok(s) => {
-                if let Some(h) = s.status.overall() {
-                    all.push(h);
-                }
-            }
+        let client = self.client.clone();
+        let (system, chassis) = tokio::join!(self.system(), client.chassis());
+        match system {
+            Ok(s) => all.extend(s.status.overall()),
             Err(e) => warnings.push(format!("system unreadable: {e}")),
         }
-        let chassis = self.client.chassis().await.map_err(rf_err(&self.bmc))?;
+        let chassis = chassis.map_err(rf_err(&self.bmc))?;
         warnings.extend(chassis.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+        let with_sensors: Vec<_> = chassis
+            .items
+            .iter()
+            .filter(|c| c.sensors.is_some() || c.thermal.is_some() || c.power.is_some())
+            .collect();
+        all.extend(with_sensors.iter().filter_map(|c| c.status.overall()));
+        let per_chassis =
+            futures::future::join_all(with_sensors.iter().map(|c| chassis_sensors(&client, c))).await;
         let mut sensors = Vec::new();
-        for c in &chassis.items {
-            if c.sensors.is_none() && c.thermal.is_none() && c.power.is_none() {
-                continue;
-            }
-            if let Some(h) = c.status.overall() {
-                all.push(h);
-            }
-            match self.client.sensors(c).await {
-                Ok(set) => {
-                    warnings.extend(set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
-                    sensors.extend(set.readings.iter().map(redfish_sensor));
-                }
-                Err(e) => warnings.push(format!("{}: sensors unreadable: {e}", c.odata_id)),
-            }
-            // `Sensors` carries no power-supply status; a failed PSU only shows in legacy `Power`.
-            if c.sensors.is_some()
-                && let Some(link) = &c.power
-            {
-                match self.client.get_json(link).await {
-                    Ok((v, _)) => {
-                        let mut w = Vec::new();
-                        for r in lifeline_redfish::model::power_from_value(&v, link, &mut w) {
-                            let r = redfish_sensor(&r);
-                            if r.kind == "PowerSupply" && !sensors.iter().any(|s| s.name == r.name) {
-                                sensors.push(r);
-                            }
-                        }
-                    }
-                    Err(e) => warnings.push(format!("{link}: unreadable: {e}")),
-                }
-            }
+        for (s, w) in per_chassis {
+            sensors.extend(s);
+            warnings.extend(w);
         }
         all.extend(sensors.iter().map(|s| s.health));
         Ok(HealthSummary {

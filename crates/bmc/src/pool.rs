@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::future::BoxFuture;
+use lifeline_ipmi::wire::Privilege;
 use lifeline_types::{BmcProtocol, PowerAction, PowerState};
 use serde_json::json;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -141,15 +142,17 @@ impl Bmc {
     /// Open, run `f`, close; within the fan-out limit (unless `permit` is given) and `limit`.
     pub(crate) async fn with_conn<T: Send>(
         &self,
+        privilege: Privilege,
         limit: Duration,
         f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
     ) -> Result<(BmcProtocol, T), BmcError> {
         let _permit = self.pool.permit().await;
-        self.with_conn_permitted(limit, f).await
+        self.with_conn_permitted(privilege, limit, f).await
     }
 
     pub(crate) async fn with_conn_permitted<T: Send>(
         &self,
+        privilege: Privilege,
         limit: Duration,
         f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
     ) -> Result<(BmcProtocol, T), BmcError> {
@@ -161,8 +164,13 @@ impl Bmc {
                 what: "a connection slot",
                 after: limit,
             })?;
-            let (protocol, mut c) =
-                conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &self.pool.suites).await?;
+            let (protocol, mut c) = conn::open(
+                t,
+                &self.pool.opts,
+                self.pool.memory.as_ref(),
+                &conn::IpmiCtx { suites: &self.pool.suites, privilege },
+            )
+            .await?;
             let r = f(&mut c).await;
             if let Err(e) = c.close().await {
                 tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
@@ -189,29 +197,32 @@ impl Bmc {
             .map_err(|source| BmcError::ProtocolMemory { bmc: self.target.name.clone(), source })?;
         match remembered {
             Some(p) => Ok(p),
-            None => Ok(self.with_conn(self.pool.opts.op_timeout, |_| Box::pin(async { Ok(()) })).await?.0),
+            None => Ok(self
+                .with_conn(Privilege::User, self.pool.opts.op_timeout, |_| Box::pin(async { Ok(()) }))
+                .await?
+                .0),
         }
     }
 
     pub async fn power_state(&self) -> Result<PowerState, BmcError> {
         let limit = self.pool.opts.op_timeout;
-        Ok(self.with_conn(limit, |c| Box::pin(c.power_state())).await?.1)
+        Ok(self.with_conn(Privilege::User, limit, |c| Box::pin(c.power_state())).await?.1)
     }
 
     pub async fn health(&self) -> Result<HealthSummary, BmcError> {
         let limit = self.pool.opts.op_timeout;
-        Ok(self.with_conn(limit, |c| Box::pin(c.health())).await?.1)
+        Ok(self.with_conn(Privilege::User, limit, |c| Box::pin(c.health())).await?.1)
     }
 
     /// The newest `newest` event log entries, newest first.
     pub async fn events(&self, newest: usize) -> Result<EventLog, BmcError> {
         let limit = self.pool.opts.op_timeout;
-        Ok(self.with_conn(limit, move |c| Box::pin(c.events(newest))).await?.1)
+        Ok(self.with_conn(Privilege::User, limit, move |c| Box::pin(c.events(newest))).await?.1)
     }
 
     pub async fn inventory(&self) -> Result<Inventory, BmcError> {
         let limit = self.pool.opts.op_timeout;
-        Ok(self.with_conn(limit, |c| Box::pin(c.inventory())).await?.1)
+        Ok(self.with_conn(Privilege::User, limit, |c| Box::pin(c.inventory())).await?.1)
     }
 
     async fn intent(
@@ -296,7 +307,7 @@ impl Bmc {
         let rid = request_id.clone();
         let bmc_name = name.clone();
         let result = self
-            .with_conn(limit, move |c| {
+            .with_conn(Privilege::Administrator, limit, move |c| {
                 Box::pin(async move {
                     let protocol = match c {
                         Conn::Ipmi(_) => BmcProtocol::Ipmi,
@@ -334,7 +345,7 @@ impl Bmc {
         let verb = "sel.clear";
         let intent = self.intent(verb, None, self.target_detail()).await?;
         let limit = self.pool.opts.op_timeout;
-        let r = self.with_conn(limit, |c| Box::pin(c.clear_events())).await;
+        let r = self.with_conn(Privilege::Administrator, limit, |c| Box::pin(c.clear_events())).await;
         let detail = match &r {
             Ok((p, _)) => json!({ "protocol": p }),
             Err(e) => json!({ "error": error_chain(e) }),

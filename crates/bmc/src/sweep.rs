@@ -124,7 +124,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     let started = Instant::now();
     let o = opts.clone();
     let r = bmc
-        .with_conn_permitted(opts.per_bmc_timeout, move |c| {
+        .with_conn_permitted(lifeline_ipmi::wire::Privilege::User, opts.per_bmc_timeout, move |c| {
             Box::pin(async move {
                 let mut out = Visit::default();
                 if o.power {

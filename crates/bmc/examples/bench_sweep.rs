@@ -1,0 +1,413 @@
+//! Fleet sweep benchmark: Lifeline's IPMI power-status sweep against FreeIPMI `ipmipower` (fan-out 1024) and
+//! an `ipmitool` loop, and Lifeline's Redfish health sweep at 0 ms and 200 ms injected latency, all against
+//! N simulated BMCs (`lifeline-sim`: Redfish over TLS + IPMI lanplus) in the same run.
+//!
+//! ```text
+//! cargo run --release -p lifeline-bmc --example bench_sweep -- [--n 1000] [--fanout 1024]
+//!     [--ipmitool-n N] [--skip-ipmitool] [--base 127.41]
+//! ```
+//! The simulated fleet runs in a child process (this binary with `--serve`), so the CPU seconds and peak
+//! RSS reported for every contender are its own: ours from `/proc/self`, the peers' from `/usr/bin/time`.
+//! BMC i listens on BASE.(i/250).(i%250+1), ports 443/tcp and 623/udp (needs root), else +10000.
+//! Targets (issue 4): wall time >= 3x faster than ipmipower; Redfish sweep <= 2 s at 0 ms, <= 1.5 s at
+//! 200 ms.
+#![allow(clippy::print_stdout)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use lifeline_bmc::{BmcOptions, BmcPool, BmcTarget, MemoryAuditSink, SweepOptions, TlsPolicy};
+use lifeline_ipmi::client::Timing;
+use lifeline_types::BmcProtocol;
+
+struct Args {
+    n: usize,
+    fanout: usize,
+    ipmitool_n: Option<usize>,
+    skip_ipmitool: bool,
+    base: (u8, u8),
+    serve: bool,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a =
+        Args { n: 1000, fanout: 1024, ipmitool_n: None, skip_ipmitool: false, base: (127, 41), serve: false };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--n" => a.n = it.next().context("--n N")?.parse()?,
+            "--fanout" => a.fanout = it.next().context("--fanout N")?.parse()?,
+            "--ipmitool-n" => a.ipmitool_n = Some(it.next().context("--ipmitool-n N")?.parse()?),
+            "--skip-ipmitool" => a.skip_ipmitool = true,
+            "--base" => {
+                let v = it.next().context("--base A.B")?;
+                let (x, y) = v.split_once('.').context("--base A.B")?;
+                a.base = (x.parse()?, y.parse()?);
+            }
+            "--serve" => a.serve = true,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    if a.base.0 != 127 {
+        bail!("--base must be in 127.0.0.0/8");
+    }
+    Ok(a)
+}
+
+fn addr(base: (u8, u8), i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(base.0, base.1, (i / 250) as u8, (i % 250 + 1) as u8)
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .is_some_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0")))
+}
+
+fn ports() -> (u16, u16) {
+    if is_root() { (443, 623) } else { (10443, 10623) }
+}
+
+/// CPU seconds (user+system) and peak RSS (MiB) of this process so far.
+fn self_usage() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the `)`; clock ticks are 100 Hz on Linux.
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, hwm / 1024.0)
+}
+
+struct Measured {
+    label: String,
+    ok: usize,
+    of: usize,
+    wall: f64,
+    cpu: f64,
+    rss: f64,
+    note: String,
+}
+
+/// Run `sh -c script` under GNU time; returns (stdout, wall, cpu, maxrss MiB).
+fn timed_shell(script: &str) -> anyhow::Result<(String, f64, f64, f64)> {
+    let t0 = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "LIFELINE_TIME %U %S %M", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .context("run /usr/bin/time (apt-get install time)")?;
+    let wall = t0.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().rev().find(|l| l.starts_with("LIFELINE_TIME")).context("no time line")?;
+    let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), wall, v[0] + v[1], v[2] / 1024.0))
+}
+
+fn hostlist(base: (u8, u8), n: usize, port: u16) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let block = i / 250;
+        let last = ((block + 1) * 250).min(n);
+        let (a, b) = (i % 250 + 1, (last - 1) % 250 + 1);
+        parts.push(format!("{}.{}.{block}.[{a}-{b}]", base.0, base.1));
+        i = last;
+    }
+    let list = parts.join(",");
+    if port == 623 { list } else { format!("{list}:{port}") }
+}
+
+async fn serve(a: &Args) -> anyhow::Result<()> {
+    use lifeline_sim::{BmcSpec, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions};
+    let (rf_port, ipmi_port) = ports();
+    let servers: Vec<ServerSpec> = (0..a.n)
+        .map(|i| ServerSpec {
+            name: format!("bench-{:04}", i + 1),
+            role: "gpu-node".into(),
+            bmc: BmcSpec {
+                address: IpAddr::V4(addr(a.base, i)),
+                redfish_port: Some(rf_port),
+                ipmi_port: Some(ipmi_port),
+                username: "admin".into(),
+                password: "password".into(),
+                flavor: RedfishFlavor::ALL[i % RedfishFlavor::ALL.len()],
+                cipher_suites: vec![],
+                session_limit: None,
+            },
+            gpus: GpuSpec::default(),
+            rails: vec![],
+            powered_on: true,
+        })
+        .collect();
+    let opts = SimOptions { time_scale: 0.01, ..SimOptions::for_tests() };
+    let fleet = Fleet::start(FleetSpec { servers: servers.clone(), switches: vec![] }, opts).await?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    for s in &servers {
+        if fleet.endpoint(&s.name, lifeline_sim::EndpointKind::Ipmi).is_none() {
+            let sock = tokio::net::UdpSocket::bind(SocketAddr::new(s.bmc.address, ipmi_port)).await?;
+            let host = fleet.host(&s.name).context("host")?;
+            tokio::spawn(lifeline_sim::ipmi::serve(sock, host, cancel.clone()));
+        }
+    }
+    println!("READY");
+    std::io::stdout().flush()?;
+    let mut lines = BufReader::new(std::io::stdin()).lines();
+    while let Some(Ok(l)) = tokio::task::block_in_place(|| lines.next()) {
+        let fault = match l.trim() {
+            "clear" => None,
+            f => Some(f.parse::<Fault>().map_err(|e| anyhow::anyhow!("{e}"))?),
+        };
+        for s in &servers {
+            match &fault {
+                Some(f) => {
+                    let _ = fleet.devices().inject(&s.name, f).await;
+                }
+                None => {
+                    let _ = fleet.devices().clear(&s.name).await;
+                }
+            }
+        }
+        println!("OK");
+        std::io::stdout().flush()?;
+    }
+    cancel.cancel();
+    fleet.shutdown().await;
+    Ok(())
+}
+
+fn targets(a: &Args, protocol: BmcProtocol) -> Vec<BmcTarget> {
+    let (rf_port, ipmi_port) = ports();
+    (0..a.n)
+        .map(|i| {
+            let mut t = BmcTarget::new(
+                format!("bench-{:04}", i + 1),
+                addr(a.base, i).to_string(),
+                protocol,
+                "admin",
+                "password",
+            );
+            t.redfish_port = rf_port;
+            t.ipmi_port = ipmi_port;
+            t
+        })
+        .collect()
+}
+
+async fn our_sweep(a: &Args, label: &str, protocol: BmcProtocol, opts: SweepOptions) -> Measured {
+    let mut redfish = BmcOptions::default().redfish;
+    if label.contains("Basic") {
+        redfish.auth = lifeline_redfish::AuthMode::Basic;
+    }
+    let bo = BmcOptions {
+        fanout: a.fanout,
+        redfish,
+        tls: TlsPolicy::Pin(Arc::new(lifeline_redfish::MemoryPinStore::new())),
+        ipmi_timing: Timing {
+            attempt_timeout: Duration::from_millis(1000),
+            max_attempt_timeout: Duration::from_secs(2),
+            attempts: 4,
+        },
+        ..BmcOptions::default()
+    };
+    let pool = BmcPool::new(bo, Arc::new(MemoryAuditSink::new()));
+    let ts = targets(a, protocol);
+    let (cpu0, _) = self_usage();
+    let t0 = Instant::now();
+    let rows = pool.sweep(ts, &opts, |_, _| {}).await;
+    let wall = t0.elapsed().as_secs_f64();
+    let (cpu1, rss) = self_usage();
+    let ok = rows.iter().filter(|r| r.ok()).count();
+    let mut note = String::new();
+    if let Some(bad) = rows.iter().find(|r| !r.ok()) {
+        note = format!("first error: {}: {}", bad.name, bad.errors.join("; "));
+    }
+    Measured { label: label.into(), ok, of: a.n, wall, cpu: cpu1 - cpu0, rss, note }
+}
+
+fn send(child_in: &mut std::process::ChildStdin, out: &mut impl BufRead, cmd: &str) -> anyhow::Result<()> {
+    writeln!(child_in, "{cmd}")?;
+    child_in.flush()?;
+    let mut l = String::new();
+    out.read_line(&mut l)?;
+    if l.trim() != "OK" {
+        bail!("sim did not acknowledge `{cmd}`: {l}");
+    }
+    Ok(())
+}
+
+fn print_table(title: &str, rows: &[Measured], reference: usize) {
+    println!("\n### {title}\n");
+    println!("| contender | BMCs ok | wall s | CPU s | peak RSS MiB | wall vs Lifeline |");
+    println!("|---|---|---|---|---|---|");
+    let ours = rows[reference].wall;
+    for r in rows {
+        println!(
+            "| {} | {}/{} | {:.2} | {:.2} | {:.1} | {:.2}x |",
+            r.label,
+            r.ok,
+            r.of,
+            r.wall,
+            r.cpu,
+            r.rss,
+            r.wall / ours.max(1e-9)
+        );
+    }
+    for r in rows.iter().filter(|r| !r.note.is_empty()) {
+        println!("\n_{}_: {}", r.label, r.note);
+    }
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> anyhow::Result<()> {
+    let a = args()?;
+    if a.serve {
+        return serve(&a).await;
+    }
+    let exe = std::env::current_exe()?;
+    let t0 = Instant::now();
+    let mut child = Command::new(exe)
+        .args(["--serve", "--n", &a.n.to_string(), "--base", &format!("{}.{}", a.base.0, a.base.1)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut child_in = child.stdin.take().context("stdin")?;
+    let mut child_out = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut l = String::new();
+    child_out.read_line(&mut l)?;
+    if l.trim() != "READY" {
+        bail!("simulator did not start: {l}");
+    }
+    let (_, ipmi_port) = ports();
+    println!(
+        "simulated fleet: {} BMCs (Redfish TLS + IPMI), started in {:.1} s, fan-out {}",
+        a.n,
+        t0.elapsed().as_secs_f64(),
+        a.fanout
+    );
+
+    // --- IPMI power-status sweep ---
+    let power_only =
+        SweepOptions { power: true, health: false, events: 0, per_bmc_timeout: Duration::from_secs(60) };
+    let mut ipmi_rows =
+        vec![our_sweep(&a, "Lifeline (lifeline-bmc sweep)", BmcProtocol::Ipmi, power_only.clone()).await];
+    let hosts = hostlist(a.base, a.n, ipmi_port);
+    let cmd = format!(
+        "ipmipower -h '{hosts}' -u admin -p password -D LAN_2_0 -W opensesspriv --stat -F {}",
+        a.fanout.min(1024)
+    );
+    match timed_shell(&cmd) {
+        Ok((out, wall, cpu, rss)) => {
+            let ok = out
+                .lines()
+                .filter(|l| l.trim_end().ends_with(": on") || l.trim_end().ends_with(": off"))
+                .count();
+            let note = if ok < a.n {
+                out.lines().find(|l| !l.ends_with(": on")).unwrap_or("").to_owned()
+            } else {
+                String::new()
+            };
+            ipmi_rows.push(Measured {
+                label: "FreeIPMI ipmipower -F 1024".into(),
+                ok,
+                of: a.n,
+                wall,
+                cpu,
+                rss,
+                note,
+            });
+        }
+        Err(e) => println!("ipmipower not measured: {e:#}"),
+    }
+    if !a.skip_ipmitool {
+        let m = a.ipmitool_n.unwrap_or(a.n).min(a.n);
+        let list: Vec<String> = (0..m).map(|i| addr(a.base, i).to_string()).collect();
+        let script = format!(
+            "for h in {}; do ipmitool -I lanplus -C 3 -H $h -p {ipmi_port} -U admin -P password chassis power status; done",
+            list.join(" ")
+        );
+        match timed_shell(&script) {
+            Ok((out, wall, cpu, rss)) => {
+                let ok = out.lines().filter(|l| l.starts_with("Chassis Power is")).count();
+                let scale = a.n as f64 / m as f64;
+                let note = if m < a.n {
+                    format!("measured on {m} BMCs, wall and CPU scaled x{scale:.1}")
+                } else {
+                    String::new()
+                };
+                ipmi_rows.push(Measured {
+                    label: "ipmitool loop (one process per BMC)".into(),
+                    ok: (ok as f64 * scale).round() as usize,
+                    of: a.n,
+                    wall: wall * scale,
+                    cpu: cpu * scale,
+                    rss,
+                    note,
+                });
+            }
+            Err(e) => println!("ipmitool not measured: {e:#}"),
+        }
+    }
+    print_table(&format!("IPMI power-status sweep of {} simulated BMCs", a.n), &ipmi_rows, 0);
+    if let Some(p) = ipmi_rows.iter().find(|r| r.label.starts_with("FreeIPMI")) {
+        let ratio = p.wall / ipmi_rows[0].wall;
+        println!(
+            "\nLifeline vs ipmipower: {ratio:.2}x faster (target >= 3x: {})",
+            if ratio >= 3.0 { "met" } else { "NOT met" }
+        );
+    }
+
+    // --- Redfish health sweep, 0 ms and 200 ms ---
+    let health =
+        SweepOptions { power: false, health: true, events: 0, per_bmc_timeout: Duration::from_secs(60) };
+    let r0 =
+        our_sweep(&a, "Lifeline Redfish health, 0 ms (token sessions)", BmcProtocol::Redfish, health.clone())
+            .await;
+    let b0 =
+        our_sweep(&a, "Lifeline Redfish health, 0 ms (HTTP Basic)", BmcProtocol::Redfish, health.clone())
+            .await;
+    send(&mut child_in, &mut child_out, "bmc-slow=200")?;
+    let r200 = our_sweep(
+        &a,
+        "Lifeline Redfish health, 200 ms per request (token sessions)",
+        BmcProtocol::Redfish,
+        health.clone(),
+    )
+    .await;
+    let b200 = our_sweep(
+        &a,
+        "Lifeline Redfish health, 200 ms per request (HTTP Basic)",
+        BmcProtocol::Redfish,
+        health,
+    )
+    .await;
+    send(&mut child_in, &mut child_out, "clear")?;
+    let (w0, w200) = (r0.wall.min(b0.wall), r200.wall.min(b200.wall));
+    print_table(
+        &format!("Redfish health sweep of {} simulated TLS BMCs (no peer tool: targets only)", a.n),
+        &[r0, b0, r200, b200],
+        0,
+    );
+    println!(
+        "\ntargets: 0 ms <= 2 s: {} ({w0:.2} s); 200 ms <= 1.5 s: {} ({w200:.2} s)",
+        if w0 <= 2.0 { "met" } else { "NOT met" },
+        if w200 <= 1.5 { "met" } else { "NOT met" }
+    );
+    println!(
+        "\nCPU and peak RSS of Lifeline rows are this process's (cumulative peak); peers' come from /usr/bin/time."
+    );
+    drop(child_in);
+    let _ = child.wait();
+    Ok(())
+}
