@@ -215,6 +215,9 @@ pub struct Slurm {
 
 impl Slurm {
     pub fn new(cfg: SlurmConfig) -> Slurm {
+        // reqwest is built without a default rustls provider in this workspace (features unify across
+        // crates); without one, building a client panics.
+        crate::kube::ensure_crypto_provider();
         Slurm { cfg, http: reqwest::Client::new() }
     }
 
