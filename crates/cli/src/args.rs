@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(name = "lifeline", version, about = "Out-of-band management and recovery for AI GPU clusters")]
-#[command(propagate_version = true, disable_help_subcommand = true)]
+#[command(disable_help_subcommand = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -68,6 +68,9 @@ pub enum Command {
     /// BMC trust management.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// Switch configuration backups: run, history, diff, export to git, restore, trust.
+    #[command(subcommand)]
+    Backup(BackupCmd),
     /// Verify nodes in-band (every RDMA rail, every GPU, host settings) and, with --readmit, return the
     /// ones that pass to training — only if Lifeline drained them.
     Verify(VerifyArgs),
@@ -261,6 +264,51 @@ pub struct DrainArgs {
     pub sched: SchedulerArgs,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum BackupCmd {
+    /// Back up switch configs now (a new version only when the normalised config changed).
+    Run {
+        /// Switches, racks, groups or globs (default: every switch).
+        targets: Vec<String>,
+        /// Switches backed up at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Also keep the raw config (with secrets), encrypted under the data directory's seal key: needed
+        /// for a faithful restore.
+        #[arg(long)]
+        keep_raw: bool,
+    },
+    /// Versions of one switch.
+    History { switch: String },
+    /// Unified diff between two versions (default: the last two; one version: that one against the latest).
+    Diff { switch: String, v1: Option<u32>, v2: Option<u32> },
+    /// Write every switch's versions to a git repository: one file per switch, one commit per change.
+    Export {
+        #[arg(long, value_name = "DIR", required = true)]
+        git: PathBuf,
+    },
+    /// Push a stored version back (to the switch itself or to a spare), then re-fetch and verify it.
+    Restore {
+        switch: String,
+        /// Version to restore (default: the latest).
+        #[arg(long)]
+        version: Option<u32>,
+        /// Restore onto this spare switch instead.
+        #[arg(long, value_name = "SPARE")]
+        to: Option<String>,
+        /// Show the diff against the running config and stop.
+        #[arg(long)]
+        dry_run: bool,
+        /// Push the scrubbed config when no raw copy was kept (secrets are lost on the switch!).
+        #[arg(long)]
+        allow_scrubbed: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Re-pin a switch's SSH host key after an intended replacement.
+    Trust { switch: String },
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Seconds between sweeps.
@@ -303,4 +351,15 @@ pub enum AuditCmd {
         #[arg(long, default_value_t = 50)]
         limit: i64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the whole grammar (duplicate names, conflicting flags) only when asked.
+    #[test]
+    fn grammar_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -8,6 +8,7 @@ mod config;
 mod exit;
 mod fleet;
 mod logging;
+mod netcfg_store;
 mod targets;
 
 use clap::Parser;

@@ -746,6 +746,7 @@ impl Validator<'_, '_> {
             username: username?,
             credential: credential?,
             ssh_host_key,
+            legacy_ssh: m.legacy_ssh.unwrap_or(false),
         })
     }
 

@@ -137,6 +137,8 @@ pub struct Management {
     pub username: String,
     pub credential: CredentialRef,
     pub ssh_host_key: Option<Fingerprint>,
+    /// Old SSH algorithms explicitly allowed for this switch.
+    pub legacy_ssh: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -115,6 +115,8 @@ pub struct RawManagement {
     pub credential: Option<S<String>>,
     pub password: Option<S<String>>,
     pub ssh_host_key: Option<S<String>>,
+    /// Allow old SSH algorithms (diffie-hellman-group14-sha1, ssh-rsa, CBC) for this switch only.
+    pub legacy_ssh: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,6 +1,7 @@
 //! One module per verb; each returns an exit code or an `Exit` carrying one.
 
 mod audit;
+mod backup;
 pub mod bmc;
 mod demo;
 pub mod inventory;
@@ -16,6 +17,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Audit(c) => audit::run(&cli.global, c).await,
         Command::Sim(a) => sim::run(&cli.global, a).await,
         Command::Demo(a) => demo::run(&cli.global, a).await,
+        Command::Backup(c) => backup::run(&cli.global, c).await,
         Command::Verify(a) => verify::verify(&cli.global, a).await,
         Command::Drain(a) => verify::drain(&cli.global, a).await,
         Command::Power(a) => bmc::power(&cli.global, a).await,
