@@ -170,8 +170,16 @@ async fn a_busy_console_is_stolen_only_when_asked() {
         .unwrap();
     assert!(rep.unwrap().stole, "the caller is told to audit the steal");
     assert_eq!(host.steals(), 1);
-    let log = all_log(&m, "n3").await;
-    assert!(log.iter().any(|r| String::from_utf8_lossy(&r.data).contains("stolen")));
+    // The session task writes its opening marker asynchronously: poll the log for it.
+    let mut stolen = false;
+    for _ in 0..100 {
+        stolen = all_log(&m, "n3").await.iter().any(|r| String::from_utf8_lossy(&r.data).contains("stolen"));
+        if stolen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(stolen, "the steal is in the log");
 }
 
 #[tokio::test]
@@ -253,11 +261,19 @@ async fn logs_rotate_by_size_and_the_reader_follows_and_filters() {
     let since = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(5)).await;
     host.write(&b"late line\r\n"[..]);
-    m.flush_logs().await;
-    let mut r = m.log("n5", Some(since), false).unwrap();
+    // The chunk travels line -> session task -> log thread asynchronously: poll the log.
     let mut got = Vec::new();
-    while let Some(rec) = r.next().await {
-        got.push(String::from_utf8_lossy(&rec.unwrap().data).into_owned());
+    for _ in 0..100 {
+        m.flush_logs().await;
+        let mut r = m.log("n5", Some(since), false).unwrap();
+        got.clear();
+        while let Some(rec) = r.next().await {
+            got.push(String::from_utf8_lossy(&rec.unwrap().data).into_owned());
+        }
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(got, ["late line\r\n"]);
     m.shutdown().await;

@@ -70,7 +70,12 @@ fn list_dir(dir: &Path, console: &str) -> std::io::Result<Vec<LogFileEntry>> {
     for e in rd {
         let path = e?.path();
         let Some(seq) = seq_of(&path) else { continue };
-        let meta = std::fs::metadata(&path)?;
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            // Retention removed it while we listed: it is simply not there any more.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         let first = first_ts(&path)
             .unwrap_or_else(|| meta.modified().map(DateTime::<Utc>::from).unwrap_or_else(|_| Utc::now()));
         v.push(LogFileEntry {
