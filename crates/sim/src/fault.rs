@@ -44,6 +44,8 @@ pub enum Fault {
     PfcStorm { port: String },
     /// A switch's running configuration drifts from its backup.
     ConfigChange,
+    /// A switch presents a new SSH host key (re-imaged or swapped): a pinned client must refuse it.
+    SshKeyChange,
 }
 
 /// Why a fault string was rejected.
@@ -60,7 +62,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, config-change";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, config-change, ssh-key-change";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -79,6 +81,7 @@ impl Fault {
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
             Fault::ConfigChange => "config-change",
+            Fault::SshKeyChange => "ssh-key-change",
         }
     }
 
@@ -169,6 +172,7 @@ impl FromStr for Fault {
             "sessions-full" => none("sessions-full", value, Fault::SessionsFull),
             "boot-loop" => none("boot-loop", value, Fault::BootLoop),
             "config-change" => none("config-change", value, Fault::ConfigChange),
+            "ssh-key-change" => none("ssh-key-change", value, Fault::SshKeyChange),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -243,6 +247,7 @@ mod tests {
             ("rail-mtu=mlx5_1:1500", Fault::RailMtu { hca: "mlx5_1".into(), mtu: 1500 }),
             ("pfc-storm=Ethernet8", Fault::PfcStorm { port: "Ethernet8".into() }),
             ("config-change", Fault::ConfigChange),
+            ("ssh-key-change", Fault::SshKeyChange),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
@@ -284,6 +289,7 @@ mod tests {
             (id, any::<u32>()).prop_map(|(hca, mtu)| Fault::RailMtu { hca, mtu }),
             id.prop_map(|port| Fault::PfcStorm { port }),
             Just(Fault::ConfigChange),
+            Just(Fault::SshKeyChange),
         ]
     }
 

@@ -261,12 +261,21 @@ impl Devices {
                         return Err(DeviceError::NotSupported { name: name.into(), what: fault.to_string() });
                     }
                     _ => {
-                        if !matches!(fault, Fault::ConfigChange | Fault::PfcStorm { .. } | Fault::BootLoop) {
+                        if !matches!(
+                            fault,
+                            Fault::ConfigChange
+                                | Fault::SshKeyChange
+                                | Fault::PfcStorm { .. }
+                                | Fault::BootLoop
+                        ) {
                             return Err(HostError::FaultNotApplicable {
                                 host: name.into(),
                                 fault: fault.to_string(),
                             }
                             .into());
+                        }
+                        if *fault == Fault::SshKeyChange {
+                            s.state.rotate_host_key();
                         }
                         if *fault == Fault::ConfigChange {
                             let change = s.state.config_change();

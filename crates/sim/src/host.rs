@@ -839,7 +839,7 @@ impl Host {
                     }
                 }
             }
-            Fault::ConfigChange => return Err(not_applicable()),
+            Fault::ConfigChange | Fault::SshKeyChange => return Err(not_applicable()),
         }
         st.faults.retain(|f| !same_slot(f, fault));
         st.faults.push(fault.clone());
