@@ -68,6 +68,9 @@ pub enum Command {
     /// BMC trust management.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// Serial-over-LAN console: attach (`~.` leaves, `~B` break, `~W` take over writing, `~?` help), read
+    /// its log, or break a boot-looping device into its bootloader's rescue shell.
+    Console(ConsoleArgs),
     /// Switch configuration backups: run, history, diff, export to git, restore, trust.
     #[command(subcommand)]
     Backup(BackupCmd),
@@ -262,6 +265,55 @@ pub struct DrainArgs {
     pub reason: String,
     #[command(flatten)]
     pub sched: SchedulerArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ConsoleArgs {
+    #[command(subcommand)]
+    pub action: Option<ConsoleCmd>,
+    /// Device whose console to attach to.
+    pub target: Option<String>,
+    /// If another session holds the SOL payload, deactivate it and take over (audited).
+    #[arg(long)]
+    pub steal: bool,
+    /// Watch without typing.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BootloaderArg {
+    Onie,
+    Uboot,
+    Grub,
+    Aboot,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConsoleCmd {
+    /// Print a console's log (every byte Lifeline saw, with gaps marked).
+    Log {
+        target: String,
+        /// Start at this time: RFC 3339 (`2026-11-21T03:00:00Z`) or an age (`10m`, `2h`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Keep printing as new output arrives.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// Break a (boot-looping) device into its bootloader and reach the rescue shell, looking at the
+    /// screen before every key.
+    Rescue {
+        target: String,
+        #[arg(long, value_enum)]
+        bootloader: BootloaderArg,
+        #[arg(long)]
+        steal: bool,
+        /// Seconds to wait for the bootloader to appear.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

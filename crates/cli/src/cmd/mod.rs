@@ -3,6 +3,7 @@
 mod audit;
 mod backup;
 pub mod bmc;
+mod console;
 mod demo;
 pub mod inventory;
 pub mod sim;
@@ -17,6 +18,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Audit(c) => audit::run(&cli.global, c).await,
         Command::Sim(a) => sim::run(&cli.global, a).await,
         Command::Demo(a) => demo::run(&cli.global, a).await,
+        Command::Console(a) => console::run(&cli.global, a).await,
         Command::Backup(c) => backup::run(&cli.global, c).await,
         Command::Verify(a) => verify::verify(&cli.global, a).await,
         Command::Drain(a) => verify::drain(&cli.global, a).await,
