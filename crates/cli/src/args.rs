@@ -246,6 +246,9 @@ pub struct VerifyArgs {
     /// Command that runs the agent on a node over SSH (the default source): the policy goes to its stdin.
     #[arg(long, default_value = "lifeline-agent check --policy /dev/stdin --json", value_name = "CMD")]
     pub agent_command: String,
+    /// Extra argument for `ssh` (repeatable), e.g. `--ssh-option=-p2222 --ssh-option=-iKEY`.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub ssh_option: Vec<String>,
     /// Re-admit nodes whose every check passed (only drains Lifeline set).
     #[arg(long)]
     pub readmit: bool,

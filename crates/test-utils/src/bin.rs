@@ -8,25 +8,32 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
+/// Path to `target/<profile>/lifeline-agent`, built once per test process if it is missing.
+pub fn agent_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| built("lifeline-agent", "lifeline-agent")).clone()
+}
+
 /// Path to `target/<profile>/lifeline`, built once per test process if it is missing (for example when
 /// only the e2e package was selected with `-p`).
 pub fn lifeline_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // The test executable lives in target/<profile>/deps/.
-        let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe.parent().and_then(|p| p.parent()).expect("target/<profile>").to_path_buf();
-        let bin = profile_dir.join("lifeline");
-        if !bin.exists() {
-            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "-q", "-p", "lifeline-cli", "--bin", "lifeline"])
-                .current_dir(workspace_root())
-                .status()
-                .expect("run cargo build");
-            assert!(status.success(), "building the lifeline binary failed");
-        }
-        assert!(bin.exists(), "{} missing after build", bin.display());
-        bin
-    })
-    .clone()
+    BIN.get_or_init(|| built("lifeline-cli", "lifeline")).clone()
+}
+
+fn built(package: &str, bin_name: &str) -> PathBuf {
+    // The test executable lives in target/<profile>/deps/.
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe.parent().and_then(|p| p.parent()).expect("target/<profile>").to_path_buf();
+    let bin = profile_dir.join(bin_name);
+    if !bin.exists() {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "-q", "-p", package, "--bin", bin_name])
+            .current_dir(workspace_root())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building {bin_name} failed");
+    }
+    assert!(bin.exists(), "{} missing after build", bin.display());
+    bin
 }

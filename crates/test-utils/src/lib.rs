@@ -9,10 +9,12 @@ mod bin;
 mod loopback;
 mod peers;
 mod postgres;
+mod sshd;
 mod wait;
 
-pub use bin::{lifeline_bin, workspace_root};
+pub use bin::{agent_bin, lifeline_bin, workspace_root};
 pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, postgres_url};
+pub use sshd::{Sshd, start_sshd};
 pub use wait::{wait_until, wait_until_async};

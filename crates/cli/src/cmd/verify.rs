@@ -125,7 +125,7 @@ async fn report_for(
             .await
             .with_context(|| format!("reading report {}", file.display()))?
     } else {
-        run_agent_over_ssh(d, &policy, &a.agent_command).await?
+        run_agent_over_ssh(d, &policy, &a.agent_command, &a.ssh_option).await?
     };
     let report = Report::from_json(&text).with_context(|| format!("report for `{name}`"))?;
     if report.node != name {
@@ -136,7 +136,12 @@ async fn report_for(
 
 /// Runs the agent with OpenSSH on the node's frontend address (the operator's keys, config and known_hosts
 /// apply, as for any ssh), sending the policy on stdin.
-async fn run_agent_over_ssh(d: &Device, policy: &Policy, command: &str) -> anyhow::Result<String> {
+async fn run_agent_over_ssh(
+    d: &Device,
+    policy: &Policy,
+    command: &str,
+    extra: &[String],
+) -> anyhow::Result<String> {
     let fe = d.frontend.as_ref().and_then(|f| f.address.as_ref()).ok_or_else(|| {
         anyhow!(
             "`{}` has no frontend address in the inventory: cannot reach its agent over SSH (use --reports)",
@@ -150,6 +155,7 @@ async fn run_agent_over_ssh(d: &Device, policy: &Policy, command: &str) -> anyho
     };
     let policy_toml = toml::to_string(policy).context("serialising the policy")?;
     let mut child = tokio::process::Command::new("ssh")
+        .args(extra)
         .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", &dest, command])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -248,23 +254,23 @@ pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
         let just =
             Justification { report_digest: report.digest.clone(), passed, summary: summary_line(&report) };
         let mut decisions = Vec::new();
-        if let Some(s) = &scheds {
-            if passed {
-                if let Some(slurm) = &s.slurm {
-                    match slurm.resume(&name, &just).await {
-                        Ok(dec) => decisions.push(dec),
-                        Err(e) => decisions.push(error_decision("slurm", &name, &just, &e)),
-                    }
+        if let Some(s) = &scheds
+            && passed
+        {
+            if let Some(slurm) = &s.slurm {
+                match slurm.resume(&name, &just).await {
+                    Ok(dec) => decisions.push(dec),
+                    Err(e) => decisions.push(error_decision("slurm", &name, &just, &e)),
                 }
-                if let Some(k) = &s.kube {
-                    match k.release(&name, &just).await {
-                        Ok(dec) => decisions.push(dec),
-                        Err(e) => decisions.push(error_decision("kubernetes", &name, &just, &e)),
-                    }
+            }
+            if let Some(k) = &s.kube {
+                match k.release(&name, &just).await {
+                    Ok(dec) => decisions.push(dec),
+                    Err(e) => decisions.push(error_decision("kubernetes", &name, &just, &e)),
                 }
-                for dec in &decisions {
-                    audit_decision(&store, dec).await?;
-                }
+            }
+            for dec in &decisions {
+                audit_decision(&store, dec).await?;
             }
         }
         let readmitted = !decisions.is_empty()
