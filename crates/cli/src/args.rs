@@ -362,6 +362,12 @@ pub enum BackupCmd {
     },
     /// Re-pin a switch's SSH host key after an intended replacement.
     Trust { switch: String },
+    /// The backup schedules of the server config (`[[backup-schedule]]`) and each switch's next run.
+    Schedule {
+        /// Compute the next runs after this time (RFC 3339; default: now).
+        #[arg(long)]
+        after: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

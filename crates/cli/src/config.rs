@@ -18,9 +18,44 @@ pub struct ServerConfig {
     pub inventory: Option<PathBuf>,
     pub data_dir: Option<PathBuf>,
     pub database_url: Option<String>,
+    /// Switch backup schedules, one per device group (run by `lifeline serve`; shown by `backup schedule`).
+    #[serde(default)]
+    pub backup_schedule: Vec<toml::Spanned<BackupSchedule>>,
+}
+
+/// `[[backup-schedule]]`: when to back up which switches.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BackupSchedule {
+    /// Inventory selectors: groups, racks, roles, names or globs.
+    pub targets: Vec<String>,
+    /// 5-field cron expression (minute hour day-of-month month day-of-week), UTC.
+    pub cron: String,
+    /// Spread the start over this long, per device, stable across restarts (e.g. `15m`).
+    #[serde(default)]
+    pub jitter: Option<String>,
+    /// Attempts per run, with exponential backoff between them.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+}
+
+fn default_retries() -> u32 {
+    3
 }
 
 const SYSTEM_CONFIG: &str = "/etc/lifeline/lifeline.toml";
+
+/// The server config's text too, for messages that point at a line.
+pub fn server_config_text(g: &Global) -> Result<Option<(PathBuf, String)>, Exit> {
+    let (path, _) = server_config(g)?;
+    Ok(match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p).map_err(Exit::from)?;
+            Some((p, text))
+        }
+        None => None,
+    })
+}
 
 pub fn server_config(g: &Global) -> Result<(Option<PathBuf>, ServerConfig), Exit> {
     let path = match &g.config {
@@ -47,6 +82,7 @@ pub fn server_config(g: &Global) -> Result<(Option<PathBuf>, ServerConfig), Exit
             inventory: fix(cfg.inventory),
             data_dir: fix(cfg.data_dir),
             database_url: cfg.database_url,
+            backup_schedule: cfg.backup_schedule,
         },
     ))
 }

@@ -351,6 +351,7 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             store.close().await;
             Ok(code)
         }
+        BackupCmd::Schedule { after } => schedule(g, after.as_deref()),
         BackupCmd::Trust { switch } => {
             let inv = inventory::load(g)?;
             let t = one_switch(&inv, &switch)?;
@@ -376,4 +377,82 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             Ok(if res.is_ok() { Code::Ok } else { Code::Failed })
         }
     }
+}
+
+/// Checks every `[[backup-schedule]]` entry (all problems at once, with the config file's line) and prints
+/// when each switch runs next. The server's scheduler uses the same parsing.
+fn schedule(g: &Global, after: Option<&str>) -> CmdResult {
+    let Some((path, text)) = crate::config::server_config_text(g)? else {
+        return Err(Exit::usage(anyhow!(
+            "no server config: pass --config FILE (with [[backup-schedule]] entries)"
+        )));
+    };
+    let (_, cfg) = crate::config::server_config(g)?;
+    let inv = inventory::load(g)?;
+    let line = |off: usize| text[..off.min(text.len())].matches('\n').count() + 1;
+    let mut problems = Vec::new();
+    let mut rows = Vec::new();
+    let now = match after {
+        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+            .map_err(|e| {
+                Exit::usage(anyhow!("--after `{t}`: {e} (expected RFC 3339, e.g. 2026-11-21T03:00:00Z)"))
+            })?
+            .with_timezone(&chrono::Utc),
+        None => chrono::Utc::now(),
+    };
+    // Whole seconds, so the same question always gets the same answer.
+    let now = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
+    for entry in &cfg.backup_schedule {
+        let at = line(entry.span().start);
+        let e = entry.get_ref();
+        let jitter = match e.jitter.as_deref().map(humantime::parse_duration).transpose() {
+            Ok(j) => j.unwrap_or_default(),
+            Err(err) => {
+                problems.push(format!(
+                    "{}:{at}: jitter `{}`: {err}",
+                    path.display(),
+                    e.jitter.as_deref().unwrap_or("")
+                ));
+                Default::default()
+            }
+        };
+        let sched = match lifeline_netcfg::schedule::Schedule::parse(&e.cron, jitter) {
+            Ok(s) => s,
+            Err(err) => {
+                problems.push(format!("{}:{at}: {err}", path.display()));
+                continue;
+            }
+        };
+        let devices = match lifeline_inventory::select(&inv, &e.targets) {
+            Ok(d) => d,
+            Err(err) => {
+                problems.push(format!("{}:{at}: {err}", path.display()));
+                continue;
+            }
+        };
+        for d in devices.into_iter().filter(|d| d.switch.is_some()) {
+            match sched.next_run(now, d.name.as_str()) {
+                Ok(next) => {
+                    rows.push(json!({ "switch": d.name, "cron": e.cron, "next": next, "retries": e.retries }))
+                }
+                Err(err) => problems.push(format!("{}:{at}: {err}", path.display())),
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Exit::usage(anyhow!("{}", problems.join("\n"))));
+    }
+    if g.json {
+        print_json(&rows)?;
+    } else {
+        for r in &rows {
+            println!(
+                "{:<20} {:<14} next {}",
+                r["switch"].as_str().unwrap_or(""),
+                r["cron"].as_str().unwrap_or(""),
+                r["next"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(Code::Ok)
 }
