@@ -500,10 +500,12 @@ impl BmcPool {
                     Err(e) => row.errors.push(format!("tls: {}", error_chain(&e))),
                 }
             }
-            // Service root (no credentials by spec) for the vendor hint; through the pool's trust policy.
+            // Service root (no credentials by spec) for the vendor hint, through the pool's trust policy. A BMC
+            // that wants credentials for it gets the inventory's (never a guessed default, which would count
+            // against the lockout threshold unseen).
             let probe = Client::connect(
                 rt,
-                Credentials::new("", ""),
+                Credentials::new(t.username.clone(), t.password.clone()),
                 tls_trust(&t, &popts.tls),
                 ClientOptions { auth: AuthMode::Basic, ..probe_opts },
             )
