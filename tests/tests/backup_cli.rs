@@ -1,32 +1,14 @@
 //! `lifeline backup …` against switches served by `lifeline sim`, through the SQL store end to end.
 
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
-use lifeline_test_utils::{lifeline_bin, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, output_json as json, output_text as text, unique_loopback};
 use serde_json::Value;
-
-struct Sim {
-    child: Child,
-    endpoints: PathBuf,
-    inventory: PathBuf,
-    data: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 const SWITCHES: &[(&str, &str)] =
     &[("leaf-a", "sonic"), ("leaf-spare", "sonic"), ("stor-1", "eos"), ("fe-1", "cumulus"), ("oob-1", "ios")];
 
-fn write_inventory(dir: &Path, ips: &[Ipv4Addr], port: u16) -> PathBuf {
+fn inventory(ips: &[Ipv4Addr], port: u16) -> String {
     let mut t = String::from(
         "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.management]\nusername = \"admin\"\n\
          credential = \"env:LIFELINE_SWITCH_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
@@ -37,56 +19,17 @@ fn write_inventory(dir: &Path, ips: &[Ipv4Addr], port: u16) -> PathBuf {
              platform = \"{platform}\"\nmanagement = {{ address = \"{ip}\", port = {port} }}\n"
         ));
     }
-    let p = dir.join("inv.toml");
-    std::fs::write(&p, t).unwrap();
-    p
+    t
 }
 
-fn start() -> Sim {
-    let dir = tempfile::tempdir().unwrap();
+fn start() -> SimProcess {
     let ips: Vec<Ipv4Addr> = SWITCHES.iter().map(|_| unique_loopback()).collect();
     let offset = 21000;
-    let inventory = write_inventory(dir.path(), &ips, 22 + offset);
-    let endpoints = dir.path().join("endpoints.json");
-    let mut child = Command::new(lifeline_bin())
-        .args(["sim", "--inventory"])
-        .arg(&inventory)
-        .args(["--port-offset", &offset.to_string(), "--time-scale", "0.02", "--endpoints-json"])
-        .arg(&endpoints)
-        .env("LIFELINE_SWITCH_PASSWORD", "sw-pass")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start lifeline sim");
-    wait_until("sim endpoints", Duration::from_secs(30), || {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("lifeline sim exited early: {s}");
-        }
-        endpoints.exists().then_some(())
-    });
-    let data = dir.path().join("data");
-    Sim { child, endpoints, inventory, data, _dir: dir }
+    SimProcess::start(&inventory(&ips, 22 + offset), offset, &[("LIFELINE_SWITCH_PASSWORD", "sw-pass")])
 }
 
-fn run(sim: &Sim, args: &[&str]) -> Output {
-    Command::new(lifeline_bin())
-        .args(args)
-        .arg("--inventory")
-        .arg(&sim.inventory)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .env("LIFELINE_SWITCH_PASSWORD", "sw-pass")
-        .env_remove("LIFELINE_DATABASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+fn run(sim: &SimProcess, args: &[&str]) -> std::process::Output {
+    sim.lifeline(args)
 }
 
 fn outcomes(v: &Value) -> Vec<(String, String)> {
@@ -97,7 +40,7 @@ fn outcomes(v: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-fn latest_blob(sim: &Sim, switch: &str) -> String {
+fn latest_blob(sim: &SimProcess, switch: &str) -> String {
     let v = json(&run(sim, &["backup", "history", switch, "--json"]));
     v.as_array().unwrap().last().unwrap()["blob"].as_str().unwrap().to_owned()
 }
@@ -105,7 +48,6 @@ fn latest_blob(sim: &Sim, switch: &str) -> String {
 #[test]
 fn backup_diff_restore_and_host_key_pinning() {
     let sim = start();
-    let ep = sim.endpoints.to_str().unwrap().to_owned();
 
     // First run: a version per platform, raw configs sealed for restore.
     let o = run(&sim, &["backup", "run", "--keep-raw", "--json"]);
@@ -117,10 +59,7 @@ fn backup_diff_restore_and_host_key_pinning() {
     assert!(outcomes(&json(&o)).iter().all(|(_, r)| r == "unchanged"), "{}", text(&o));
 
     // A change made through the simulator appears as exactly that diff.
-    assert_eq!(
-        run(&sim, &["sim", "fault", "--endpoints", &ep, "stor-1", "config-change"]).status.code(),
-        Some(0)
-    );
+    sim.fault("stor-1", "config-change");
     let o = run(&sim, &["backup", "run", "stor-1", "--keep-raw", "--json"]);
     assert_eq!(outcomes(&json(&o)), [("stor-1".to_owned(), "ok".to_owned())]);
     let d = json(&run(&sim, &["backup", "diff", "stor-1", "--json"]));
@@ -148,10 +87,7 @@ fn backup_diff_restore_and_host_key_pinning() {
     );
 
     // A changed host key is refused, naming both fingerprints, until re-pinned.
-    assert_eq!(
-        run(&sim, &["sim", "fault", "--endpoints", &ep, "oob-1", "ssh-key-change"]).status.code(),
-        Some(0)
-    );
+    sim.fault("oob-1", "ssh-key-change");
     let o = run(&sim, &["backup", "run", "oob-1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(text(&o).matches("sha256:").count(), 2, "{}", text(&o));

@@ -1,29 +1,12 @@
 //! `lifeline console …` over the simulator's IPMI SOL: a boot-looping switch broken into ONIE rescue, the
 //! console log, the steal policy, and attach/detach from a real pty.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use lifeline_test_utils::{lifeline_bin, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, lifeline_bin, output_text as text, unique_loopback, wait_until};
 
-struct Sim {
-    child: Child,
-    endpoints: PathBuf,
-    inventory: PathBuf,
-    data: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Sim {
-    let dir = tempfile::tempdir().unwrap();
+fn start() -> SimProcess {
     let offset: u16 = 22000;
     let (sw, bmc, node) = (unique_loopback(), unique_loopback(), unique_loopback());
     let inv = format!(
@@ -38,46 +21,14 @@ fn start() -> Sim {
         623 + offset,
         623 + offset
     );
-    let inventory = dir.path().join("inv.toml");
-    std::fs::write(&inventory, inv).unwrap();
-    let endpoints = dir.path().join("endpoints.json");
-    let mut child = Command::new(lifeline_bin())
-        .args(["sim", "--inventory"])
-        .arg(&inventory)
-        .args(["--port-offset", &offset.to_string(), "--time-scale", "0.05", "--endpoints-json"])
-        .arg(&endpoints)
-        .env("LIFELINE_BMC_PASSWORD", "pw")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until("sim endpoints", Duration::from_secs(30), || {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("sim exited: {s}");
-        }
-        endpoints.exists().then_some(())
-    });
-    let data = dir.path().join("data");
-    Sim { child, endpoints, inventory, data, _dir: dir }
+    SimProcess::start(&inv, offset, &[("LIFELINE_BMC_PASSWORD", "pw")])
 }
 
-fn run(sim: &Sim, args: &[&str]) -> Output {
-    Command::new(lifeline_bin())
-        .args(args)
-        .arg("--inventory")
-        .arg(&sim.inventory)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .env("LIFELINE_BMC_PASSWORD", "pw")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+fn run(sim: &SimProcess, args: &[&str]) -> std::process::Output {
+    sim.lifeline(args)
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn audit_actions(sim: &Sim) -> Vec<(String, String)> {
+fn audit_actions(sim: &SimProcess) -> Vec<(String, String)> {
     let o = run(sim, &["audit", "log", "--json", "--limit", "50"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v.as_array()
@@ -90,8 +41,7 @@ fn audit_actions(sim: &Sim) -> Vec<(String, String)> {
 #[test]
 fn boot_loop_rescued_logged_and_steal_only_when_asked() {
     let sim = start();
-    let ep = sim.endpoints.to_str().unwrap();
-    assert_eq!(run(&sim, &["sim", "fault", "--endpoints", ep, "leaf", "boot-loop"]).status.code(), Some(0));
+    sim.fault("leaf", "boot-loop");
     let o = run(&sim, &["console", "rescue", "leaf", "--bootloader", "onie", "--timeout", "60"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("reached the ONIE rescue shell"), "{}", text(&o));
@@ -105,7 +55,7 @@ fn boot_loop_rescued_logged_and_steal_only_when_asked() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("ONIE"), "--since filters");
 
     // A stuck payload is taken over only with --steal, and that is audited.
-    assert_eq!(run(&sim, &["sim", "fault", "--endpoints", ep, "node", "sol-stuck"]).status.code(), Some(0));
+    sim.fault("node", "sol-stuck");
     let o = run(&sim, &["console", "rescue", "node", "--bootloader", "grub", "--timeout", "5"]);
     assert_ne!(o.status.code(), Some(0));
     assert!(text(&o).contains("already active"), "{}", text(&o));
@@ -149,5 +99,4 @@ fn attach_and_detach_from_a_pty() {
     let actions = audit_actions(&sim);
     assert!(actions.contains(&("console.attach".to_owned(), "ok".to_owned())), "{actions:?}");
     assert!(actions.contains(&("console.detach".to_owned(), "ok".to_owned())), "{actions:?}");
-    let _ = Path::new("/");
 }

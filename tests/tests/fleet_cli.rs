@@ -1,32 +1,13 @@
 //! The operator's BMC verbs against a `lifeline sim` process, over real Redfish and IPMI on loopback.
 
-use std::io::Write;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
-use lifeline_test_utils::{lifeline_bin, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, lifeline_bin, output_json as json, output_text, unique_loopback};
 use serde_json::Value;
 
-struct Sim {
-    child: Child,
-    endpoints: PathBuf,
-    inventory: PathBuf,
-    data: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An inventory of two Redfish nodes and one IPMI node, each on its own loopback address with explicit
-/// ports, served by `lifeline sim --port-offset` at the same ports.
-fn write_inventory(dir: &Path, ips: &[Ipv4Addr], offset: u16) -> PathBuf {
+/// Two Redfish nodes and one IPMI node, each on its own loopback address with explicit ports, served by
+/// `lifeline sim --port-offset` at the same ports.
+fn inventory(ips: &[Ipv4Addr], offset: u16) -> String {
     let mut t = String::from(
         "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
          credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
@@ -44,56 +25,23 @@ fn write_inventory(dir: &Path, ips: &[Ipv4Addr], offset: u16) -> PathBuf {
             i + 1
         ));
     }
-    let p = dir.join("inv.toml");
-    std::fs::write(&p, t).unwrap();
-    p
+    t
 }
 
-fn start_sim() -> Sim {
-    let dir = tempfile::tempdir().unwrap();
+fn start_sim() -> SimProcess {
     let ips = [unique_loopback(), unique_loopback(), unique_loopback()];
-    let offset = 20000;
-    let inventory = write_inventory(dir.path(), &ips, offset);
-    let endpoints = dir.path().join("endpoints.json");
-    let child = Command::new(lifeline_bin())
-        .args(["sim", "--inventory"])
-        .arg(&inventory)
-        .args(["--port-offset", &offset.to_string(), "--time-scale", "0.02", "--endpoints-json"])
-        .arg(&endpoints)
-        .env("LIFELINE_BMC_PASSWORD", "s3cret-pw")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start lifeline sim");
-    wait_until("sim endpoints", Duration::from_secs(30), || endpoints.exists().then_some(()));
-    let data = dir.path().join("data");
-    Sim { child, endpoints, inventory, data, _dir: dir }
+    SimProcess::start(&inventory(&ips, 20000), 20000, &[("LIFELINE_BMC_PASSWORD", "s3cret-pw")])
 }
 
-fn run(sim: &Sim, args: &[&str]) -> Output {
-    Command::new(lifeline_bin())
-        .args(args)
-        .arg("--inventory")
-        .arg(&sim.inventory)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .env("LIFELINE_BMC_PASSWORD", "s3cret-pw")
-        .env_remove("LIFELINE_DATABASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-    })
+fn run(sim: &SimProcess, args: &[&str]) -> std::process::Output {
+    sim.lifeline(args)
 }
 
 #[test]
 fn power_health_sel_and_audit_against_the_simulator() {
     let sim = start_sim();
     let eps: Value = serde_json::from_str(&std::fs::read_to_string(&sim.endpoints).unwrap()).unwrap();
+    let _ = output_text;
     assert!(eps.as_array().unwrap().iter().any(|e| e["kind"] == "control"));
 
     let o = run(&sim, &["power", "status", "all", "--json"]);
@@ -110,8 +58,7 @@ fn power_health_sel_and_audit_against_the_simulator() {
     assert_eq!(v[0]["power"], "on");
 
     // A fault injected through the simulator's control API shows in health and SEL.
-    let o = run(&sim, &["sim", "fault", "--endpoints", sim.endpoints.to_str().unwrap(), "n2", "gpu-ecc=3"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    sim.fault("n2", "gpu-ecc=3");
     let o = run(&sim, &["health", "n2", "--json"]);
     assert_eq!(o.status.code(), Some(1), "critical health exits 1");
     assert_eq!(json(&o)[0]["health"], "critical");
@@ -157,14 +104,9 @@ fn power_health_sel_and_audit_against_the_simulator() {
 #[test]
 fn sim_stops_cleanly_on_sigterm() {
     let mut sim = start_sim();
-    let pid = nix_pid(sim.child.id());
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let status = wait_until("sim exit", Duration::from_secs(20), || sim.child.try_wait().ok().flatten());
+    let _ = std::process::Command::new("kill").args(["-TERM", &sim.pid().to_string()]).status();
+    let status = sim.wait_exit(std::time::Duration::from_secs(20));
     assert_eq!(status.code(), Some(0));
-}
-
-fn nix_pid(id: u32) -> String {
-    id.to_string()
 }
 
 #[test]
@@ -174,7 +116,7 @@ fn unknown_targets_and_missing_passwords_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no-such-node"));
     // Credentials are resolved before any BMC is contacted.
-    let o = Command::new(lifeline_bin())
+    let o = std::process::Command::new(lifeline_bin())
         .args(["power", "status", "all", "--inventory"])
         .arg(&sim.inventory)
         .arg("--data-dir")
@@ -188,5 +130,4 @@ fn unknown_targets_and_missing_passwords_are_usage_errors() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let _ = std::io::stderr().flush();
 }

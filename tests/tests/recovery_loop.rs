@@ -3,19 +3,10 @@
 //! verification passes and Lifeline resumes it — while an admin's drain on another node is never touched.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
-use lifeline_test_utils::{lifeline_bin, peer_endpoints, wait_until, workspace_root};
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use lifeline_test_utils::{SimProcess, output_text as text, peer_endpoints, wait_until, workspace_root};
 
 fn slurm_conf() -> Option<PathBuf> {
     let rows = peer_endpoints("slurm")?;
@@ -42,44 +33,10 @@ fn scontrol(conf: &PathBuf, args: &[&str]) {
 #[test]
 fn fault_drain_verify_readmit_with_real_slurm() {
     let Some(conf) = slurm_conf() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("node-state");
-    let endpoints = dir.path().join("endpoints.json");
     let inventory = workspace_root().join("inventory/example-cluster.toml");
-    let mut sim = Proc(
-        Command::new(lifeline_bin())
-            .args(["sim", "--inventory"])
-            .arg(&inventory)
-            .args(["--port-offset", "31000", "--time-scale", "0.02", "--export-node-state"])
-            .arg(&state)
-            .arg("--endpoints-json")
-            .arg(&endpoints)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start sim"),
-    );
-    wait_until("sim endpoints", Duration::from_secs(30), || {
-        if let Ok(Some(status)) = sim.0.try_wait() {
-            panic!("lifeline sim exited early with {status}");
-        }
-        endpoints.exists().then_some(())
-    });
-    let data = dir.path().join("data");
-    let run = |args: &[&str]| -> Output {
-        Command::new(lifeline_bin())
-            .args(args)
-            .arg("--inventory")
-            .arg(&inventory)
-            .arg("--data-dir")
-            .arg(&data)
-            .env("SLURM_CONF", &conf)
-            .env_remove("SLURM_JWT")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
-    let text =
-        |o: &Output| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let sim = SimProcess::start_file(&inventory, 31000, &[("SLURM_CONF", conf.to_str().unwrap())]);
+    let state = sim.node_state.clone();
+    let run = |args: &[&str]| -> Output { sim.lifeline(args) };
     let verify = [
         "verify",
         "gpu-node-01",
@@ -94,9 +51,7 @@ fn fault_drain_verify_readmit_with_real_slurm() {
     scontrol(&conf, &["update", "nodename=gpu-node-01", "state=resume"]);
     scontrol(&conf, &["update", "nodename=gpu-node-02", "state=resume"]);
 
-    let o =
-        run(&["sim", "fault", "--endpoints", endpoints.to_str().unwrap(), "gpu-node-01", "rail-down=mlx5_3"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    sim.fault("gpu-node-01", "rail-down=mlx5_3");
     let o = run(&["drain", "gpu-node-01", "--reason", "rail mlx5_3 down"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let (st, reason) = sinfo(&conf, "gpu-node-01");
@@ -110,8 +65,7 @@ fn fault_drain_verify_readmit_with_real_slurm() {
     assert!(sinfo(&conf, "gpu-node-01").0.starts_with("drain"));
 
     // Repaired: the next verification passes and Lifeline resumes its own drain.
-    let o = run(&["sim", "fault", "--endpoints", endpoints.to_str().unwrap(), "gpu-node-01", "clear"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    sim.fault("gpu-node-01", "clear");
     let o = wait_until("a passing verification", Duration::from_secs(20), || {
         let o = run(&verify);
         (o.status.code() == Some(0)).then_some(o)
@@ -151,5 +105,4 @@ fn fault_drain_verify_readmit_with_real_slurm() {
         .unwrap();
     assert_eq!(resume["outcome"], "ok");
     assert!(resume["detail"]["report_digest"].as_str().unwrap().starts_with("sha256:"));
-    drop(sim);
 }

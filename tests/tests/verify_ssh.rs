@@ -1,20 +1,10 @@
 //! `lifeline verify` reaching the agent over a real OpenSSH server, the way it runs on a GPU node after
 //! recovery: the policy travels on stdin, the JSON report comes back, its digest is checked.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-use lifeline_test_utils::{agent_bin, lifeline_bin, start_sshd, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, agent_bin, lifeline_bin, start_sshd, unique_loopback};
 use serde_json::Value;
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn verify_runs_the_agent_over_ssh() {
@@ -39,29 +29,9 @@ fn verify_runs_the_agent_over_ssh() {
             ))
             .collect::<String>()
     );
-    let inventory = dir.path().join("inv.toml");
-    std::fs::write(&inventory, inv).unwrap();
-    let state = dir.path().join("state");
-    let endpoints = dir.path().join("ep.json");
-    let mut sim = Proc(
-        Command::new(lifeline_bin())
-            .args(["sim", "--inventory"])
-            .arg(&inventory)
-            .args(["--port-offset", &offset.to_string(), "--time-scale", "0.02", "--export-node-state"])
-            .arg(&state)
-            .arg("--endpoints-json")
-            .arg(&endpoints)
-            .env("LIFELINE_BMC_PASSWORD", "pw")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("sim", Duration::from_secs(30), || {
-        if let Ok(Some(s)) = sim.0.try_wait() {
-            panic!("sim exited: {s}");
-        }
-        endpoints.exists().then_some(())
-    });
+    let sim = SimProcess::start(&inv, offset, &[("LIFELINE_BMC_PASSWORD", "pw")]);
+    let inventory = sim.inventory.clone();
+    let state = sim.node_state.clone();
     // The "node" runs the real agent binary against its (simulated) /sys, /proc and GPU snapshot.
     let tree = state.join("gpu-a");
     let agent = format!(
@@ -90,12 +60,7 @@ fn verify_runs_the_agent_over_ssh() {
     assert_eq!(v[0]["report"]["node"], "gpu-a");
 
     // A GPU fault on the node is seen through the same path.
-    let ep = endpoints.to_str().unwrap();
-    let o = Command::new(lifeline_bin())
-        .args(["sim", "fault", "--endpoints", ep, "gpu-a", "gpu-ecc=5"])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
+    sim.fault("gpu-a", "gpu-ecc=5");
     let o = verify(&[]);
     assert_eq!(o.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

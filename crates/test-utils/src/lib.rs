@@ -9,6 +9,7 @@ mod bin;
 mod loopback;
 mod peers;
 mod postgres;
+mod sim;
 mod sshd;
 mod wait;
 
@@ -16,5 +17,6 @@ pub use bin::{agent_bin, lifeline_bin, workspace_root};
 pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, postgres_url};
+pub use sim::{SimProcess, output_json, output_text};
 pub use sshd::{Sshd, start_sshd};
 pub use wait::{wait_until, wait_until_async};
