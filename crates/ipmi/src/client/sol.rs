@@ -325,6 +325,9 @@ async fn run(
                     let _ = inner.send_payload(PayloadType::Sol, ack.encode()).await;
                 }
                 if p.flags & status::DEACTIVATING != 0 {
+                    // The BMC ended the payload (often: another session took it over). It is no longer
+                    // ours, so neither drop nor Close Session may deactivate it again.
+                    *inner.sol_active.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     let _ = events.send(SolEvent::Deactivated).await;
                     return;
                 }
