@@ -10,12 +10,12 @@ use lifeline_netcfg::{
     AlgorithmProfile, BackupContext, BackupOutcome, BackupTarget, BlobStore, SshAuth, SshTarget, Timeouts,
     Transport, VersionIndex,
 };
-use lifeline_store::{AuditEntry, Store};
+use lifeline_store::Store;
 use lifeline_types::DeviceName;
 use serde_json::json;
 
 use crate::args::{BackupCmd, Global};
-use crate::cmd::{actor, inventory, print_json};
+use crate::cmd::{audit, inventory, print_json};
 use crate::config::{data_dir, open_store};
 use crate::exit::{CmdResult, Code, Exit};
 use crate::netcfg_store::{SealedFiles, StoreIndex};
@@ -80,26 +80,6 @@ fn one_switch(inv: &Inventory, name: &str) -> Result<BackupTarget, Exit> {
 
 fn device_name(name: &str) -> Result<DeviceName, Exit> {
     DeviceName::new(name).map_err(Exit::usage)
-}
-
-async fn audit(
-    store: &Store,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> Result<(), Exit> {
-    store
-        .audit(&AuditEntry {
-            actor: actor(),
-            action: action.into(),
-            target: target.into(),
-            outcome: outcome.into(),
-            detail,
-            request_id: None,
-        })
-        .await?;
-    Ok(())
 }
 
 fn colour_diff(diff: &str) -> String {

@@ -13,12 +13,12 @@ use lifeline_console::{
     ManagerConfig, RescueOptions, SolTransport, WriteMode,
 };
 use lifeline_inventory::{Device, credentials};
-use lifeline_store::{AuditEntry, ConsoleLogRow, Store};
+use lifeline_store::{ConsoleLogRow, Store};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use crate::args::{BootloaderArg, ConsoleArgs, ConsoleCmd, Global};
-use crate::cmd::{actor, inventory, print_json};
+use crate::cmd::{actor, audit, inventory, print_json};
 use crate::config::{data_dir, open_store};
 use crate::exit::{CmdResult, Code, Exit};
 
@@ -91,26 +91,6 @@ async fn sol_transport(d: &Device) -> Result<SolTransport, Exit> {
 async fn manager(g: &Global, store: &Store) -> Result<ConsoleManager, Exit> {
     let cfg = ManagerConfig::new(data_dir(g)?);
     ConsoleManager::new(cfg, Arc::new(StoreLogIndex(store.clone()))).map_err(Exit::failed)
-}
-
-async fn audit(
-    store: &Store,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> Result<(), Exit> {
-    store
-        .audit(&AuditEntry {
-            actor: actor(),
-            action: action.into(),
-            target: target.into(),
-            outcome: outcome.into(),
-            detail,
-            request_id: None,
-        })
-        .await?;
-    Ok(())
 }
 
 fn parse_since(s: &str) -> Result<chrono::DateTime<Utc>, Exit> {

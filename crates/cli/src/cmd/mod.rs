@@ -54,3 +54,25 @@ pub fn actor() -> String {
         .unwrap_or_else(|| format!("uid{uid}"));
     format!("cli:{user}")
 }
+
+/// Writes one audit row as the current actor. Commands call it before they report success, so nothing
+/// that happened is missing from the log.
+pub async fn audit(
+    store: &lifeline_store::Store,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: serde_json::Value,
+) -> Result<(), Exit> {
+    store
+        .audit(&lifeline_store::AuditEntry {
+            actor: actor(),
+            action: action.into(),
+            target: target.into(),
+            outcome: outcome.into(),
+            detail,
+            request_id: None,
+        })
+        .await?;
+    Ok(())
+}
