@@ -6,6 +6,7 @@
 //! left behind on the BMC; the protocol clients also close on drop as a last resort.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lifeline_ipmi::client::Timing;
@@ -40,6 +41,20 @@ pub(crate) struct RedfishConn {
     pub system: Option<ComputerSystem>,
     /// `BmcTarget::system`.
     pub wanted: Option<String>,
+    /// Where the wanted system was found last time (from the pool's path cache): tried before listing.
+    pub known_system: Option<String>,
+}
+
+/// What an earlier connection to one BMC discovered, kept by the pool so the next one skips discovery: the
+/// service root document (no GET of the root) and the wanted system's path (no GET of the Systems
+/// collection). Why it is safe to reuse: the TLS pin is still enforced on every handshake, and a stale path
+/// (404, other id) falls back to discovery.
+#[derive(Debug, Clone)]
+pub(crate) struct RedfishPaths {
+    /// The URL this was learnt from (a target whose address or port changed starts afresh).
+    pub url: String,
+    pub root: Arc<serde_json::Value>,
+    pub system: Option<String>,
 }
 
 /// What a power request put on the wire.
@@ -120,15 +135,17 @@ impl SuiteCache {
 /// How IPMI sessions are opened: the suite cache, and the privilege the operation needs. Reads use a
 /// USER session (least privilege, and one round trip less: no Set Session Privilege Level); actions ask for
 /// ADMINISTRATOR.
-pub(crate) struct IpmiCtx<'a> {
+pub(crate) struct OpenCtx<'a> {
     pub suites: &'a SuiteCache,
     pub privilege: Privilege,
+    /// Redfish discovery of an earlier connection to this BMC (see [`RedfishPaths`]).
+    pub redfish: Option<RedfishPaths>,
 }
 
 pub(crate) async fn open_ipmi(
     target: &BmcTarget,
     opts: &BmcOptions,
-    ipmi: &IpmiCtx<'_>,
+    ipmi: &OpenCtx<'_>,
 ) -> Result<Conn, BmcError> {
     let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
     let suites = ipmi.suites;
@@ -149,10 +166,14 @@ pub(crate) async fn open_redfish(
     target: &BmcTarget,
     opts: &BmcOptions,
     client_opts: ClientOptions,
+    known: Option<&RedfishPaths>,
 ) -> Result<Conn, BmcError> {
-    let rt = lifeline_redfish::BmcTarget::new(target.name.clone(), target.redfish_url());
+    let url = target.redfish_url();
+    let known = known.filter(|k| k.url == url);
+    let rt = lifeline_redfish::BmcTarget::new(target.name.clone(), url);
     let creds = Credentials::new(target.username.clone(), target.password.clone());
-    let client = Client::connect(rt, creds, tls_trust(target, &opts.tls), client_opts)
+    let root = known.map(|k| k.root.clone());
+    let client = Client::connect_known(rt, creds, tls_trust(target, &opts.tls), client_opts, root)
         .await
         .map_err(rf_err(&target.name))?;
     Ok(Conn::Redfish(RedfishConn {
@@ -160,6 +181,7 @@ pub(crate) async fn open_redfish(
         client,
         system: None,
         wanted: target.system.clone(),
+        known_system: known.and_then(|k| k.system.clone()),
     }))
 }
 
@@ -202,12 +224,13 @@ pub(crate) async fn open(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
-    ipmi: &IpmiCtx<'_>,
+    ipmi: &OpenCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     match target.protocol {
         BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, ipmi).await?)),
         BmcProtocol::Redfish => {
-            Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?))
+            let known = ipmi.redfish.as_ref();
+            Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone(), known).await?))
         }
         BmcProtocol::Auto => open_auto(target, opts, memory, ipmi).await,
     }
@@ -217,14 +240,14 @@ async fn open_auto(
     target: &BmcTarget,
     opts: &BmcOptions,
     memory: &dyn ProtocolMemory,
-    ipmi: &IpmiCtx<'_>,
+    ipmi: &OpenCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     let bmc = &target.name;
     let mem_err = |source| BmcError::ProtocolMemory { bmc: bmc.clone(), source };
     if let Some(p) = memory.recall(bmc).await.map_err(mem_err)? {
         let r = match p {
             BmcProtocol::Ipmi => open_ipmi(target, opts, ipmi).await,
-            _ => open_redfish(target, opts, opts.redfish.clone()).await,
+            _ => open_redfish(target, opts, opts.redfish.clone(), ipmi.redfish.as_ref()).await,
         };
         match r {
             Ok(c) => return Ok((p, c)),
@@ -248,18 +271,18 @@ async fn open_auto(
 async fn probe(
     target: &BmcTarget,
     opts: &BmcOptions,
-    ipmi: &IpmiCtx<'_>,
+    ipmi: &OpenCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
     let quick = ClientOptions {
         request_timeout: opts.probe_timeout,
         connect_timeout: opts.probe_timeout,
         ..opts.redfish.clone()
     };
-    let redfish_err = match open_redfish(target, opts, quick).await {
+    let redfish_err = match open_redfish(target, opts, quick, None).await {
         Ok(Conn::Redfish(probe)) => {
             // The probe client has probe-length timeouts; sessions are created lazily, so it holds none.
             let _ = probe.client.close().await;
-            return Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone()).await?));
+            return Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone(), None).await?));
         }
         Ok(Conn::Ipmi(_)) => unreachable!("open_redfish returns a Redfish connection"),
         Err(e) if e.is_unreachable() => e,
@@ -373,6 +396,23 @@ impl RedfishConn {
         if let Some(s) = &self.system {
             return Ok(s.clone());
         }
+        if let Some(path) = self.known_system.take() {
+            match self.client.system(&path).await {
+                Ok(s) if s.reset.is_some() || s.power_state.is_some() || s.status.overall().is_some() => {
+                    self.system = Some(s.clone());
+                    return Ok(s);
+                }
+                Ok(_) => {
+                    tracing::debug!(bmc = %self.bmc, %path, "cached system path answers no system; listing")
+                }
+                // Gone or renamed (404, a different document): discover again. Anything else (certificate
+                // changed, unreachable, refused) would fail the listing too and is the caller's to see.
+                Err(e @ (RedfishError::Status { .. } | RedfishError::Json { .. })) => {
+                    tracing::debug!(bmc = %self.bmc, %path, error = %e, "cached system path failed; listing")
+                }
+                Err(e) => return Err(rf_err(&self.bmc)(e)),
+            }
+        }
         let list = self.client.systems().await.map_err(rf_err(&self.bmc))?;
         let wanted = self.wanted.as_deref();
         let is_wanted = |s: &ComputerSystem| match wanted {
@@ -398,15 +438,18 @@ impl RedfishConn {
         let bmc = self.bmc.clone();
         let (allowed, _warnings) = self.client.reset_types(&sys).await.map_err(rf_err(&bmc))?;
         let unsupported = self.client.profile().unsupported_reset_types();
+        // The planner never substitutes a restart for a cycle (PowerCycle, else ForceOff + On).
         let plan =
-            cycle_as_off_on(action, allowed.as_deref(), &unsupported).ok_or_else(|| BmcError::Redfish {
-                bmc: bmc.clone(),
-                source: RedfishError::NoResetType {
+            lifeline_redfish::plan_reset(action, allowed.as_deref(), &unsupported).ok_or_else(|| {
+                BmcError::Redfish {
                     bmc: bmc.clone(),
-                    action,
-                    allowed: allowed.clone().unwrap_or_default(),
-                    unsupported: unsupported.clone(),
-                },
+                    source: RedfishError::NoResetType {
+                        bmc: bmc.clone(),
+                        action,
+                        allowed: allowed.clone().unwrap_or_default(),
+                        unsupported: unsupported.clone(),
+                    },
+                }
             })?;
         let mut sent = Sent { acked: true, ..Default::default() };
         let post = |t: &str, sent: &mut Sent| sent.commands.push(format!("ComputerSystem.Reset {t}"));
@@ -440,58 +483,5 @@ impl RedfishConn {
             }
         }
         Ok(sent)
-    }
-}
-
-/// The redfish planner, except that a cycle removes power (`PowerAction::Cycle`: "PowerCycle or
-/// ForceOff+On"): where the planner would fall back to ForceRestart (a reboot without power loss), plan
-/// ForceOff, wait for Off, On.
-fn cycle_as_off_on(
-    action: PowerAction,
-    allowed: Option<&[String]>,
-    unsupported: &[String],
-) -> Option<ResetPlan> {
-    let plan = lifeline_redfish::plan_reset(action, allowed, unsupported);
-    match plan {
-        Some(ResetPlan::Single(t)) if action == PowerAction::Cycle && t != "PowerCycle" => {
-            let off = lifeline_redfish::plan_reset(PowerAction::Off, allowed, unsupported);
-            let on = lifeline_redfish::plan_reset(PowerAction::On, allowed, unsupported);
-            match (off, on) {
-                (Some(ResetPlan::Single(off)), Some(ResetPlan::Single(on))) => {
-                    Some(ResetPlan::OffThenOn { off, on })
-                }
-                _ => Some(ResetPlan::Single(t)),
-            }
-        }
-        p => p,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cycle_removes_power() {
-        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let idrac = v(&["On", "ForceOff", "ForceRestart", "GracefulShutdown"]);
-        assert_eq!(
-            cycle_as_off_on(PowerAction::Cycle, Some(&idrac), &[]),
-            Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() })
-        );
-        let with_cycle = v(&["On", "ForceOff", "PowerCycle", "ForceRestart"]);
-        assert_eq!(
-            cycle_as_off_on(PowerAction::Cycle, Some(&with_cycle), &[]),
-            Some(ResetPlan::Single("PowerCycle".into()))
-        );
-        assert_eq!(
-            cycle_as_off_on(PowerAction::Reset, Some(&idrac), &[]),
-            Some(ResetPlan::Single("ForceRestart".into()))
-        );
-        let restart_only = v(&["ForceRestart"]);
-        assert_eq!(
-            cycle_as_off_on(PowerAction::Cycle, Some(&restart_only), &[]),
-            Some(ResetPlan::Single("ForceRestart".into()))
-        );
     }
 }

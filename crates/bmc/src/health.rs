@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use lifeline_ipmi::wire::sdr::{FullSensor, SdrBody, SdrRecord, SensorCommon};
 use lifeline_ipmi::wire::sensor::{GetSensorReading, SensorReading as IpmiReading};
-use lifeline_types::{BmcProtocol, Health};
+use lifeline_types::{BmcProtocol, Health, PowerState};
 use serde::Serialize;
 
 use crate::conn::{IpmiConn, RedfishConn, ipmi_err, rf_err};
@@ -57,13 +57,27 @@ pub struct SensorReading {
     pub state: Option<String>,
 }
 
+/// A resource's own status as the BMC reports it (Redfish `Status.HealthRollup`, else `Status.Health`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceHealth {
+    /// `@odata.id` of the resource (a ComputerSystem or Chassis).
+    pub resource: String,
+    pub health: Health,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HealthSummary {
     pub bmc: String,
     pub protocol: BmcProtocol,
     /// Worst of every sensor and the system's own status (`unknown` only wins over `ok`).
     pub health: Health,
+    /// Every sensor; empty for a rollup-only summary (see [`HealthSummary::rollup_only`]).
     pub sensors: Vec<SensorReading>,
+    /// The system's and chassis' own rollups (Redfish; empty over IPMI).
+    pub resources: Vec<ResourceHealth>,
+    /// `health` is the BMC's own rollup of the system (and chassis), no sensor was read: what a fleet sweep
+    /// reads by default (`SweepOptions::all_sensors`).
+    pub rollup_only: bool,
     /// What could not be read or was repaired (one line each).
     pub warnings: Vec<String>,
 }
@@ -235,6 +249,8 @@ impl IpmiConn {
             protocol: BmcProtocol::Ipmi,
             health: rollup(&all),
             sensors,
+            resources: Vec::new(),
+            rollup_only: false,
             warnings,
         })
     }
@@ -259,44 +275,22 @@ fn redfish_sensor(r: &lifeline_redfish::model::SensorReading) -> SensorReading {
     }
 }
 
-/// Sensors of one chassis plus, when it has a `Sensors` collection, the power-supply status that only the
-/// legacy `Power` resource carries (a failed PSU). Both are read at once.
+/// Sensors of one chassis (the redfish client adds legacy `Power` supplies to a `Sensors` collection).
 async fn chassis_sensors(
     client: &lifeline_redfish::Client,
     c: &lifeline_redfish::model::Chassis,
 ) -> (Vec<SensorReading>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let psu = async {
-        match (&c.sensors, &c.power) {
-            (Some(_), Some(link)) => Some((link.clone(), client.get_json(link).await)),
-            _ => None,
-        }
-    };
-    let (set, psu) = tokio::join!(client.sensors(c), psu);
-    let mut sensors: Vec<SensorReading> = match set {
-        Ok(set) => {
-            warnings.extend(set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
-            set.readings.iter().map(redfish_sensor).collect()
-        }
-        Err(e) => {
-            warnings.push(format!("{}: sensors unreadable: {e}", c.odata_id));
-            Vec::new()
-        }
-    };
-    match psu {
-        Some((link, Ok((v, _)))) => {
-            let mut w = Vec::new();
-            for r in lifeline_redfish::model::power_from_value(&v, &link, &mut w) {
-                let r = redfish_sensor(&r);
-                if r.kind == "PowerSupply" && !sensors.iter().any(|s| s.name == r.name) {
-                    sensors.push(r);
-                }
-            }
-        }
-        Some((link, Err(e))) => warnings.push(format!("{link}: unreadable: {e}")),
-        None => {}
+    match client.sensors(c).await {
+        Ok(set) => (
+            set.readings.iter().map(redfish_sensor).collect(),
+            set.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect(),
+        ),
+        Err(e) => (Vec::new(), vec![format!("{}: sensors unreadable: {e}", c.odata_id)]),
     }
-    (sensors, warnings)
+}
+
+fn resource(odata_id: &str, status: &lifeline_redfish::model::Status) -> Option<ResourceHealth> {
+    status.overall().map(|health| ResourceHealth { resource: odata_id.to_owned(), health })
 }
 
 impl RedfishConn {
@@ -304,11 +298,11 @@ impl RedfishConn {
     /// are the chassis, so a slow BMC costs few round trips.
     pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
         let mut warnings = Vec::new();
-        let mut all = Vec::new();
+        let mut resources = Vec::new();
         let client = self.client.clone();
         let (system, chassis) = tokio::join!(self.system(), client.chassis());
         match system {
-            Ok(s) => all.extend(s.status.overall()),
+            Ok(s) => resources.extend(resource(&s.odata_id, &s.status)),
             Err(e) => warnings.push(format!("system unreadable: {e}")),
         }
         let chassis = chassis.map_err(rf_err(&self.bmc))?;
@@ -318,7 +312,7 @@ impl RedfishConn {
             .iter()
             .filter(|c| c.sensors.is_some() || c.thermal.is_some() || c.power.is_some())
             .collect();
-        all.extend(with_sensors.iter().filter_map(|c| c.status.overall()));
+        resources.extend(with_sensors.iter().filter_map(|c| resource(&c.odata_id, &c.status)));
         let per_chassis =
             futures::future::join_all(with_sensors.iter().map(|c| chassis_sensors(&client, c))).await;
         let mut sensors = Vec::new();
@@ -326,14 +320,66 @@ impl RedfishConn {
             sensors.extend(s);
             warnings.extend(w);
         }
-        all.extend(sensors.iter().map(|s| s.health));
+        let all: Vec<Health> =
+            resources.iter().map(|r| r.health).chain(sensors.iter().map(|s| s.health)).collect();
         Ok(HealthSummary {
             bmc: self.bmc.clone(),
             protocol: BmcProtocol::Redfish,
             health: rollup(&all),
             sensors,
+            resources,
+            rollup_only: false,
             warnings,
         })
+    }
+
+    /// The BMC's own rollup, read from the one ComputerSystem resource (`Status.HealthRollup`, else
+    /// `Status.Health`) plus its `PowerState`, in one GET once the system's path is known. Why not every
+    /// sensor: a fleet sweep wants "which nodes are unwell", which the BMC already computed; reading ~30
+    /// sensor resources per BMC costs 30 round trips on a slow BMC. With `chassis`, and when the system has
+    /// no `HealthRollup` (a bare `Health` is, per schema, the resource's own), the chassis the system links
+    /// to are read too (concurrently, one more round trip), so fans and power supplies are covered. A BMC that reports no rollup at all falls back to the full sensor read.
+    pub(crate) async fn rollup(&mut self, chassis: bool) -> Result<(PowerState, HealthSummary), BmcError> {
+        let sys = self.system().await?;
+        let power = sys.power_state.unwrap_or(PowerState::Unknown);
+        let mut warnings: Vec<String> =
+            sys.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect();
+        let mut resources: Vec<ResourceHealth> = resource(&sys.odata_id, &sys.status).into_iter().collect();
+        // `HealthRollup` covers the system's dependents by definition; a bare `Health` is the resource's own.
+        if chassis && sys.status.health_rollup.is_none() && !sys.chassis.is_empty() {
+            let client = self.client.clone();
+            let reads = sys.chassis.iter().map(|link| {
+                let client = client.clone();
+                async move { (link, client.get_json(link).await) }
+            });
+            for (link, r) in futures::future::join_all(reads).await {
+                match r {
+                    Ok((v, notes)) => {
+                        let c = lifeline_redfish::model::Chassis::from_value(&v, link);
+                        warnings.extend(notes.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+                        resources.extend(resource(&c.odata_id, &c.status));
+                    }
+                    Err(e) => warnings.push(format!("{link}: chassis unreadable: {e}")),
+                }
+            }
+        }
+        if resources.is_empty() {
+            warnings
+                .push(format!("{}: no Status.Health or HealthRollup; reading every sensor", sys.odata_id));
+            let mut full = self.health().await?;
+            full.warnings.splice(0..0, warnings);
+            return Ok((power, full));
+        }
+        let summary = HealthSummary {
+            bmc: self.bmc.clone(),
+            protocol: BmcProtocol::Redfish,
+            health: rollup(resources.iter().map(|r| &r.health)),
+            sensors: Vec::new(),
+            resources,
+            rollup_only: true,
+            warnings,
+        };
+        Ok((power, summary))
     }
 }
 

@@ -34,7 +34,7 @@ pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryA
 pub use error::{BmcError, BoxError, error_chain};
 pub use events::{EventEntry, EventLog};
 pub use fru::Inventory;
-pub use health::{HealthSummary, SensorReading, Thresholds};
+pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use memory::{MemoryProtocolMemory, ProtocolMemory};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};

@@ -38,6 +38,8 @@ pub(crate) struct PoolInner {
     pub fanout: Arc<Semaphore>,
     pub suites: conn::SuiteCache,
     conns: StdMutex<HashMap<String, Arc<Semaphore>>>,
+    /// Redfish discovery per BMC name, reused by the next connection (see `conn::RedfishPaths`).
+    redfish_paths: StdMutex<HashMap<String, conn::RedfishPaths>>,
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
     recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
 }
@@ -74,6 +76,7 @@ impl BmcPool {
                 fanout,
                 suites: conn::SuiteCache::default(),
                 conns: StdMutex::new(HashMap::new()),
+                redfish_paths: StdMutex::new(HashMap::new()),
                 locks: StdMutex::new(HashMap::new()),
                 recent: StdMutex::new(VecDeque::new()),
             }),
@@ -97,6 +100,27 @@ impl PoolInner {
     fn connection_slots(&self, bmc: &str) -> Arc<Semaphore> {
         let n = self.opts.per_bmc_connections.max(1);
         lock(&self.conns).entry(bmc.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(n))).clone()
+    }
+
+    fn redfish_paths(&self, bmc: &str) -> Option<conn::RedfishPaths> {
+        lock(&self.redfish_paths).get(bmc).cloned()
+    }
+
+    /// Remember what this connection discovered (root document, the system it used).
+    fn learn(&self, bmc: &str, url: String, c: &Conn) {
+        if let Conn::Redfish(rc) = c {
+            let system = rc.system.as_ref().map(|s| s.odata_id.clone());
+            let mut map = lock(&self.redfish_paths);
+            let keep = map.get(bmc).filter(|k| k.url == url).and_then(|k| k.system.clone());
+            let paths =
+                conn::RedfishPaths { url, root: rc.client.service_root_document(), system: system.or(keep) };
+            map.insert(bmc.to_owned(), paths);
+        }
+    }
+
+    /// Forget a BMC's Redfish discovery (after a failure that may come from a stale cache).
+    fn unlearn(&self, bmc: &str) {
+        lock(&self.redfish_paths).remove(bmc);
     }
 
     fn recent(&self, bmc: &str, id: &str) -> Option<PowerReport> {
@@ -164,14 +188,17 @@ impl Bmc {
                 what: "a connection slot",
                 after: limit,
             })?;
-            let (protocol, mut c) = conn::open(
-                t,
-                &self.pool.opts,
-                self.pool.memory.as_ref(),
-                &conn::IpmiCtx { suites: &self.pool.suites, privilege },
-            )
-            .await?;
+            let ctx = conn::OpenCtx {
+                suites: &self.pool.suites,
+                privilege,
+                redfish: self.pool.redfish_paths(&t.name),
+            };
+            let (protocol, mut c) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await?;
             let r = f(&mut c).await;
+            match &r {
+                Ok(_) => self.pool.learn(&t.name, t.redfish_url(), &c),
+                Err(_) => self.pool.unlearn(&t.name),
+            }
             if let Err(e) = c.close().await {
                 tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
             }

@@ -24,11 +24,26 @@ pub struct SweepOptions {
     pub events: usize,
     /// Bound of one BMC's whole visit.
     pub per_bmc_timeout: Duration,
+    /// Redfish: read every sensor (as `Bmc::health`) instead of the BMC's own rollup. Off by default: the
+    /// rollup (`ComputerSystem.Status` + `PowerState`, one GET once the path is known) answers "which nodes
+    /// are unwell" in a few round trips, where every sensor costs ~30. IPMI has no rollup and always reads
+    /// the sensors.
+    pub all_sensors: bool,
+    /// Redfish rollup: when the system reports no `HealthRollup`, also read the status of the chassis it
+    /// links to (one more round trip, concurrently per chassis), so fans and power supplies are covered.
+    pub chassis: bool,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        SweepOptions { power: true, health: true, events: 3, per_bmc_timeout: Duration::from_secs(30) }
+        SweepOptions {
+            power: true,
+            health: true,
+            events: 3,
+            per_bmc_timeout: Duration::from_secs(30),
+            all_sensors: false,
+            chassis: true,
+        }
     }
 }
 
@@ -127,13 +142,21 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         .with_conn_permitted(lifeline_ipmi::wire::Privilege::User, opts.per_bmc_timeout, move |c| {
             Box::pin(async move {
                 let mut out = Visit::default();
-                if o.power {
+                if let (true, false, crate::conn::Conn::Redfish(rc)) = (o.health, o.all_sensors, &mut *c) {
+                    match rc.rollup(o.chassis).await {
+                        Ok((p, h)) => {
+                            out.power = o.power.then_some(p);
+                            out.health = Some(h);
+                        }
+                        Err(e) => part(&mut out.errors, "health", &e),
+                    }
+                } else if o.power {
                     match c.power_state().await {
                         Ok(p) => out.power = Some(p),
                         Err(e) => part(&mut out.errors, "power", &e),
                     }
                 }
-                if o.health {
+                if o.health && out.health.is_none() && !out.errors.iter().any(|e| e.starts_with("health")) {
                     match c.health().await {
                         Ok(h) => out.health = Some(h),
                         Err(e) => part(&mut out.errors, "health", &e),
@@ -157,19 +180,20 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
                 row.health = Some(h.health);
                 row.sensors = h.sensors.len();
                 row.alerts = h
-                    .sensors
+                    .resources
                     .iter()
-                    .filter(|s| s.health != Health::Ok)
-                    .map(|s| {
-                        let v = s.reading.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
-                        format!(
-                            "{}={v}{} ({})",
-                            s.name,
-                            s.units.as_deref().map(|u| format!(" {u}")).unwrap_or_default(),
-                            s.health
-                        )
-                    })
+                    .filter(|r| h.rollup_only && r.health != Health::Ok)
+                    .map(|r| format!("{}={}", r.resource, r.health))
                     .collect();
+                row.alerts.extend(h.sensors.iter().filter(|s| s.health != Health::Ok).map(|s| {
+                    let v = s.reading.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
+                    format!(
+                        "{}={v}{} ({})",
+                        s.name,
+                        s.units.as_deref().map(|u| format!(" {u}")).unwrap_or_default(),
+                        s.health
+                    )
+                }));
             }
             row.events = events;
             row.errors = errors;

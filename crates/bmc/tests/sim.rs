@@ -298,3 +298,53 @@ async fn cycle_under_30_percent_udp_loss_runs_exactly_once() {
     let h = bmc.health().await.unwrap();
     assert_ne!(h.health, Health::Unknown);
 }
+
+/// The sweep's health is the BMC's own rollup (no sensor read), and it agrees with what the simulated host
+/// computes from its sensors: an uncorrectable GPU ECC error makes the node critical. `Bmc::health` still
+/// lists every sensor, and no session is left behind.
+#[tokio::test]
+async fn sweep_health_is_the_bmc_rollup() {
+    let sim = start(vec![
+        server("r-bad", RedfishFlavor::IdracLike, vec![], None),
+        server("r-ok", RedfishFlavor::Generic, vec![], None),
+    ])
+    .await;
+    sim.fleet.devices().inject("r-bad", &"gpu-ecc=1".parse::<Fault>().unwrap()).await.unwrap();
+    let (pool, _) = sim.pool();
+    let opts = SweepOptions { events: 0, ..SweepOptions::default() };
+    let rows = pool.sweep(vec![sim.redfish("r-bad"), sim.redfish("r-ok")], &opts, |_, _| {}).await;
+    for (row, name) in rows.iter().zip(["r-bad", "r-ok"]) {
+        let sim_view =
+            sim.fleet.host(name).unwrap().sensors().iter().fold(Health::Ok, |h, s| h.worst(s.health));
+        assert!(row.ok(), "{row:#?}");
+        assert_eq!(row.health, Some(sim_view), "{name}: {row:#?}");
+        assert_eq!(row.power, Some(PowerState::On), "{name}");
+        assert_eq!(row.sensors, 0, "{name}: the rollup reads no sensor");
+        assert_eq!(sim.fleet.redfish(name).unwrap().session_count(), 0, "{name}: logged out");
+    }
+    assert_eq!(rows[0].health, Some(Health::Critical));
+    assert!(
+        rows[0].alerts.iter().any(|a| a.contains("/Systems/") && a.contains("critical")),
+        "{:#?}",
+        rows[0]
+    );
+    assert_eq!(rows[1].health, Some(Health::Ok));
+    assert!(rows[1].alerts.is_empty(), "{:#?}", rows[1]);
+
+    // The full read agrees, and names the sensor.
+    let full = pool.bmc(sim.redfish("r-bad")).health().await.unwrap();
+    assert!(!full.rollup_only && full.health == Health::Critical, "{full:#?}");
+    assert!(full.sensors.iter().any(|s| s.name == "GPU1 Temp" && s.health == Health::Critical), "{full:#?}");
+    // Power supplies come from legacy Power although the chassis has a Sensors collection.
+    assert!(full.sensors.iter().any(|s| s.kind == "PowerSupply"), "{full:#?}");
+
+    // Every sensor on request, in the sweep too.
+    let all = SweepOptions { all_sensors: true, ..opts };
+    let rows = pool.sweep(vec![sim.redfish("r-bad")], &all, |_, _| {}).await;
+    assert_eq!(rows[0].health, Some(Health::Critical), "{:#?}", rows[0]);
+    assert!(
+        rows[0].sensors > 10 && rows[0].alerts.iter().any(|a| a.starts_with("GPU1 Temp")),
+        "{:#?}",
+        rows[0]
+    );
+}

@@ -247,6 +247,8 @@ struct Inner {
     creds: Credentials,
     opts: ClientOptions,
     root: ServiceRoot,
+    /// The service root as read (or as handed to `connect_known`), for callers that cache it.
+    root_doc: Arc<Value>,
     profile: PlatformProfile,
     slots: Arc<Semaphore>,
     sessions: Option<Arc<SessionPool>>,
@@ -378,9 +380,23 @@ impl Client {
         trust: TlsTrust,
         opts: ClientOptions,
     ) -> Result<Client, RedfishError> {
+        Self::connect_known(target, creds, trust, opts, None).await
+    }
+
+    /// Like [`Client::connect`], but with the service root document a previous client of the same BMC read
+    /// ([`Client::service_root_document`]): no request is sent until the caller's first one, which saves a
+    /// round trip per BMC in repeated fleet sweeps. The root is fetched anyway when there is no pin yet to
+    /// enforce (trust on first use must see the certificate before anything else is sent).
+    pub async fn connect_known(
+        target: BmcTarget,
+        creds: Credentials,
+        trust: TlsTrust,
+        opts: ClientOptions,
+        known_root: Option<Arc<Value>>,
+    ) -> Result<Client, RedfishError> {
         let bmc = target.name.clone();
         let base = parse_base(&target)?;
-        let (tls, pin) = if base.scheme() == "https" {
+        let (tls, pin, pinned) = if base.scheme() == "https" {
             let pinned = match &trust {
                 TlsTrust::Pin { store, explicit } => match explicit {
                     Some(p) => Some(*p),
@@ -392,37 +408,62 @@ impl Client {
                 _ => None,
             };
             let (cfg, state) = tls_config(&bmc, &trust, pinned).await?;
-            (Some(cfg), Some(state))
+            (Some(cfg), Some(state), pinned)
         } else {
-            (None, None)
+            (None, None, None)
         };
         let http = Transport::build(&bmc, &base, tls, &opts)?;
-        let mut t = Transport { bmc: bmc.clone(), base, http, pin, timeout: opts.request_timeout };
+        let t = Transport { bmc: bmc.clone(), base, http, pin, timeout: opts.request_timeout };
 
-        // The service root needs no auth by spec; some BMCs want it anyway.
         let root_url = t.url("/redfish/v1/")?;
-        let mut resp = t.send(t.http.get(root_url.clone()).timeout(t.timeout), "GET", &root_url).await?;
+        let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
+        let root_doc = match known_root {
+            Some(doc) if !needs_first_use => doc,
+            _ => Arc::new(Self::fetch_root(&t, &creds, &trust, &root_url).await?),
+        };
+        Self::finish(t, creds, opts, root_doc, &root_url)
+    }
+
+    /// GET the service root (needs no auth by spec; some BMCs want it anyway) and store a first-use pin.
+    async fn fetch_root(
+        t: &Transport,
+        creds: &Credentials,
+        trust: &TlsTrust,
+        root_url: &Url,
+    ) -> Result<Value, RedfishError> {
+        let bmc = &t.bmc;
+        let mut resp = t.send(t.http.get(root_url.clone()).timeout(t.timeout), "GET", root_url).await?;
         if matches!(resp.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
             let rb = t
                 .http
                 .get(root_url.clone())
                 .timeout(t.timeout)
                 .basic_auth(&creds.username, Some(&creds.password));
-            resp = t.send(rb, "GET", &root_url).await?;
+            resp = t.send(rb, "GET", root_url).await?;
         }
-        let root_doc = read_json(&t, resp, "GET", &root_url).await?;
+        let root_doc = read_json(t, resp, "GET", root_url).await?;
 
-        if let (Some(state), TlsTrust::Pin { store, explicit: None }) = (&t.pin, &trust) {
+        if let (Some(state), TlsTrust::Pin { store, explicit: None }) = (&t.pin, trust) {
             let newly = lock(state).newly_pinned.take();
             if let Some(fp) = newly {
                 tracing::info!(bmc = %bmc, fingerprint = %fp, "pinned TLS certificate on first use");
                 store
-                    .set_pin(&bmc, fp)
+                    .set_pin(bmc, fp)
                     .await
                     .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?;
             }
         }
+        Ok(root_doc)
+    }
 
+    fn finish(
+        mut t: Transport,
+        creds: Credentials,
+        opts: ClientOptions,
+        root_doc: Arc<Value>,
+        root_url: &Url,
+    ) -> Result<Client, RedfishError> {
+        let bmc = t.bmc.clone();
         let root = ServiceRoot::from_value(&root_doc, root_url.path());
         let profile = opts.rules.profile(&root);
         t.timeout = opts.request_timeout + profile.extra_timeout();
@@ -449,6 +490,7 @@ impl Client {
                 creds,
                 opts,
                 root,
+                root_doc,
                 profile,
                 slots,
                 sessions,
@@ -464,6 +506,11 @@ impl Client {
 
     pub fn service_root(&self) -> &ServiceRoot {
         &self.inner.root
+    }
+
+    /// The service root document this client works from (to hand to a later [`Client::connect_known`]).
+    pub fn service_root_document(&self) -> Arc<Value> {
+        self.inner.root_doc.clone()
     }
 
     pub fn profile(&self) -> &PlatformProfile {
@@ -859,13 +906,39 @@ impl Client {
     }
 
     /// Sensors of a chassis: the `Sensors` collection when present, else legacy `Thermal` + `Power`.
+    ///
+    /// With a `Sensors` collection, the power supplies' status is still read from legacy `Power` (at the same
+    /// time): many BMCs list PSU input power as a sensor but report a failed supply only in
+    /// `Power.PowerSupplies[].Status`, and a sweep that missed a dead PSU would be lying.
     pub async fn sensors(&self, chassis: &Chassis) -> Result<SensorSet, RedfishError> {
         let mut set = SensorSet::default();
         if let Some(link) = &chassis.sensors {
-            let l = self.members(link).await?;
+            let psu = async {
+                match &chassis.power {
+                    Some(p) => Some((p.clone(), self.get_json(p).await)),
+                    None => None,
+                }
+            };
+            let (l, psu) = tokio::join!(self.members(link), psu);
+            let l = l?;
             set.warnings = l.warnings;
             for (id, v) in l.items {
                 set.readings.push(model::sensor_from_value(&v, &id, &mut set.warnings));
+            }
+            match psu {
+                Some((p, Ok((v, notes)))) => {
+                    set.warnings.extend(notes);
+                    let legacy = model::power_from_value(&v, &p, &mut set.warnings);
+                    for r in legacy.into_iter().filter(|r| r.kind.as_deref() == Some("PowerSupply")) {
+                        if !set.readings.iter().any(|s| s.name.is_some() && s.name == r.name) {
+                            set.readings.push(r);
+                        }
+                    }
+                }
+                Some((p, Err(e))) => set
+                    .warnings
+                    .push(FieldWarning { at: p, problem: format!("power supplies unreadable: {e}") }),
+                None => {}
             }
             return Ok(set);
         }

@@ -17,8 +17,8 @@ pub const ASSUMED_RESET_TYPES: &[&str] =
 pub enum ResetPlan {
     /// One `ResetType`.
     Single(String),
-    /// `off` (wait until the system reports Off), then `on`: for a cycle on a BMC with neither PowerCycle nor
-    /// ForceRestart.
+    /// `off` (wait until the system reports Off), then `on`: a cycle on a BMC without PowerCycle, or a reset
+    /// on one with neither ForceRestart nor PowerCycle.
     OffThenOn { off: String, on: String },
 }
 
@@ -38,7 +38,9 @@ fn preferences(action: PowerAction) -> &'static [&'static str] {
         // A fence agent's "off" must be immediate; graceful shutdown is the separate `Soft` action.
         PowerAction::Off => &["ForceOff"],
         PowerAction::Soft => &["GracefulShutdown"],
-        PowerAction::Cycle => &["PowerCycle", "ForceRestart"],
+        // A cycle removes power (`PowerAction::Cycle`: "PowerCycle or ForceOff+On"): ForceRestart reboots
+        // without power loss, which does not clear a wedged GPU or NIC, so it is never a cycle's fallback.
+        PowerAction::Cycle => &["PowerCycle"],
         PowerAction::Reset => &["ForceRestart", "PowerCycle"],
     }
 }
@@ -77,15 +79,23 @@ mod tests {
     }
 
     #[test]
-    fn cycle_prefers_power_cycle_then_force_restart_then_off_on() {
+    fn cycle_is_power_cycle_else_off_on_never_a_restart() {
         let all = v(&["On", "ForceOff", "ForceRestart", "PowerCycle"]);
         assert_eq!(
             plan_reset(PowerAction::Cycle, Some(&all), &[]),
             Some(ResetPlan::Single("PowerCycle".into()))
         );
+        // iDRAC 9 before 7.x: no PowerCycle; ForceRestart would keep power on.
         let no_pc = v(&["On", "ForceOff", "ForceRestart"]);
         assert_eq!(
             plan_reset(PowerAction::Cycle, Some(&no_pc), &[]),
+            Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() })
+        );
+        // A BMC that can only restart cannot cycle: no plan (the caller reports NoResetType).
+        assert_eq!(plan_reset(PowerAction::Cycle, Some(&v(&["ForceRestart"])), &[]), None);
+        // Reset keeps its order: ForceRestart, then PowerCycle.
+        assert_eq!(
+            plan_reset(PowerAction::Reset, Some(&all), &[]),
             Some(ResetPlan::Single("ForceRestart".into()))
         );
         let off_on = v(&["On", "ForceOff"]);
@@ -96,7 +106,7 @@ mod tests {
         // Quirk: PowerCycle advertised but broken.
         assert_eq!(
             plan_reset(PowerAction::Cycle, Some(&all), &v(&["PowerCycle"])),
-            Some(ResetPlan::Single("ForceRestart".into()))
+            Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() })
         );
     }
 
@@ -131,7 +141,10 @@ mod tests {
 
     #[test]
     fn nothing_advertised_assumes_the_base_set() {
-        assert_eq!(plan_reset(PowerAction::Cycle, None, &[]), Some(ResetPlan::Single("ForceRestart".into())));
+        assert_eq!(
+            plan_reset(PowerAction::Cycle, None, &[]),
+            Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() })
+        );
         assert_eq!(plan_reset(PowerAction::On, None, &[]), Some(ResetPlan::Single("On".into())));
     }
 }

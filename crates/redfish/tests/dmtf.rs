@@ -97,8 +97,8 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
     let (types, _) = c.reset_types(sys).await.unwrap();
     assert_eq!(
         plan_reset(PowerAction::Cycle, types.as_deref(), &[]),
-        Some(ResetPlan::Single("ForceRestart".into())),
-        "no PowerCycle in {types:?}"
+        Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() }),
+        "no PowerCycle in {types:?}: a cycle removes power, ForceRestart does not"
     );
 
     let chassis = c.chassis().await.unwrap();

@@ -63,11 +63,11 @@ async fn every_flavor_power_sensors_sel_and_logout() {
         let (types, _) = c.reset_types(sys).await.unwrap();
         let cycle = c.power(sys, PowerAction::Cycle).await.unwrap();
         let want = if types.as_ref().unwrap().iter().any(|t| t == "PowerCycle") {
-            "PowerCycle"
+            ResetPlan::Single("PowerCycle".into())
         } else {
-            "ForceRestart"
+            ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() }
         };
-        assert_eq!(cycle.plan, Some(ResetPlan::Single(want.into())), "{name}: {types:?}");
+        assert_eq!(cycle.plan, Some(want), "{name}: {types:?}");
 
         let chassis = c.chassis().await.unwrap();
         let sensors = c.sensors(&chassis.items[0]).await.unwrap();

@@ -105,9 +105,10 @@ async fn emulator_reset_changes_power_state() {
     assert_eq!(on.plan, Some(ResetPlan::Single("On".into())));
     assert_eq!((on.before, on.after), (PowerState::Off, PowerState::On));
 
-    // Cycle: sushy advertises no PowerCycle (and the quirk table says it answers 501), so ForceRestart.
+    // Cycle: sushy advertises no PowerCycle (and the quirk table says it answers 501), so ForceOff, wait
+    // for Off, On (ForceRestart would keep power on).
     let cycle = c.power(&sys, PowerAction::Cycle).await.unwrap();
-    assert_eq!(cycle.plan, Some(ResetPlan::Single("ForceRestart".into())));
+    assert_eq!(cycle.plan, Some(ResetPlan::OffThenOn { off: "ForceOff".into(), on: "On".into() }));
     assert_eq!(cycle.after, PowerState::On);
 
     // The quirk is real: asking for Nmi (advertised!) is refused by the emulator.
