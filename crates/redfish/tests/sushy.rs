@@ -224,11 +224,16 @@ async fn static_mockup_power_sensors_sel_and_services() {
     let chassis = c.chassis().await.unwrap();
     let ch = &chassis.items[0];
     let sensors = c.sensors(ch).await.unwrap();
-    assert_eq!(sensors.readings.len(), 4, "{sensors:?}");
+    // Four sensors from the Sensors collection, plus the four power supplies that only legacy Power carries
+    // (the failed PSU3 is visible there and nowhere else).
+    let from = |src| sensors.readings.iter().filter(|r| r.source == src).count();
+    assert_eq!((from(model::SensorSource::Sensors), from(model::SensorSource::Power)), (4, 4), "{sensors:?}");
     let gpu = sensors.readings.iter().find(|r| r.name.as_deref() == Some("GPU3 Temp")).unwrap();
     assert_eq!((gpu.reading, gpu.health), (Some(87.0), Some(Health::Warning)));
     assert_eq!(gpu.source, model::SensorSource::Sensors);
-    assert_eq!(sensors.health(), Health::Warning);
+    let psu3 = sensors.readings.iter().find(|r| r.name.as_deref() == Some("PSU3")).unwrap();
+    assert_eq!((psu3.kind.as_deref(), psu3.health), (Some("PowerSupply"), Some(Health::Critical)));
+    assert_eq!(sensors.health(), Health::Critical);
 
     // Legacy path of the same chassis: Thermal + Power (one PSU failed).
     let legacy = model::Chassis { sensors: None, ..ch.clone() };
