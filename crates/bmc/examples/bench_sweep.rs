@@ -330,16 +330,25 @@ async fn main() -> anyhow::Result<()> {
         per_bmc_timeout: Duration::from_secs(60),
         ..Default::default()
     };
-    let mut ipmi_rows = vec![
-        our_sweep(&a, "Lifeline (lifeline-bmc sweep, USER session)", BmcProtocol::Ipmi, power_only.clone())
-            .await,
-    ];
+    // Sub-second runs are noisy on two shared cores: both contenders run 3 times, the median counts.
+    let mut ours = Vec::new();
+    for _ in 0..3 {
+        let label = "Lifeline (lifeline-bmc sweep, USER session), median of 3";
+        ours.push(our_sweep(&a, label, BmcProtocol::Ipmi, power_only.clone()).await);
+    }
+    ours.sort_by(|x, y| x.wall.total_cmp(&y.wall));
+    let mut ipmi_rows = vec![ours.swap_remove(1)];
     let hosts = hostlist(a.base, a.n, ipmi_port);
     let cmd = format!(
         "ipmipower -h '{hosts}' -u admin -p password -D LAN_2_0 -W opensesspriv --stat -F {}",
         a.fanout.min(1024)
     );
-    match timed_shell(&cmd) {
+    let mut runs: Vec<_> =
+        (0..3).filter_map(|_| timed_shell(&cmd).map_err(|e| println!("ipmipower: {e:#}")).ok()).collect();
+    runs.sort_by(|x, y| x.1.total_cmp(&y.1));
+    let median =
+        if runs.is_empty() { Err(anyhow::anyhow!("no run")) } else { Ok(runs.swap_remove(runs.len() / 2)) };
+    match median {
         Ok((out, wall, cpu, rss)) => {
             let ok = out
                 .lines()
@@ -351,7 +360,7 @@ async fn main() -> anyhow::Result<()> {
                 String::new()
             };
             ipmi_rows.push(Measured {
-                label: "FreeIPMI ipmipower -F 1024".into(),
+                label: "FreeIPMI ipmipower -F 1024, median of 3".into(),
                 ok,
                 of: a.n,
                 wall,
