@@ -428,7 +428,8 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "Redfish sweep reads, per BMC: service root (cold pool only), session login (token rows), \
          Systems collection (cold pool only), the ComputerSystem (PowerState + Status.HealthRollup/Health), \
-         the Chassis it links to (Status), session logout. The \"every sensor\" row reads what \
+         the Chassis it links to (Status; only when the System has no HealthRollup, as in the simulator), \
+         session logout. The \"every sensor\" row reads what \
          `lifeline health` reads (Sensors collection + every member + legacy Power).\n"
     );
     println!("| workload | contender | BMCs ok | wall s | CPU s | peak RSS MiB | vs target / peer |");
