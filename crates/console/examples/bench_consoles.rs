@@ -147,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
     println!("| duration | {wall:.1} s | |");
     println!(
         "| host output | {} lines/s, {:.1} MiB total | |",
-        (n as u64 - 100) * rate,
+        (n as u64).saturating_sub(100) * rate,
         bytes as f64 / 1048576.0
     );
     println!("| log on disk (after rotation/retention) | {:.1} MiB | |", logged as f64 / 1048576.0);
