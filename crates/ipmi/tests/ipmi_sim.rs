@@ -78,7 +78,7 @@ async fn power_off_on_and_cycle_are_executed_once_and_observed() {
 #[tokio::test]
 async fn sdr_list_matches_ipmitool() {
     let Some(sim) = IpmiSim::start() else { return };
-    if !common::have("ipmitool") {
+    if !lifeline_test_utils::have("ipmitool") {
         assert!(!lifeline_test_utils::peers_required(), "ipmitool required");
         eprintln!("SKIP: ipmitool not installed");
         return;

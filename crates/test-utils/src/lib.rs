@@ -6,6 +6,7 @@
 //! with `OOB_PEERS_REQUIRED=1`, fail instead of skipping when one is missing.
 
 mod bin;
+mod ipmi_sim;
 mod loopback;
 mod peers;
 mod postgres;
@@ -14,6 +15,7 @@ mod sshd;
 mod wait;
 
 pub use bin::{agent_bin, lifeline_bin, workspace_root};
+pub use ipmi_sim::{IPMI_SIM_BASE_PORT, IpmiSims, have, peers_dir, skip_or_fail};
 pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, postgres_url};

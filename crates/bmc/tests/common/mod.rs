@@ -6,145 +6,33 @@
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lifeline_bmc::*;
 use lifeline_ipmi::client::Timing;
-use lifeline_test_utils::{peer_endpoints, peers_required, unique_loopback};
+use lifeline_test_utils::{peer_endpoints, unique_loopback};
 use lifeline_types::BmcProtocol;
 
+pub use lifeline_test_utils::{IPMI_SIM_BASE_PORT as BASE_PORT, IpmiSims, have, peers_dir};
+
 pub fn skip<T>(why: String) -> Option<T> {
-    if peers_required() {
-        panic!("peer required (OOB_PEERS_REQUIRED=1): {why}");
-    }
-    eprintln!("SKIP: {why}");
-    None
+    lifeline_test_utils::skip_or_fail(why)
 }
 
-pub fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+/// A Lifeline target for an ipmi_sim instance.
+pub trait SimTarget {
+    fn target(&self, i: u16, name: &str) -> BmcTarget;
 }
 
-pub fn peers_dir() -> Option<PathBuf> {
-    let mut c = Vec::new();
-    if let Ok(d) = std::env::var("OOB_PEERS_DIR") {
-        c.push(PathBuf::from(d));
-    }
-    let root = lifeline_test_utils::workspace_root();
-    c.push(root.join("shared/peers"));
-    c.push(root.join("../shared/peers"));
-    c.into_iter().find(|d| d.join("start-ipmi-sim.sh").is_file())
-}
-
-/// `count` ipmi_sim instances on one private loopback address, UDP ports 6230.. .
-pub struct IpmiSims {
-    run: tempfile::TempDir,
-    script_dir: PathBuf,
-    pub ip: IpAddr,
-    pub count: u16,
-}
-
-pub const BASE_PORT: u16 = 6230;
-
-impl IpmiSims {
-    pub fn start(count: u16) -> Option<Self> {
-        let Some(script_dir) = peers_dir() else {
-            return skip("shared/peers/start-ipmi-sim.sh not found (set OOB_PEERS_DIR)".into());
-        };
-        for t in ["ipmi_sim", "sdrcomp", "socat"] {
-            if !have(t) {
-                return skip(format!("{t} not installed (apt-get install openipmi socat)"));
-            }
-        }
-        let ip = unique_loopback();
-        let run = tempfile::Builder::new().prefix("oob-peers-bmc-test").tempdir().expect("tempdir");
-        let out = Command::new(script_dir.join("start-ipmi-sim.sh"))
-            .arg(count.to_string())
-            .arg(format!("{ip}:{BASE_PORT}"))
-            .env("OOB_PEERS_RUN", run.path())
-            .output()
-            .expect("run start-ipmi-sim.sh");
-        assert!(
-            out.status.success(),
-            "start-ipmi-sim.sh failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(Self { run, script_dir, ip: ip.into(), count })
-    }
-
-    pub fn addr(&self, i: u16) -> SocketAddr {
-        SocketAddr::new(self.ip, BASE_PORT + i)
-    }
-
-    pub fn dir(&self, i: u16) -> PathBuf {
-        self.run.path().join(format!("ipmi/bmc{}", i + 1))
-    }
-
-    /// Every Chassis Control the BMC executed (one line per `set`).
-    pub fn chassis_log(&self, i: u16) -> Vec<String> {
-        std::fs::read_to_string(self.dir(i).join("chassis.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| l.split_whitespace().skip(2).collect::<Vec<_>>().join(" "))
-            .collect()
-    }
-
-    pub fn target(&self, i: u16, name: &str) -> BmcTarget {
+impl SimTarget for IpmiSims {
+    fn target(&self, i: u16, name: &str) -> BmcTarget {
         let mut t = BmcTarget::new(name, self.ip.to_string(), BmcProtocol::Ipmi, "admin", "password");
         t.ipmi_port = BASE_PORT + i;
         t
-    }
-
-    /// A command on ipmi_sim's emulator console (TCP 9700+i), e.g. `sensor_set_value 0x20 0 3 0x5c 1`.
-    pub fn emucon(&self, i: u16, cmd: &str) -> String {
-        let mut s = TcpStream::connect((self.ip, 9700 + i)).expect("emulator console");
-        s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-        let mut buf = [0u8; 4096];
-        let _ = s.read(&mut buf);
-        s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        let n = s.read(&mut buf).unwrap_or(0);
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    }
-
-    /// `ipmitool -I lanplus -C 3 ... ARGS` against instance `i` (blocking).
-    pub fn ipmitool(&self, i: u16, args: &[&str]) -> String {
-        let out = Command::new("ipmitool")
-            .args([
-                "-I",
-                "lanplus",
-                "-C",
-                "3",
-                "-H",
-                &self.ip.to_string(),
-                "-p",
-                &(BASE_PORT + i).to_string(),
-            ])
-            .args(["-U", "admin", "-P", "password"])
-            .args(args)
-            .output()
-            .expect("run ipmitool");
-        assert!(out.status.success(), "ipmitool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn run_dir(&self) -> &Path {
-        self.run.path()
-    }
-}
-
-impl Drop for IpmiSims {
-    fn drop(&mut self) {
-        let _ = Command::new(self.script_dir.join("stop-all.sh"))
-            .arg("ipmi")
-            .env("OOB_PEERS_RUN", self.run.path())
-            .output();
     }
 }
 
