@@ -2,8 +2,6 @@
 //! key auth, `ForceCommand` standing in for `obmc-console-client`): bytes both ways through the
 //! manager, host-key pinning, and reconnect when the console command ends.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,77 +10,20 @@ use lifeline_console::{
     SshTransport, TransportError, Viewer, ViewerEvent, WriteMode,
 };
 
-struct Sshd {
-    child: Child,
-    addr: std::net::Ipv4Addr,
-    port: u16,
-    dir: tempfile::TempDir,
-    user: String,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .stdout(Stdio::null())
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(st.success());
-}
+use lifeline_test_utils::Sshd;
 
 /// The console: greets with its pid, echoes lines, ends after a line `quit` (the "BMC" drops us).
 const CONSOLE: &str = r#"printf 'obmc console %s ready\r\n' $$; while read -r l; do [ "$l" = quit ] && exit 0; printf 'got:%s\r\n' "$l"; done"#;
 
 fn start_sshd() -> Option<Sshd> {
-    if !Path::new("/usr/sbin/sshd").exists() {
-        if lifeline_test_utils::peers_required() {
-            panic!("OpenSSH server required (apt openssh-server) but /usr/sbin/sshd is missing");
-        }
-        eprintln!("SKIP: no /usr/sbin/sshd");
-        return None;
-    }
-    let _ = std::fs::create_dir_all("/run/sshd");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    keygen(&d.join("host_key"));
-    keygen(&d.join("client_key"));
-    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-    std::fs::write(d.join("console.sh"), CONSOLE).unwrap();
-    let addr = lifeline_test_utils::unique_loopback();
-    let port = std::net::TcpListener::bind((addr, 0)).unwrap().local_addr().unwrap().port();
-    let user =
-        String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_owned();
-    let conf = format!(
-        "ListenAddress {addr}:{port}\nHostKey {hk}\nPidFile {pid}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
-         UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-         AllowUsers {user}\nForceCommand sh {sh}\nLogLevel ERROR\n",
-        hk = d.join("host_key").display(),
-        pid = d.join("sshd.pid").display(),
-        ak = d.join("authorized_keys").display(),
-        sh = d.join("console.sh").display(),
-    );
-    std::fs::write(d.join("sshd_config"), conf).unwrap();
-    let child = Command::new("/usr/sbin/sshd")
-        .args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start sshd");
-    lifeline_test_utils::wait_until("sshd listening", Duration::from_secs(10), || {
-        std::net::TcpStream::connect((addr, port)).ok()
-    });
-    Some(Sshd { child, addr, port, dir, user })
+    lifeline_test_utils::start_sshd_in("ed25519", |d| {
+        std::fs::write(d.join("console.sh"), CONSOLE).unwrap();
+        format!("ForceCommand sh {}", d.join("console.sh").display())
+    })
 }
 
 fn transport(s: &Sshd, pin: Option<String>) -> SshTransport {
-    let key = russh::keys::load_secret_key(s.dir.path().join("client_key"), None).unwrap();
+    let key = russh::keys::load_secret_key(&s.client_key, None).unwrap();
     let mut t = SshTransport::new(
         "bmc-ssh",
         s.addr.to_string(),

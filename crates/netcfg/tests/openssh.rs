@@ -4,83 +4,29 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use lifeline_netcfg::backup::{BackupError, BackupOutcome, backup_one};
 use lifeline_netcfg::ssh::{AlgorithmProfile, SshAuth, SshError, Transport};
 use lifeline_types::{DeviceName, Platform};
 
+/// A real sshd (the shared harness) plus the client key loaded for russh.
 struct Sshd {
-    child: Child,
+    inner: lifeline_test_utils::Sshd,
     addr: std::net::Ipv4Addr,
     port: u16,
-    _dir: tempfile::TempDir,
     key: Arc<russh::keys::PrivateKey>,
     user: String,
 }
 
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path, kind: &str) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", kind, "-N", "", "-f"])
-        .arg(path)
-        .stdout(Stdio::null())
-        .status()
-        .expect("ssh-keygen (openssh-client) must be installed");
-    assert!(st.success());
-}
-
 /// Start sshd serving `config_text` through a forced command. `extra` adds sshd_config lines.
 fn start_sshd(config_text: &str, extra: &str, host_key_kind: &str) -> Option<Sshd> {
-    if !Path::new("/usr/sbin/sshd").exists() {
-        if lifeline_test_utils::peers_required() {
-            panic!("OpenSSH server required (apt openssh-server) but /usr/sbin/sshd is missing");
-        }
-        eprintln!("SKIP: no /usr/sbin/sshd (apt-get install openssh-server)");
-        return None;
-    }
-    // Privilege separation directory sshd insists on when started as root.
-    let _ = std::fs::create_dir_all("/run/sshd");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    keygen(&d.join("host_key"), host_key_kind);
-    keygen(&d.join("client_key"), "ed25519");
-    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-    std::fs::write(d.join("config.txt"), config_text).unwrap();
-    let addr = lifeline_test_utils::unique_loopback();
-    let port = std::net::TcpListener::bind((addr, 0)).unwrap().local_addr().unwrap().port();
-    let user =
-        String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_owned();
-    let conf = format!(
-        "ListenAddress {addr}:{port}\nHostKey {hk}\nPidFile {pid}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
-         UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-         AllowUsers {user}\nForceCommand cat {cfg}\nLogLevel ERROR\n{extra}\n",
-        hk = d.join("host_key").display(),
-        pid = d.join("sshd.pid").display(),
-        ak = d.join("authorized_keys").display(),
-        cfg = d.join("config.txt").display(),
-    );
-    std::fs::write(d.join("sshd_config"), conf).unwrap();
-    let child = Command::new("/usr/sbin/sshd")
-        .args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start sshd");
-    lifeline_test_utils::wait_until("sshd listening", Duration::from_secs(10), || {
-        std::net::TcpStream::connect((addr, port)).ok()
-    });
-    let key = russh::keys::load_secret_key(d.join("client_key"), None).unwrap();
-    Some(Sshd { child, addr, port, _dir: dir, key: Arc::new(key), user })
+    let inner = lifeline_test_utils::start_sshd_in(host_key_kind, |d| {
+        std::fs::write(d.join("config.txt"), config_text).unwrap();
+        format!("ForceCommand cat {}\n{extra}", d.join("config.txt").display())
+    })?;
+    let key = russh::keys::load_secret_key(&inner.client_key, None).unwrap();
+    Some(Sshd { addr: inner.addr, port: inner.port, user: inner.user.clone(), key: Arc::new(key), inner })
 }
 
 fn eos_config(n: usize) -> String {
@@ -120,18 +66,18 @@ async fn exec_with_forced_command_and_key_auth() {
     assert!(text.starts_with("hostname spine9\n"), "volatile header kept:\n{text}");
     assert!(text.contains("secret sha512 <removed>") && !text.contains("SECRETHASH"), "{text}");
     // A new timestamp alone is not a change.
-    std::fs::write(sshd._dir.path().join("config.txt"), eos_config(20).replace("00:00:00", "12:34:56"))
+    std::fs::write(sshd.inner.dir.path().join("config.txt"), eos_config(20).replace("00:00:00", "12:34:56"))
         .unwrap();
     assert!(matches!(backup_one(&ctx, &t).await.unwrap(), BackupOutcome::Unchanged { version: 1 }));
     // A real change is.
-    std::fs::write(sshd._dir.path().join("config.txt"), eos_config(21)).unwrap();
+    std::fs::write(sshd.inner.dir.path().join("config.txt"), eos_config(21)).unwrap();
     assert!(matches!(
         backup_one(&ctx, &t).await.unwrap(),
         BackupOutcome::NewVersion { version: 2, previous: Some(1), .. }
     ));
     // A truncated config (no `end`) is refused and stores nothing.
     let cut = eos_config(22);
-    std::fs::write(sshd._dir.path().join("config.txt"), &cut[..cut.len() / 2]).unwrap();
+    std::fs::write(sshd.inner.dir.path().join("config.txt"), &cut[..cut.len() / 2]).unwrap();
     let err = backup_one(&ctx, &t).await.unwrap_err();
     assert!(matches!(err, BackupError::Incomplete { .. }), "{}", err.chain());
     assert_eq!(ctx.index.list(&DeviceName::new("spine9").unwrap()).await.unwrap().len(), 2);

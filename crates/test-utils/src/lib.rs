@@ -20,5 +20,5 @@ pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, postgres_url};
 pub use sim::{SimProcess, output_json, output_text};
-pub use sshd::{Sshd, start_sshd};
+pub use sshd::{Sshd, start_sshd, start_sshd_in};
 pub use wait::{wait_until, wait_until_async};

@@ -38,18 +38,25 @@ impl Sshd {
     }
 }
 
-fn keygen(path: &Path) {
+fn keygen(path: &Path, kind: &str) {
     let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .args(["-q", "-t", kind, "-N", "", "-f"])
         .arg(path)
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "ssh-keygen failed (apt-get install openssh-client)");
 }
 
-/// Starts sshd with `extra` appended to its config, or `None` (after `SKIP`) when OpenSSH is missing and
-/// not required.
+/// Starts sshd (ed25519 host key) with `extra` appended to its config, or `None` (after `SKIP`) when
+/// OpenSSH is missing and not required.
 pub fn start_sshd(extra: &str) -> Option<Sshd> {
+    let extra = extra.to_owned();
+    start_sshd_in("ed25519", move |_| extra)
+}
+
+/// Starts sshd with a `host_key_kind` (`ed25519`, `rsa`, …) host key; `setup` gets the server's directory
+/// (to write a forced command's files there) and returns extra config lines.
+pub fn start_sshd_in(host_key_kind: &str, setup: impl FnOnce(&Path) -> String) -> Option<Sshd> {
     if !Path::new("/usr/sbin/sshd").exists() {
         assert!(
             !peers_required(),
@@ -62,8 +69,9 @@ pub fn start_sshd(extra: &str) -> Option<Sshd> {
     let _ = std::fs::create_dir_all("/run/sshd");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    keygen(&d.join("host_key"));
-    keygen(&d.join("client_key"));
+    keygen(&d.join("host_key"), host_key_kind);
+    keygen(&d.join("client_key"), "ed25519");
+    let extra = setup(d);
     std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
     let addr = unique_loopback();
     let port = std::net::TcpListener::bind((addr, 0)).unwrap().local_addr().unwrap().port();
