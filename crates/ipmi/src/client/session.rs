@@ -37,11 +37,15 @@ pub struct Timing {
 }
 
 impl Default for Timing {
+    /// Tuned for a lossy 1G OOB network: a BMC answers in milliseconds when the datagram arrives, so
+    /// retransmit early and often (about 1 % of requests fail outright at 30 % loss each way, against 3–4 %
+    /// with 5 attempts), and stop after ~8 s so a dead BMC is reported in reasonable time. Late replies to
+    /// an earlier attempt are still accepted.
     fn default() -> Self {
         Self {
-            attempt_timeout: Duration::from_millis(500),
-            max_attempt_timeout: Duration::from_secs(2),
-            attempts: 5,
+            attempt_timeout: Duration::from_millis(250),
+            max_attempt_timeout: Duration::from_secs(1),
+            attempts: 10,
         }
     }
 }
@@ -668,7 +672,15 @@ impl Inner {
                 Err(e) => tracing::debug!(bmc = %self.bmc, error = %e, "deactivate before close failed"),
             }
         }
-        let r = self.call(&CloseSession { session_id: self.bmc_session_id }, "CloseSession", true).await;
+        // A BMC closes on the first Close Session it receives and ignores retransmissions (the session is
+        // gone), so after a lost reply no answer ever comes: give up after a few transmissions, not all.
+        let budget: Duration = (0..self.timing.attempts.clamp(1, 4)).map(|i| self.timing.attempt(i)).sum();
+        let req = CloseSession { session_id: self.bmc_session_id };
+        let close = self.call(&req, "CloseSession", true);
+        let r = match timeout(budget, close).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout { bmc: self.bmc.clone(), what: "CloseSession", after: budget }),
+        };
         self.closed.store(true, Ordering::Release);
         if let Some(h) = lock(&self.reader).take() {
             h.abort();
