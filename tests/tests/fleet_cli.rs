@@ -131,3 +131,45 @@ fn unknown_targets_and_missing_passwords_are_usage_errors() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn ad_hoc_bmc_urls_and_the_hygiene_audit() {
+    let sim = start_sim();
+    let eps: Value = serde_json::from_str(&std::fs::read_to_string(&sim.endpoints).unwrap()).unwrap();
+    let rf = eps.as_array().unwrap().iter().find(|e| e["kind"] == "redfish" && e["name"] == "n1").unwrap();
+    // A BMC that is not in the inventory, its password from the environment (never an argument).
+    let url = format!("redfish://admin@{}:{}", rf["address"].as_str().unwrap(), rf["port"]);
+    let o = std::process::Command::new(lifeline_bin())
+        .args(["power", "status", "--json", "--data-dir"])
+        .arg(&sim.data)
+        .args(["--bmc", &url])
+        .env("LIFELINE_BMC_PASSWORD", "s3cret-pw")
+        .env_remove("LIFELINE_INVENTORY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert_eq!(json(&o)[0]["power"], "on");
+    // Without a password and without a terminal: a usage error, nothing contacted.
+    let o = std::process::Command::new(lifeline_bin())
+        .args(["power", "status", "--bmc", &url])
+        .env_remove("LIFELINE_BMC_PASSWORD")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+
+    // Hygiene: default passwords are refused here (bounded attempts), but the simulator's self-signed
+    // certificates are reported; `--bmc` URLs are refused for this verb.
+    let o = run(&sim, &["audit", "bmc", "--json", "--max-attempts", "2"]);
+    assert_eq!(o.status.code(), Some(1), "findings exit 1: {}", output_text(&o));
+    let rows = json(&o);
+    for r in rows.as_array().unwrap() {
+        assert!(r["accepted_defaults"].as_array().unwrap().is_empty(), "{r}");
+        assert!(r["failed_attempts"].as_u64().unwrap() <= 2, "{r}");
+    }
+    let text = rows.to_string().to_lowercase();
+    assert!(text.contains("self-signed"), "{text}");
+    let o = run(&sim, &["audit", "bmc", "--bmc", &url]);
+    assert_eq!(o.status.code(), Some(2));
+}

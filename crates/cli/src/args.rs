@@ -384,6 +384,9 @@ pub struct DemoArgs {
     /// Simulated time factor (boot stages, vendor latency).
     #[arg(long, default_value_t = 0.05)]
     pub time_scale: f64,
+    /// Add N to the standard ports (443, 623, 22); default: standard ports as root, else 10000.
+    #[arg(long, value_name = "N")]
+    pub port_offset: Option<u16>,
 }
 
 #[derive(Debug, Subcommand)]

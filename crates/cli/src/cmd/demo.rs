@@ -39,9 +39,13 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         g.data_dir = Some(tmp.clone());
     }
     let spec = spec_from_inventory(&inv).map_err(Exit::usage)?;
-    let ports = PortPlan::auto();
+    let ports = match a.port_offset {
+        Some(0) => PortPlan::Standard,
+        Some(n) => PortPlan::Offset(n),
+        None => PortPlan::auto(),
+    };
     let opts = SimOptions { ports, time_scale: a.time_scale, ..SimOptions::default() };
-    let fleet = Fleet::start(spec, opts).await.map_err(Exit::failed)?;
+    let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
     let store = crate::config::open_store(&g).await?;
     let records: Vec<_> = inv.devices.iter().map(inventory::record).collect();
     store.sync_devices(&records).await?;

@@ -85,7 +85,7 @@ pub fn options(args: &SimArgs) -> SimOptions {
 async fn serve(g: &Global, args: SimArgs) -> CmdResult {
     let spec = spec(g, &args)?;
     let opts = options(&args);
-    let fleet = Fleet::start(spec, opts).await.map_err(Exit::failed)?;
+    let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
     if g.json {
         print_json(&fleet.endpoints())?;
     } else {
@@ -129,4 +129,14 @@ pub async fn wait_for_shutdown() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
+}
+
+/// A fleet that cannot bind usually means another simulator holds the ports: say how to run beside it.
+pub fn start_error(e: lifeline_sim::SimError) -> Exit {
+    let hint = if matches!(e, lifeline_sim::SimError::Bind { .. }) {
+        " (is another `lifeline sim` or `lifeline demo` running? pass --port-offset N to run beside it)"
+    } else {
+        ""
+    };
+    Exit::failed(anyhow::anyhow!("{}{hint}", lifeline_verify::error_chain(&e)))
 }
