@@ -20,6 +20,7 @@ use lifeline_types::{BmcProtocol, PowerAction, PowerState};
 use crate::error::BmcError;
 use crate::memory::ProtocolMemory;
 use crate::options::{BmcOptions, PowerOptions, TlsPolicy};
+use crate::sdr_cache::SdrCache;
 use crate::target::BmcTarget;
 use lifeline_ipmi::wire::chassis::ChassisOp;
 
@@ -32,7 +33,9 @@ pub(crate) struct IpmiConn {
     pub bmc: String,
     pub session: Session,
     /// SDR records, read once per connection (health and SEL naming both need them).
-    pub sdr: Option<Vec<lifeline_ipmi::wire::sdr::SdrRecord>>,
+    pub sdr: Option<Arc<Vec<lifeline_ipmi::wire::sdr::SdrRecord>>>,
+    /// The pool's SDR cache and this BMC's key in it.
+    pub sdr_cache: Option<(Arc<SdrCache>, String)>,
 }
 
 pub(crate) struct RedfishConn {
@@ -117,9 +120,8 @@ pub(crate) fn tls_trust(target: &BmcTarget, policy: &TlsPolicy) -> TlsTrust {
     }
 }
 
-/// The cipher suite each BMC last accepted. Why: a BMC without suite 17 (ipmi_sim, older firmware) often
-/// drops the Open Session silently, so trying 17 first costs two retransmission timeouts on every
-/// connection; after the first success the working suite is tried first.
+/// The cipher suite each BMC last accepted. Why: it is tried first next time without asking the BMC for its
+/// suite list (one round trip less per connection), and silence on it then means loss, not refusal.
 #[derive(Debug, Default)]
 pub(crate) struct SuiteCache(std::sync::Mutex<std::collections::HashMap<String, CipherSuite>>);
 
@@ -129,6 +131,9 @@ impl SuiteCache {
     }
     fn set(&self, bmc: &str, s: CipherSuite) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(bmc.to_owned(), s);
+    }
+    fn forget(&self, bmc: &str) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(bmc);
     }
 }
 
@@ -140,6 +145,8 @@ pub(crate) struct OpenCtx<'a> {
     pub privilege: Privilege,
     /// Redfish discovery of an earlier connection to this BMC (see [`RedfishPaths`]).
     pub redfish: Option<RedfishPaths>,
+    /// The pool's SDR repository cache.
+    pub sdr_cache: Option<Arc<SdrCache>>,
 }
 
 pub(crate) async fn open_ipmi(
@@ -151,15 +158,20 @@ pub(crate) async fn open_ipmi(
     let suites = ipmi.suites;
     let mut cfg = ipmi_config(target, &opts.ipmi_timing);
     cfg.privilege = ipmi.privilege;
-    if let Some(known) = suites.get(&target.name)
-        && let Some(i) = cfg.cipher_suites.iter().position(|s| *s == known)
-    {
-        let s = cfg.cipher_suites.remove(i);
-        cfg.cipher_suites.insert(0, s);
-    }
-    let session = Session::open(addr, &cfg).await.map_err(ipmi_err(&target.name))?;
+    cfg.known_suite = suites.get(&target.name);
+    let session = match Session::open(addr, &cfg).await {
+        Ok(s) => s,
+        Err(e) => {
+            // The remembered suite may be gone (firmware change): ask the BMC next time.
+            if cfg.known_suite.is_some() {
+                suites.forget(&target.name);
+            }
+            return Err(ipmi_err(&target.name)(e));
+        }
+    };
     suites.set(&target.name, session.cipher_suite());
-    Ok(Conn::Ipmi(IpmiConn { bmc: target.name.clone(), session, sdr: None }))
+    let sdr_cache = ipmi.sdr_cache.clone().map(|c| (c, format!("{}@{addr}", target.name)));
+    Ok(Conn::Ipmi(IpmiConn { bmc: target.name.clone(), session, sdr: None, sdr_cache }))
 }
 
 pub(crate) async fn open_redfish(

@@ -178,13 +178,58 @@ pub(crate) fn ipmi_sensor(
     }
 }
 
+/// Sensors read concurrently on one IPMI session (each is one or two requests).
+const SENSOR_READS_IN_FLIGHT: usize = 4;
+
+/// One sensor's reading and (threshold sensors) the thresholds the BMC enforces now; a completion code
+/// becomes a warning and an `unknown` reading, a transport failure fails the read.
+async fn read_sensor(
+    session: &lifeline_ipmi::Session,
+    bmc: &str,
+    common: SensorCommon,
+    full: Option<FullSensor>,
+) -> Result<(SensorReading, Option<String>), BmcError> {
+    let mut warning = None;
+    let rd = match session.call(&GetSensorReading { number: common.number }).await {
+        Ok(rd) => Some(rd),
+        Err(lifeline_ipmi::Error::CompletionCode { code, .. }) => {
+            warning = Some(format!("{}: Get Sensor Reading completion code {code:#04x}", common.name));
+            None
+        }
+        // One sensor whose every retransmission was lost is `unknown`, not a failed health read (a BMC that
+        // stopped answering fails the whole read in `health`).
+        Err(e @ lifeline_ipmi::Error::Timeout { .. }) => {
+            warning = Some(format!("{}: {e}", common.name));
+            None
+        }
+        Err(e) => return Err(ipmi_err(bmc)(e)),
+    };
+    let mut reading = ipmi_sensor(&common, full.as_ref(), rd);
+    // The SDR holds nominal thresholds (and often no readable mask); Get Sensor Thresholds is what the BMC
+    // enforces now.
+    if let (Some(f), true) = (&full, common.is_threshold())
+        && let Ok(r) = session.raw(0x04, 0x27, vec![common.number]).await
+        && r.completion == 0
+        && let Some(t) = thresholds_reply(f, &r.data)
+    {
+        reading.thresholds = t;
+        if let (Some(v), Health::Ok) = (reading.reading, reading.health) {
+            reading.health = t.judge(v);
+        }
+    }
+    Ok((reading, warning))
+}
+
 impl IpmiConn {
     pub(crate) async fn sdr(&mut self) -> Result<&[SdrRecord], BmcError> {
         if self.sdr.is_none() {
-            let recs = self.session.sdr_records().await.map_err(ipmi_err(&self.bmc))?;
-            self.sdr = Some(recs);
+            let recs = match &self.sdr_cache {
+                Some((cache, key)) => cache.records(key, &self.session).await,
+                None => self.session.sdr_records().await.map(std::sync::Arc::new),
+            };
+            self.sdr = Some(recs.map_err(ipmi_err(&self.bmc))?);
         }
-        Ok(self.sdr.as_deref().unwrap_or_default())
+        Ok(self.sdr.as_deref().map(Vec::as_slice).unwrap_or_default())
     }
 
     /// Sensor name and full record by sensor number (for naming SEL entries).
@@ -203,37 +248,38 @@ impl IpmiConn {
     }
 
     pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
-        let records = self.sdr().await?.to_vec();
+        use futures::StreamExt;
+        self.sdr().await?;
+        let records = self.sdr.clone().unwrap_or_default();
+        let items: Vec<(SensorCommon, Option<FullSensor>)> = records
+            .iter()
+            .filter_map(|r| match &r.body {
+                SdrBody::Full(f) => Some((f.common.clone(), Some(f.clone()))),
+                SdrBody::Compact(c) => Some((c.common.clone(), None)),
+                SdrBody::Other { .. } => None,
+            })
+            .collect();
+        let (session, bmc) = (&self.session, self.bmc.as_str());
+        // Sensors are read a few at a time (the session keeps them apart by rqSeq): on a lossy link a
+        // sensor costs a retransmission timeout now and then, and those overlap instead of adding up.
+        let results: Vec<_> = futures::stream::iter(items)
+            .map(|(common, full)| read_sensor(session, bmc, common, full))
+            .buffered(SENSOR_READS_IN_FLIGHT)
+            .collect()
+            .await;
         let mut sensors = Vec::new();
         let mut warnings = Vec::new();
-        for r in &records {
-            let (common, full) = match &r.body {
-                SdrBody::Full(f) => (&f.common, Some(f)),
-                SdrBody::Compact(c) => (&c.common, None),
-                SdrBody::Other { .. } => continue,
-            };
-            let rd = match self.session.call(&GetSensorReading { number: common.number }).await {
-                Ok(rd) => Some(rd),
-                Err(lifeline_ipmi::Error::CompletionCode { code, .. }) => {
-                    warnings.push(format!("{}: Get Sensor Reading completion code {code:#04x}", common.name));
-                    None
-                }
-                Err(e) => return Err(ipmi_err(&self.bmc)(e)),
-            };
-            let mut reading = ipmi_sensor(common, full, rd);
-            // The SDR holds nominal thresholds (and often no readable mask); Get Sensor Thresholds is
-            // what the BMC enforces now.
-            if let (Some(f), true) = (full, common.is_threshold())
-                && let Ok(r) = self.session.raw(0x04, 0x27, vec![common.number]).await
-                && r.completion == 0
-                && let Some(t) = thresholds_reply(f, &r.data)
-            {
-                reading.thresholds = t;
-                if let (Some(v), Health::Ok) = (reading.reading, reading.health) {
-                    reading.health = t.judge(v);
-                }
-            }
+        for r in results {
+            let (reading, warning) = r?;
             sensors.push(reading);
+            warnings.extend(warning);
+        }
+        // Every sensor unknown: tell a BMC that stopped answering (an error) from one with no readings.
+        if !sensors.is_empty()
+            && sensors.iter().all(|s| s.reading.is_none() && s.state.is_none())
+            && let Err(e) = self.session.device_id().await
+        {
+            return Err(ipmi_err(&self.bmc)(e));
         }
         let mut all: Vec<Health> = sensors.iter().map(|s| s.health).collect();
         match self.session.chassis_status().await {

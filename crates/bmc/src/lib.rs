@@ -27,6 +27,7 @@ pub mod memory;
 pub mod options;
 mod pool;
 pub mod power;
+mod sdr_cache;
 pub mod sweep;
 pub mod target;
 

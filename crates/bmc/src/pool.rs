@@ -26,6 +26,7 @@ use crate::health::HealthSummary;
 use crate::memory::{MemoryProtocolMemory, ProtocolMemory};
 use crate::options::BmcOptions;
 use crate::power::{self, ConnOps, PowerReport};
+use crate::sdr_cache::SdrCache;
 use crate::target::BmcTarget;
 
 /// Power reports kept for idempotent retries (per pool).
@@ -37,6 +38,7 @@ pub(crate) struct PoolInner {
     pub audit: Arc<dyn AuditSink>,
     pub fanout: Arc<Semaphore>,
     pub suites: conn::SuiteCache,
+    pub sdr_cache: Arc<SdrCache>,
     conns: StdMutex<HashMap<String, Arc<Semaphore>>>,
     /// Redfish discovery per BMC name, reused by the next connection (see `conn::RedfishPaths`).
     redfish_paths: StdMutex<HashMap<String, conn::RedfishPaths>>,
@@ -75,6 +77,7 @@ impl BmcPool {
                 audit,
                 fanout,
                 suites: conn::SuiteCache::default(),
+                sdr_cache: Arc::default(),
                 conns: StdMutex::new(HashMap::new()),
                 redfish_paths: StdMutex::new(HashMap::new()),
                 locks: StdMutex::new(HashMap::new()),
@@ -90,6 +93,18 @@ impl BmcPool {
     pub fn bmc(&self, target: BmcTarget) -> Bmc {
         Bmc { pool: self.inner.clone(), target: Arc::new(target) }
     }
+
+    /// IPMI SDR repositories (served from the pool's cache, read from a BMC) since the pool was created.
+    pub fn sdr_cache_stats(&self) -> (u64, u64) {
+        self.inner.sdr_cache.stats()
+    }
+}
+
+/// A connection opened by [`Bmc::open_conn`], holding its per-BMC connection slot.
+pub(crate) struct Opened {
+    pub protocol: BmcProtocol,
+    pub conn: Conn,
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl PoolInner {
@@ -181,27 +196,11 @@ impl Bmc {
         f: impl for<'a> FnOnce(&'a mut Conn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
     ) -> Result<(BmcProtocol, T), BmcError> {
         let t = &self.target;
-        let slots = self.pool.connection_slots(&t.name);
         let work = async {
-            let _slot = slots.acquire_owned().await.map_err(|_| BmcError::Timeout {
-                bmc: t.name.clone(),
-                what: "a connection slot",
-                after: limit,
-            })?;
-            let ctx = conn::OpenCtx {
-                suites: &self.pool.suites,
-                privilege,
-                redfish: self.pool.redfish_paths(&t.name),
-            };
-            let (protocol, mut c) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await?;
-            let r = f(&mut c).await;
-            match &r {
-                Ok(_) => self.pool.learn(&t.name, t.redfish_url(), &c),
-                Err(_) => self.pool.unlearn(&t.name),
-            }
-            if let Err(e) = c.close().await {
-                tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
-            }
+            let mut o = self.open_conn_unbounded(privilege).await?;
+            let r = f(&mut o.conn).await;
+            let protocol = o.protocol;
+            self.finish(o, r.is_ok()).await;
             r.map(|v| (protocol, v))
         };
         tokio::time::timeout(limit, work).await.map_err(|_| BmcError::Timeout {
@@ -209,6 +208,42 @@ impl Bmc {
             what: "BMC operation",
             after: limit,
         })?
+    }
+
+    /// Take a connection slot and open a connection, within `limit` (the caller holds a fan-out permit).
+    pub(crate) async fn open_conn(&self, privilege: Privilege, limit: Duration) -> Result<Opened, BmcError> {
+        tokio::time::timeout(limit, self.open_conn_unbounded(privilege)).await.map_err(|_| {
+            BmcError::Timeout { bmc: self.target.name.clone(), what: "connecting", after: limit }
+        })?
+    }
+
+    async fn open_conn_unbounded(&self, privilege: Privilege) -> Result<Opened, BmcError> {
+        let t = &self.target;
+        let slots = self.pool.connection_slots(&t.name);
+        // The semaphore is never closed.
+        let slot = slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
+        let ctx = conn::OpenCtx {
+            suites: &self.pool.suites,
+            privilege,
+            redfish: self.pool.redfish_paths(&t.name),
+            sdr_cache: Some(self.pool.sdr_cache.clone()),
+        };
+        let (protocol, conn) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await?;
+        Ok(Opened { protocol, conn, _slot: slot })
+    }
+
+    /// Remember what the connection discovered (or forget it after a failure) and close it. The caller
+    /// bounds the time.
+    pub(crate) async fn finish(&self, o: Opened, ok: bool) {
+        let t = &self.target;
+        if ok {
+            self.pool.learn(&t.name, t.redfish_url(), &o.conn);
+        } else {
+            self.pool.unlearn(&t.name);
+        }
+        if let Err(e) = o.conn.close().await {
+            tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
+        }
     }
 
     /// The protocol this BMC is reached over (`auto`: remembered, or probed now and remembered).

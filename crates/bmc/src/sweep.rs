@@ -112,14 +112,27 @@ impl BmcPool {
     }
 }
 
-#[derive(Default)]
-struct Visit {
-    power: Option<PowerState>,
-    health: Option<crate::HealthSummary>,
-    events: Vec<EventEntry>,
-    errors: Vec<String>,
+/// Share of the time left that power and health may use, so a slow health read still leaves the event log
+/// a chance (time a part does not use passes to the next).
+const POWER_SHARE: u32 = 4; // 1/4
+const HEALTH_SHARE: (u32, u32) = (4, 5); // 4/5
+
+/// Run one part of a visit within `limit`; its failure (or timeout) becomes `part: error` in the row.
+async fn bounded<T>(
+    bmc: &str,
+    what: &'static str,
+    limit: Duration,
+    fut: impl std::future::Future<Output = Result<T, BmcError>>,
+) -> Result<T, BmcError> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(BmcError::Timeout { bmc: bmc.to_owned(), what, after: limit }),
+    }
 }
 
+/// One BMC: connect, then power, health and events, each bounded separately within the visit's budget, so
+/// a part that times out costs only itself: what was read before it stays in the row, and the error names
+/// the part (`health: … timed out after …`), never `connect` unless connecting failed.
 async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     let t0 = Instant::now();
     let target = bmc.target().clone();
@@ -137,68 +150,95 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     };
     let _permit = bmc.pool().permit().await;
     let started = Instant::now();
-    let o = opts.clone();
-    let r = bmc
-        .with_conn_permitted(lifeline_ipmi::wire::Privilege::User, opts.per_bmc_timeout, move |c| {
-            Box::pin(async move {
-                let mut out = Visit::default();
-                if let (true, false, crate::conn::Conn::Redfish(rc)) = (o.health, o.all_sensors, &mut *c) {
-                    match rc.rollup(o.chassis).await {
-                        Ok((p, h)) => {
-                            out.power = o.power.then_some(p);
-                            out.health = Some(h);
-                        }
-                        Err(e) => part(&mut out.errors, "health", &e),
-                    }
-                } else if o.power {
-                    match c.power_state().await {
-                        Ok(p) => out.power = Some(p),
-                        Err(e) => part(&mut out.errors, "power", &e),
-                    }
-                }
-                if o.health && out.health.is_none() && !out.errors.iter().any(|e| e.starts_with("health")) {
-                    match c.health().await {
-                        Ok(h) => out.health = Some(h),
-                        Err(e) => part(&mut out.errors, "health", &e),
-                    }
-                }
-                if o.events > 0 {
-                    match c.events(o.events).await {
-                        Ok(l) => out.events = l.entries,
-                        Err(e) => part(&mut out.errors, "events", &e),
-                    }
-                }
-                Ok::<_, BmcError>(out)
-            })
-        })
-        .await;
-    match r {
-        Ok((protocol, Visit { power, health, events, errors })) => {
-            row.protocol = Some(protocol);
-            row.power = power;
-            if let Some(h) = health {
-                row.health = Some(h.health);
-                row.sensors = h.sensors.len();
-                row.alerts = h
-                    .resources
-                    .iter()
-                    .filter(|r| h.rollup_only && r.health != Health::Ok)
-                    .map(|r| format!("{}={}", r.resource, r.health))
-                    .collect();
-                row.alerts.extend(h.sensors.iter().filter(|s| s.health != Health::Ok).map(|s| {
-                    let v = s.reading.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
-                    format!(
-                        "{}={v}{} ({})",
-                        s.name,
-                        s.units.as_deref().map(|u| format!(" {u}")).unwrap_or_default(),
-                        s.health
-                    )
-                }));
-            }
-            row.events = events;
-            row.errors = errors;
+    let budget = opts.per_bmc_timeout;
+    // Closing gets its own slice at the end (a lost Close Session reply costs a few retransmissions).
+    let close_reserve = (budget / 10).min(Duration::from_secs(3));
+    let deadline = started + budget;
+    let parts_deadline = deadline - close_reserve;
+    let left = || parts_deadline.saturating_duration_since(Instant::now());
+    let name = target.name.as_str();
+    let spent = |what: &str| format!("{what}: skipped: the visit's {budget:?} budget was spent");
+
+    let mut o = match bmc.open_conn(lifeline_ipmi::wire::Privilege::User, left()).await {
+        Ok(o) => o,
+        Err(e) => {
+            part(&mut row.errors, "connect", &e);
+            row.elapsed_ms = t0.elapsed().as_millis() as u64;
+            return row;
         }
-        Err(e) => part(&mut row.errors, "connect", &e),
+    };
+    row.protocol = Some(o.protocol);
+    let mut health = None;
+    let mut health_failed = false;
+    if let (true, false, crate::conn::Conn::Redfish(rc)) = (opts.health, opts.all_sensors, &mut o.conn) {
+        let limit = left() * HEALTH_SHARE.0 / HEALTH_SHARE.1;
+        match bounded(name, "reading the health rollup", limit, rc.rollup(opts.chassis)).await {
+            Ok((p, h)) => {
+                row.power = opts.power.then_some(p);
+                health = Some(h);
+            }
+            Err(e) => {
+                health_failed = true;
+                part(&mut row.errors, "health", &e);
+            }
+        }
+    } else if opts.power {
+        match left() {
+            l if l.is_zero() => row.errors.push(spent("power")),
+            l => {
+                match bounded(name, "reading the power state", l / POWER_SHARE, o.conn.power_state()).await {
+                    Ok(p) => row.power = Some(p),
+                    Err(e) => part(&mut row.errors, "power", &e),
+                }
+            }
+        }
+    }
+    if opts.health && health.is_none() && !health_failed {
+        let l = left();
+        let limit = if opts.events > 0 { l * HEALTH_SHARE.0 / HEALTH_SHARE.1 } else { l };
+        if limit.is_zero() {
+            row.errors.push(spent("health"));
+        } else {
+            match bounded(name, "reading the sensors", limit, o.conn.health()).await {
+                Ok(h) => health = Some(h),
+                Err(e) => part(&mut row.errors, "health", &e),
+            }
+        }
+    }
+    if opts.events > 0 {
+        match left() {
+            l if l.is_zero() => row.errors.push(spent("events")),
+            l => match bounded(name, "reading the event log", l, o.conn.events(opts.events)).await {
+                Ok(log) => row.events = log.entries,
+                Err(e) => part(&mut row.errors, "events", &e),
+            },
+        }
+    }
+    if let Some(h) = health {
+        row.health = Some(h.health);
+        row.sensors = h.sensors.len();
+        row.alerts = h
+            .resources
+            .iter()
+            .filter(|r| h.rollup_only && r.health != Health::Ok)
+            .map(|r| format!("{}={}", r.resource, r.health))
+            .collect();
+        row.alerts.extend(h.sensors.iter().filter(|s| s.health != Health::Ok).map(|s| {
+            let v = s.reading.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
+            format!(
+                "{}={v}{} ({})",
+                s.name,
+                s.units.as_deref().map(|u| format!(" {u}")).unwrap_or_default(),
+                s.health
+            )
+        }));
+    }
+    // A part that timed out may have left a request in flight; closing still works (the session matches
+    // replies by rqSeq), and if even that runs out of time, dropping the session sends Close Session.
+    let close_limit = deadline.saturating_duration_since(Instant::now()).max(close_reserve);
+    let ok = row.errors.is_empty();
+    if tokio::time::timeout(close_limit, bmc.finish(o, ok)).await.is_err() {
+        tracing::debug!(bmc = %row.name, "closing timed out; the session is closed on drop");
     }
     tracing::debug!(bmc = %row.name, queued_ms = (started - t0).as_millis() as u64, "swept");
     row.elapsed_ms = t0.elapsed().as_millis() as u64;

@@ -348,3 +348,174 @@ async fn sweep_health_is_the_bmc_rollup() {
         rows[0]
     );
 }
+
+/// A UDP relay between a client and a simulated BMC that can drop chosen BMC replies and counts the
+/// client's datagrams (the sim is the real responder; the relay only loses packets, as a network does).
+struct Relay {
+    addr: SocketAddr,
+    sent: Arc<std::sync::atomic::AtomicUsize>,
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `drop_reply(datagram, already_dropped)`: whether to lose this reply from the BMC.
+async fn relay(upstream: SocketAddr, drop_reply: impl Fn(&[u8], usize) -> bool + Send + 'static) -> Relay {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let front = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    let back = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    back.connect(upstream).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let (sent, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, d) = (sent.clone(), dropped.clone());
+    let task = tokio::spawn(async move {
+        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+        let mut client = None;
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut a) => if let Ok((n, from)) = r {
+                    client = Some(from);
+                    s.fetch_add(1, Ordering::Relaxed);
+                    let _ = back.send(&a[..n]).await;
+                },
+                r = back.recv(&mut b) => if let (Ok(n), Some(c)) = (r, client) {
+                    if drop_reply(&b[..n], d.load(Ordering::Relaxed)) {
+                        d.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    let _ = front.send_to(&b[..n], c).await;
+                },
+            }
+        }
+    });
+    Relay { addr, sent, dropped, task }
+}
+
+/// RMCP+ Open Session Response (auth type 6, payload type 0x11).
+fn is_open_session_response(b: &[u8]) -> bool {
+    b.len() > 6 && b[4] == 0x06 && b[5] & 0x3F == 0x11
+}
+
+/// Session-less IPMI 1.5 Get Channel Cipher Suites reply (cmd 0x54 at offset 14 + 5).
+fn is_cipher_suites_reply(b: &[u8]) -> bool {
+    b.len() > 20 && b[4] == 0x00 && b[19] == 0x54
+}
+
+/// Lost Open Session replies are retransmitted, not taken for a refusal of suite 17: with the BMC's suite
+/// list known, and with the list request unanswered too (the BMC then has to stay silent through every
+/// retransmission before 3 is tried).
+#[tokio::test]
+async fn lost_open_session_replies_do_not_cause_a_cipher_suite_fallback() {
+    let sim = start(vec![server("os1", RedfishFlavor::Generic, vec![17, 3], None)]).await;
+    let upstream = sim.ipmi.iter().find(|(n, _)| n == "os1").unwrap().1;
+    let mut cfg = lifeline_ipmi::ClientConfig::new("admin", "password");
+    cfg.timing = Timing {
+        attempt_timeout: Duration::from_millis(100),
+        max_attempt_timeout: Duration::from_millis(300),
+        attempts: 6,
+    };
+    for drop_list in [false, true] {
+        let r = relay(upstream, move |b, dropped| {
+            (is_open_session_response(b) && dropped < 3) || (drop_list && is_cipher_suites_reply(b))
+        })
+        .await;
+        let s = lifeline_ipmi::Session::open(r.addr, &cfg).await.expect("session opens");
+        assert_eq!(s.cipher_suite(), lifeline_ipmi::CipherSuite::Suite17, "drop_list={drop_list}");
+        assert!(r.dropped.load(std::sync::atomic::Ordering::Relaxed) >= 3, "replies were lost");
+        s.device_id().await.unwrap();
+        s.close().await.unwrap();
+    }
+    // A BMC that lacks 17 still gets a session (it lists 3 only: no Open Session for 17 is sent).
+    let sim3 = start(vec![server("os3", RedfishFlavor::Generic, vec![3], None)]).await;
+    let t0 = std::time::Instant::now();
+    let s = lifeline_ipmi::Session::open(sim3.ipmi[0].1, &cfg).await.unwrap();
+    assert_eq!(s.cipher_suite(), lifeline_ipmi::CipherSuite::Suite3);
+    assert!(t0.elapsed() < Duration::from_secs(1), "no Open Session timeout for 17: {:?}", t0.elapsed());
+    s.close().await.unwrap();
+}
+
+fn lossy_pool(sim: &Sim) -> BmcPool {
+    let mut opts = options(sim.store.clone());
+    opts.ipmi_timing = Timing {
+        attempt_timeout: Duration::from_millis(100),
+        max_attempt_timeout: Duration::from_millis(400),
+        attempts: 14,
+    };
+    BmcPool::new(opts, Arc::new(MemoryAuditSink::new()))
+}
+
+/// At 30 % UDP loss each way a sweep still returns power, health and events within its per-BMC bound, and
+/// the SDR is read from the BMC once for repeated sweeps in one process.
+#[tokio::test]
+async fn sweep_under_30_percent_udp_loss_returns_power_and_health() {
+    let sim = start(vec![server("sl1", RedfishFlavor::Generic, vec![], None)]).await;
+    sim.fleet.devices().inject("sl1", &"udp-loss=30".parse::<Fault>().unwrap()).await.unwrap();
+    let pool = lossy_pool(&sim);
+    let opts = SweepOptions { per_bmc_timeout: Duration::from_secs(30), ..SweepOptions::default() };
+    for i in 0..3 {
+        let t0 = std::time::Instant::now();
+        let rows = pool.sweep(vec![sim.ipmi("sl1")], &opts, |_, _| {}).await;
+        let row = &rows[0];
+        assert_eq!(row.power, Some(PowerState::On), "sweep {i}: {row:#?}");
+        assert!(row.health.is_some() && row.sensors > 0, "sweep {i}: {row:#?}");
+        assert!(!row.errors.iter().any(|e| e.starts_with("connect")), "sweep {i}: {row:#?}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "sweep {i} took {:?}", t0.elapsed());
+    }
+    assert_eq!(pool.sdr_cache_stats(), (2, 1), "SDR read once, then served from the cache");
+}
+
+/// The second sweep of a BMC sends far fewer datagrams: the SDR comes from the pool's cache (one Get SDR
+/// Repository Info instead of one Get SDR per record). Counted on the wire, not by the client.
+#[tokio::test]
+async fn second_sweep_reads_the_sdr_from_the_cache() {
+    let sim = start(vec![server("sc1", RedfishFlavor::Generic, vec![], None)]).await;
+    let r = relay(sim.ipmi[0].1, |_, _| false).await;
+    let mut t = sim.ipmi("sc1");
+    t.ipmi_port = r.addr.port();
+    t.address = r.addr.ip().to_string();
+    let records = lifeline_sim::host::Host::sensors(&sim.fleet.host("sc1").unwrap()).len();
+    let (pool, _) = sim.pool();
+    let opts = SweepOptions { events: 0, ..SweepOptions::default() };
+    let mut sent = Vec::new();
+    for _ in 0..2 {
+        let before = r.sent.load(std::sync::atomic::Ordering::Relaxed);
+        let rows = pool.sweep(vec![t.clone()], &opts, |_, _| {}).await;
+        assert!(rows[0].ok() && rows[0].health.is_some(), "{:#?}", rows[0]);
+        sent.push(r.sent.load(std::sync::atomic::Ordering::Relaxed) - before);
+    }
+    assert!(records >= 4, "the sim lists sensors: {records}");
+    assert!(sent[1] + records - 1 <= sent[0], "datagrams per sweep: {sent:?} with {records} SDR records");
+    assert_eq!(pool.sdr_cache_stats(), (1, 1));
+}
+
+/// A part that runs out of time costs only itself: power stays in the row and the error names the part.
+#[tokio::test]
+async fn a_timed_out_part_keeps_what_was_read_and_names_the_part() {
+    let sim = start(vec![server("tp1", RedfishFlavor::Generic, vec![], None)]).await;
+    let upstream = sim.ipmi[0].1;
+    // After the session is up and power read, the BMC goes silent: drop every reply once enough passed.
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = count.clone();
+    let r = relay(upstream, move |_, _| c.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 8).await;
+    let mut t = sim.ipmi("tp1");
+    t.ipmi_port = r.addr.port();
+    // Each request retransmits for ~5 s, longer than the visit's budget: the part's bound is what ends it.
+    let pool = lossy_pool(&sim);
+    let opts = SweepOptions { events: 0, per_bmc_timeout: Duration::from_secs(3), ..SweepOptions::default() };
+    let rows = pool.sweep(vec![t], &opts, |_, _| {}).await;
+    let row = &rows[0];
+    assert_eq!(row.power, Some(PowerState::On), "{row:#?}");
+    assert!(row.health.is_none(), "{row:#?}");
+    assert!(
+        row.errors
+            .iter()
+            .any(|e| e.starts_with("health:") && e.contains("reading the sensors timed out after")),
+        "{row:#?}"
+    );
+    assert!(!row.errors.iter().any(|e| e.starts_with("connect")), "{row:#?}");
+}

@@ -7,5 +7,5 @@ mod sol;
 
 pub use error::{Error, Result};
 pub use ops::{SensorStatus, SensorValue, User};
-pub use session::{ClientConfig, Session, Timing, get_channel_auth_caps};
+pub use session::{ClientConfig, Session, Timing, get_channel_auth_caps, get_channel_cipher_suites};
 pub use sol::{Sol, SolConfig, SolEvent, SolWriter};

@@ -10,8 +10,8 @@ use crate::wire::{
     cc,
     chassis::{ChassisControl, ChassisOp, ChassisStatus, GetChassisStatus},
     sdr::{
-        self, FullSensor, GetSdr, GetSdrRepositoryInfo, RecordChunk, ReserveSdrRepository, SdrBody,
-        SdrRecord, SdrRepositoryInfo,
+        self, FullSensor, GetSdr, GetSdrRepositoryInfo, ReserveSdrRepository, SdrBody, SdrRecord,
+        SdrRepositoryInfo,
     },
     sel::{self, ClearSel, GetSelEntry, GetSelInfo, ReserveSel, SelInfo, SelRecord},
     sensor::{GetSensorReading, SensorReading},
@@ -20,8 +20,11 @@ use crate::wire::{
 use lifeline_types::PowerState;
 use std::time::Duration;
 
-/// Largest body piece requested per Get SDR (ipmitool's choice; OpenIPMI refuses more).
+/// Largest body piece requested per Get SDR once a BMC refused a whole-record read (ipmitool's choice;
+/// OpenIPMI refuses more).
 const SDR_CHUNK: u8 = 16;
+/// Get SDR length meaning "the whole record".
+const SDR_WHOLE: u8 = 0xFF;
 const MAX_RECORDS: usize = 4096;
 
 /// One sensor as listed by `ipmitool sdr list`.
@@ -128,14 +131,23 @@ impl Session {
         }
     }
 
-    /// Read every SDR: 5-byte header, then the body in <=16-byte pieces, shrinking the
-    /// piece on 0xCA and re-reserving on 0xC5. Records that fail to parse are skipped.
+    /// Read every SDR. Each record is first asked for whole (one round trip, which matters on a lossy
+    /// link: a record in 16-byte pieces costs 3-5); after the first 0xCA / 0xFF refusal (OpenIPMI) the rest
+    /// are read as ipmitool does: 5-byte header, then the body in <=16-byte pieces, halving the piece on
+    /// 0xCA. Re-reserves on 0xC5. Records that fail to parse are skipped.
     pub async fn sdr_records(&self) -> Result<Vec<SdrRecord>> {
+        self.sdr_records_from(SDR_WHOLE).await
+    }
+
+    /// [`Session::sdr_records`] starting with pieces of `first_len` bytes (`0xFF`: whole records first;
+    /// anything else: header, then pieces of at most that size, as for a BMC known to refuse whole reads).
+    pub async fn sdr_records_from(&self, first_len: u8) -> Result<Vec<SdrRecord>> {
         let mut reservation = self.reserve_sdr().await?;
         let mut out = Vec::new();
         let mut record_id = sdr::FIRST_RECORD;
-        let mut chunk = SDR_CHUNK;
+        let mut chunk = first_len.max(1);
         let mut rereserves = 0;
+        let mut timeouts = 0;
         while out.len() < MAX_RECORDS {
             match self.read_sdr(reservation, record_id, &mut chunk).await {
                 Ok((next, bytes)) => {
@@ -148,6 +160,9 @@ impl Session {
                     }
                     record_id = next;
                 }
+                // Every retransmission of one request went unanswered: on a lossy link that happens now
+                // and then over a long repository; read the record again rather than lose the rest.
+                Err(Error::Timeout { .. }) if timeouts < 2 => timeouts += 1,
                 Err(Error::CompletionCode { code: cc::RESERVATION_CANCELLED, .. }) if rereserves < 8 => {
                     rereserves += 1;
                     reservation = self.reserve_sdr().await?;
@@ -159,14 +174,30 @@ impl Session {
     }
 
     async fn read_sdr(&self, reservation: u16, record_id: u16, chunk: &mut u8) -> Result<(u16, Vec<u8>)> {
-        let head: RecordChunk =
-            self.call(&GetSdr { reservation, record_id, offset: 0, len: sdr::SDR_HEADER_LEN as u8 }).await?;
+        let head_len = if *chunk == SDR_WHOLE { SDR_WHOLE } else { sdr::SDR_HEADER_LEN as u8 };
+        let head = match self.call(&GetSdr { reservation, record_id, offset: 0, len: head_len }).await {
+            Ok(h) => h,
+            Err(Error::CompletionCode { code: cc::CANNOT_RETURN_REQUESTED_BYTES | 0xFF, .. })
+                if head_len == SDR_WHOLE =>
+            {
+                tracing::debug!(bmc = %self.bmc(), record_id, "whole-record Get SDR refused; reading in pieces");
+                *chunk = SDR_CHUNK;
+                let len = sdr::SDR_HEADER_LEN as u8;
+                self.call(&GetSdr { reservation, record_id, offset: 0, len }).await?
+            }
+            Err(e) => return Err(e),
+        };
         let mut bytes = head.data;
-        bytes.truncate(sdr::SDR_HEADER_LEN);
         if bytes.len() < sdr::SDR_HEADER_LEN {
             return Ok((head.next_id, bytes));
         }
         let total = sdr::SDR_HEADER_LEN + bytes[4] as usize;
+        // A whole read may come back padded (OpenIPMI, short records) or short (a BMC's own limit): keep
+        // the record's bytes and fetch whatever is missing in pieces.
+        bytes.truncate(total);
+        if bytes.len() < total && *chunk == SDR_WHOLE {
+            *chunk = SDR_CHUNK;
+        }
         while bytes.len() < total {
             let len = (*chunk as usize).min(total - bytes.len()) as u8;
             let req = GetSdr { reservation, record_id, offset: bytes.len() as u8, len };
@@ -176,7 +207,9 @@ impl Session {
                     bytes.extend_from_slice(&piece.data[..take]);
                 }
                 Ok(_) => break,
-                Err(Error::CompletionCode { code: cc::CANNOT_RETURN_REQUESTED_BYTES, .. }) if *chunk > 1 => {
+                Err(Error::CompletionCode { code: cc::CANNOT_RETURN_REQUESTED_BYTES | 0xFF, .. })
+                    if *chunk > 1 =>
+                {
                     *chunk = (*chunk / 2).max(1);
                 }
                 Err(e) => return Err(e),

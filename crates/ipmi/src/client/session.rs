@@ -11,7 +11,10 @@
 use super::error::{Error, Result};
 use crate::wire::{
     self, Body, Command, DecodeError, Privilege,
-    app::{ChannelAuthCaps, CloseSession, GetChannelAuthCaps, SetSessionPrivilege},
+    app::{
+        ChannelAuthCaps, ChannelCipherSuites, CloseSession, GetChannelAuthCaps, GetChannelCipherSuites,
+        SetSessionPrivilege, parse_cipher_suite_records,
+    },
     crypto::{CipherSuite, RakpParams, SessionKeys, codes_equal},
     message::{Request, Response},
     packet::{self, Packet, PayloadType, V15Packet, V20Packet},
@@ -72,6 +75,13 @@ pub struct ClientConfig {
     /// BMC key (Kg); `None` = unset (Kuid is used), as on most BMCs.
     pub kg: Option<Vec<u8>>,
     pub timing: Timing,
+    /// Requests one session may have outstanding at once (rqSeq keeps them apart). Only concurrent callers
+    /// use more than one; a sensor sweep over a lossy link then waits for one retransmission timeout per
+    /// batch instead of per sensor.
+    pub max_in_flight: usize,
+    /// A suite this BMC was seen to accept (the caller's memory): tried first, without asking the BMC for
+    /// its cipher suite list, and silence on it is a lost datagram, never a reason to fall back.
+    pub known_suite: Option<CipherSuite>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -81,6 +91,8 @@ impl std::fmt::Debug for ClientConfig {
             .field("privilege", &self.privilege)
             .field("cipher_suites", &self.cipher_suites)
             .field("timing", &self.timing)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("known_suite", &self.known_suite)
             .finish_non_exhaustive()
     }
 }
@@ -94,6 +106,8 @@ impl ClientConfig {
             cipher_suites: vec![CipherSuite::Suite17, CipherSuite::Suite3],
             kg: None,
             timing: Timing::default(),
+            max_in_flight: 4,
+            known_suite: None,
         }
     }
 }
@@ -145,7 +159,8 @@ pub(crate) struct Inner {
     pub(crate) sol_tx: StdMutex<Option<mpsc::Sender<SolPacket>>>,
     /// SOL instance this session activated (deactivated before Close Session).
     pub(crate) sol_active: StdMutex<Option<u8>>,
-    request_lock: tokio::sync::Mutex<()>,
+    /// `max_in_flight` permits: bounds the requests outstanding on this session.
+    request_slots: tokio::sync::Semaphore,
     closed: AtomicBool,
     reader: StdMutex<Option<tokio::task::JoinHandle<()>>>,
     auth_caps: ChannelAuthCaps,
@@ -241,6 +256,49 @@ pub async fn get_channel_auth_caps(
     .await
 }
 
+/// Session-less Get Channel Cipher Suites (IPMI 1.5 framing, as ipmitool sends it before login): the suite
+/// ids the BMC offers on the LAN channel, in its order. Why ask: a BMC that lacks a suite either refuses
+/// its Open Session or silently ignores it (ipmi_sim), and silence cannot be told from a lost reply; with
+/// the list, a missing suite is skipped at once and silence on an offered one is only ever a loss.
+/// Lenient: stops at the first short page; unparsable bytes are skipped.
+pub async fn get_channel_cipher_suites(socket: &UdpSocket, bmc: &str, timing: &Timing) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    // 64 list indices of 16 bytes cover every possible record list.
+    for index in 0..64u8 {
+        // 0x0E: this channel; bit 7: list supported algorithms by cipher suite.
+        let req = GetChannelCipherSuites { channel: 0x0E, payload_type: 0, index: 0x80 | index };
+        let msg = Request::new(GetChannelCipherSuites::NETFN, GetChannelCipherSuites::CMD, 2, req.encode())
+            .encode();
+        let pkt =
+            Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
+        let dgram = packet::encode(&pkt, None, [0; 16]);
+        let page = exchange(socket, bmc, timing, "Get Channel Cipher Suites", &dgram, |b| {
+            let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
+            let resp = Response::decode(&p.message).ok()?;
+            if resp.cmd != GetChannelCipherSuites::CMD {
+                return None;
+            }
+            if resp.completion != 0 {
+                return Some(Err(Error::CompletionCode {
+                    bmc: bmc.to_string(),
+                    cmd: "Get Channel Cipher Suites",
+                    code: resp.completion,
+                }));
+            }
+            Some(
+                ChannelCipherSuites::decode(&resp.data).map_err(decode_err(bmc, "Get Channel Cipher Suites")),
+            )
+        })
+        .await?;
+        let last = page.data.len() < 16;
+        data.extend_from_slice(&page.data);
+        if last {
+            break;
+        }
+    }
+    Ok(parse_cipher_suite_records(&data).into_iter().map(|r| r.id).collect())
+}
+
 struct Established {
     keys: SessionKeys,
     bmc_session_id: u32,
@@ -249,8 +307,10 @@ struct Established {
     confirmed: bool,
 }
 
-/// Why a suite attempt failed in a way that justifies trying the next suite.
-fn suite_rejected(e: &Error) -> bool {
+/// Why a suite attempt failed in a way that justifies trying the next suite. Silence on Open Session only
+/// counts when the BMC's suite list is unknown (`silence_is_refusal`), and only after every retransmission:
+/// ipmi_sim and some firmware ignore Open Session for a suite they lack, but one lost datagram is not that.
+fn suite_rejected(e: &Error, silence_is_refusal: bool) -> bool {
     match e {
         Error::SessionRefused { stage: "Open Session", status, .. } => matches!(
             *status,
@@ -262,8 +322,7 @@ fn suite_rejected(e: &Error) -> bool {
                 | rakp::status::NO_CIPHER_SUITE_MATCH
                 | rakp::status::ILLEGAL_PARAMETER
         ),
-        // Some BMCs silently drop Open Session requests for suites they lack.
-        Error::Timeout { what: "Open Session", .. } => true,
+        Error::Timeout { what: "Open Session", .. } => silence_is_refusal,
         Error::NoCipherSuite { .. } => true,
         _ => false,
     }
@@ -274,7 +333,6 @@ async fn handshake(
     bmc: &str,
     cfg: &ClientConfig,
     suite: CipherSuite,
-    last_choice: bool,
 ) -> Result<Established> {
     let console_session_id = loop {
         let id: u32 = rand::random();
@@ -290,11 +348,8 @@ async fn handshake(
         None,
         [0; 16],
     );
-    // ipmi_sim (and some real BMCs) silently drop an Open Session for a suite they lack:
-    // when another suite remains to try, give up on this one after two attempts.
-    let open_timing =
-        if last_choice { cfg.timing.clone() } else { Timing { attempts: 2, ..cfg.timing.clone() } };
-    let open = exchange(socket, bmc, &open_timing, "Open Session", &dgram, |b| {
+    // Every attempt, even for a suite that may be unsupported: a lost reply must not look like a refusal.
+    let open = exchange(socket, bmc, &cfg.timing, "Open Session", &dgram, |b| {
         let Ok(Packet::V20(p)) = packet::decode(b, None) else { return None };
         if p.payload_type != PayloadType::OpenSessionResponse {
             return None;
@@ -399,6 +454,41 @@ async fn handshake(
     Ok(established(true))
 }
 
+/// The suites to try, in order, and whether the BMC listed them (so silence on one is never a refusal).
+/// A remembered suite goes first without asking; otherwise the BMC's list filters the configured order.
+/// When the BMC does not answer the list request (a few attempts), every configured suite is tried.
+async fn candidate_suites(socket: &UdpSocket, bmc: &str, cfg: &ClientConfig) -> (Vec<CipherSuite>, bool) {
+    let mut suites = cfg.cipher_suites.clone();
+    if let Some(known) = cfg.known_suite
+        && let Some(i) = suites.iter().position(|s| *s == known)
+    {
+        suites.remove(i);
+        suites.insert(0, known);
+        return (suites, false);
+    }
+    if suites.len() < 2 {
+        return (suites, false);
+    }
+    let timing = Timing { attempts: cfg.timing.attempts.clamp(1, 4), ..cfg.timing.clone() };
+    match get_channel_cipher_suites(socket, bmc, &timing).await {
+        Ok(ids) => {
+            let offered: Vec<CipherSuite> =
+                suites.iter().copied().filter(|s| ids.contains(&s.id())).collect();
+            tracing::debug!(%bmc, ?ids, "BMC cipher suites");
+            if offered.is_empty() {
+                // A list without any suite we speak may be wrong (OEM records): try them all anyway.
+                (suites, false)
+            } else {
+                (offered, true)
+            }
+        }
+        Err(e) => {
+            tracing::debug!(%bmc, error = %e, "no cipher suite list; trying each configured suite");
+            (suites, false)
+        }
+    }
+}
+
 impl Session {
     /// Open a session to `addr` (UDP, normally port 623).
     pub async fn open(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self> {
@@ -415,27 +505,27 @@ impl Session {
         if !auth_caps.supports_v2() {
             return Err(Error::NoIpmi2 { bmc });
         }
+        let (candidates, listed) = candidate_suites(&socket, &bmc, cfg).await;
         let mut last_err = None;
         let mut tried = Vec::new();
         let mut est = None;
-        for (i, suite) in cfg.cipher_suites.iter().enumerate() {
+        for suite in &candidates {
             tried.push(suite.id());
-            let last_choice = i + 1 == cfg.cipher_suites.len();
-            let mut result = handshake(&socket, &bmc, cfg, *suite, last_choice).await;
+            let mut result = handshake(&socket, &bmc, cfg, *suite).await;
             // A lost RAKP 2 leaves only a pending (never active) session on the BMC, which it
             // expires itself: starting over is safe.
             for _ in 0..2 {
                 if !matches!(result, Err(Error::Timeout { what: "RAKP 1", .. })) {
                     break;
                 }
-                result = handshake(&socket, &bmc, cfg, *suite, last_choice).await;
+                result = handshake(&socket, &bmc, cfg, *suite).await;
             }
             match result {
                 Ok(e) => {
                     est = Some(e);
                     break;
                 }
-                Err(e) if suite_rejected(&e) => {
+                Err(e) if suite_rejected(&e, !listed && cfg.known_suite != Some(*suite)) => {
                     tracing::debug!(%bmc, suite = suite.id(), error = %e, "cipher suite rejected, trying the next");
                     last_err = Some(e);
                 }
@@ -465,7 +555,7 @@ impl Session {
             replay: StdMutex::new(ReplayWindow::default()),
             sol_tx: StdMutex::new(None),
             sol_active: StdMutex::new(None),
-            request_lock: tokio::sync::Mutex::new(()),
+            request_slots: tokio::sync::Semaphore::new(cfg.max_in_flight.clamp(1, 32)),
             closed: AtomicBool::new(false),
             reader: StdMutex::new(None),
             auth_caps,
@@ -594,10 +684,22 @@ impl Inner {
         name: &'static str,
         resend: bool,
     ) -> Result<Response> {
-        let _serial = self.request_lock.lock().await;
-        let seq = self.rq_seq.fetch_add(1, Ordering::Relaxed) & 0x3F;
+        // The semaphore is never closed.
+        let _slot =
+            self.request_slots.acquire().await.map_err(|_| Error::Closed { bmc: self.bmc.clone() })?;
         let (tx, mut rx) = oneshot::channel();
-        lock(&self.pending).insert(seq, Pending { netfn, cmd, tx });
+        let seq = {
+            // rqSeq is 6 bits: skip numbers still outstanding (at most 32 are, so one is free).
+            let mut pending = lock(&self.pending);
+            let seq = loop {
+                let s = self.rq_seq.fetch_add(1, Ordering::Relaxed) & 0x3F;
+                if !pending.contains_key(&s) {
+                    break s;
+                }
+            };
+            pending.insert(seq, Pending { netfn, cmd, tx });
+            seq
+        };
         // Removes the pending entry on every exit path, including cancellation.
         struct Unregister<'a>(&'a Inner, u8);
         impl Drop for Unregister<'_> {
