@@ -214,6 +214,9 @@ pub struct SweepArgs {
     /// BMCs visited at once.
     #[arg(long, default_value_t = 256)]
     pub fanout: usize,
+    /// Time budget per BMC, in seconds (raise it on a lossy OOB link; what was read in time is kept).
+    #[arg(long, default_value_t = 30)]
+    pub per_bmc_timeout: u64,
 }
 
 /// Where nodes are re-admitted.

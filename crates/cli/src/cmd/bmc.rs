@@ -302,7 +302,11 @@ pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
     } else {
         None
     };
-    let opts = SweepOptions { events: a.events, ..SweepOptions::default() };
+    let opts = SweepOptions {
+        events: a.events,
+        per_bmc_timeout: Duration::from_secs(a.per_bmc_timeout.max(1)),
+        ..SweepOptions::default()
+    };
     let rows = p
         .sweep(r.targets, &opts, |row, prog| {
             if let Some(b) = &bar {
