@@ -25,6 +25,14 @@ struct Schedulers {
 }
 
 async fn schedulers(s: &SchedulerArgs) -> Result<Schedulers, Exit> {
+    if let Some(c) = &s.slurm_conf
+        && !c.is_file()
+    {
+        return Err(Exit::usage(anyhow!(
+            "Slurm config {} does not exist (--slurm-conf / SLURM_CONF)",
+            c.display()
+        )));
+    }
     let slurm = s
         .slurm_conf
         .as_ref()
@@ -254,26 +262,42 @@ pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
         let just =
             Justification { report_digest: report.digest.clone(), passed, summary: summary_line(&report) };
         let mut decisions = Vec::new();
+        // A scheduler that could not be asked is not a decision: kept apart, audited as an error.
+        let mut errors: Vec<String> = Vec::new();
         if let Some(s) = &scheds
             && passed
         {
             if let Some(slurm) = &s.slurm {
                 match slurm.resume(&name, &just).await {
                     Ok(dec) => decisions.push(dec),
-                    Err(e) => decisions.push(error_decision("slurm", &name, &just, &e)),
+                    Err(e) => errors.push(format!("slurm: {}", lifeline_verify::error_chain(&e))),
                 }
             }
             if let Some(k) = &s.kube {
                 match k.release(&name, &just).await {
                     Ok(dec) => decisions.push(dec),
-                    Err(e) => decisions.push(error_decision("kubernetes", &name, &just, &e)),
+                    Err(e) => errors.push(format!("kubernetes: {}", lifeline_verify::error_chain(&e))),
                 }
             }
             for dec in &decisions {
                 audit_decision(&store, dec).await?;
             }
+            for e in &errors {
+                crate::cmd::audit(
+                    &store,
+                    "readmit.resume",
+                    &name,
+                    "error",
+                    json!({ "error": e, "report_digest": just.report_digest }),
+                )
+                .await?;
+            }
+        }
+        if !errors.is_empty() {
+            worst = Code::Failed;
         }
         let readmitted = !decisions.is_empty()
+            && errors.is_empty()
             && decisions.iter().all(|d| matches!(d.outcome, Outcome::Done | Outcome::AlreadyDone));
         if !g.json {
             println!(
@@ -289,11 +313,14 @@ pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
                 for dec in &decisions {
                     println!("  {}: {}: {}", dec.backend, outcome_text(&dec.outcome), dec.message);
                 }
+                for e in &errors {
+                    println!("  not re-admitted: {e}");
+                }
             }
         }
         out.push(
             json!({ "node": name, "verdict": report.verdict, "digest": report.digest, "summary": just.summary,
-            "readmitted": readmitted, "decisions": decisions, "report": report }),
+            "readmitted": readmitted, "decisions": decisions, "errors": errors, "report": report }),
         );
     }
     if g.json {
@@ -301,20 +328,6 @@ pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
     }
     store.close().await;
     Ok(worst)
-}
-
-fn error_decision(backend: &str, node: &str, just: &Justification, e: &dyn std::error::Error) -> Decision {
-    Decision {
-        backend: backend.into(),
-        node: node.into(),
-        action: lifeline_readmit::Action::Resume,
-        outcome: Outcome::RefusedForeignHold { holder: "error".into() },
-        report_digest: just.report_digest.clone(),
-        before: String::new(),
-        after: String::new(),
-        at: chrono::Utc::now().to_rfc3339(),
-        message: lifeline_verify::error_chain(e),
-    }
 }
 
 pub async fn drain(g: &Global, a: DrainArgs) -> CmdResult {
