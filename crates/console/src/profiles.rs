@@ -258,22 +258,35 @@ async fn pick<C: ConsoleIo>(
     Err(Attempt::Missed("could not reach the menu entry".into()))
 }
 
+/// Makes `target` visible on the menu: if the current menu lacks it, pick `via` (a submenu or a chained
+/// bootloader) and wait until `appears` shows on the screen and the new menu is drawn.
+async fn reach_entry<C: ConsoleIo>(
+    e: &mut Expect<C>,
+    target: &Regex,
+    via: &Regex,
+    appears: &str,
+    missed: &str,
+    opts: &RescueOptions,
+) -> Result<(), Attempt> {
+    let menu = parse_menu(&e.rows()).unwrap_or(Menu { entries: vec![], selected: None });
+    if menu.entries.iter().any(|t| target.is_match(t)) {
+        return Ok(());
+    }
+    pick(e, via, opts).await?;
+    match e.expect(Pattern::screen(appears), opts.step_timeout).await {
+        Ok(_) => {}
+        Err(ExpectError::Timeout { .. }) => return Err(Attempt::Missed(missed.into())),
+        Err(err) => return Err(err.into()),
+    }
+    wait_menu(e, opts.step_timeout).await.map(|_| ())
+}
+
 async fn onie<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
     wait_menu(e, opts.wait_for_bootloader).await?;
     let rescue = Regex::new(r"^ONIE: Rescue$").expect("static regex");
-    let menu = parse_menu(&e.rows()).unwrap_or(Menu { entries: vec![], selected: None });
-    if !menu.entries.iter().any(|t| rescue.is_match(t)) {
-        // The NOS's GRUB: chainload ONIE's own menu first.
-        pick(e, &Regex::new(r"^ONIE$").expect("static regex"), opts).await?;
-        match e.expect(Pattern::screen(r"[|│][* ]ONIE: Rescue"), opts.step_timeout).await {
-            Ok(_) => {}
-            Err(ExpectError::Timeout { .. }) => {
-                return Err(Attempt::Missed("ONIE's menu did not appear".into()));
-            }
-            Err(err) => return Err(err.into()),
-        }
-        wait_menu(e, opts.step_timeout).await?;
-    }
+    // On the NOS's GRUB, chainload ONIE's own menu first.
+    let via = Regex::new(r"^ONIE$").expect("static regex");
+    reach_entry(e, &rescue, &via, r"[|│][* ]ONIE: Rescue", "ONIE's menu did not appear", opts).await?;
     pick(e, &rescue, opts).await?;
     onie_activate(e, opts).await
 }
@@ -352,18 +365,8 @@ async fn uboot<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<
 async fn grub<C: ConsoleIo>(e: &mut Expect<C>, opts: &RescueOptions) -> Result<(), Attempt> {
     wait_menu(e, opts.wait_for_bootloader).await?;
     let recovery = Regex::new(r"\(recovery mode\)$").expect("static regex");
-    let menu = parse_menu(&e.rows()).unwrap_or(Menu { entries: vec![], selected: None });
-    if !menu.entries.iter().any(|t| recovery.is_match(t)) {
-        pick(e, &Regex::new(r"^Advanced options").expect("static regex"), opts).await?;
-        match e.expect(Pattern::screen(r"\(recovery mode\)"), opts.step_timeout).await {
-            Ok(_) => {}
-            Err(ExpectError::Timeout { .. }) => {
-                return Err(Attempt::Missed("the submenu did not appear".into()));
-            }
-            Err(err) => return Err(err.into()),
-        }
-        wait_menu(e, opts.step_timeout).await?;
-    }
+    let via = Regex::new(r"^Advanced options").expect("static regex");
+    reach_entry(e, &recovery, &via, r"\(recovery mode\)", "the submenu did not appear", opts).await?;
     pick(e, &recovery, opts).await?;
     let r = e
         .expect_any(

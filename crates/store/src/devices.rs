@@ -53,32 +53,16 @@ impl Store {
             let spec = d.spec_json.to_string();
             match known.remove(&d.name) {
                 Some((old, None)) if old == spec => summary.unchanged += 1,
-                Some(_) => {
-                    let q = self.sql(
-                        "UPDATE devices SET role = ?, site = ?, rack = ?, fabric = ?, platform = ?, bmc_address = ?, \
-                         bmc_protocol = ?, mgmt_address = ?, spec_json = ?, synced_at = ?, removed_at = NULL WHERE name = ?",
-                    );
-                    sqlx::query(&q)
-                        .bind(&d.role)
-                        .bind(&d.site)
-                        .bind(&d.rack)
-                        .bind(&d.fabric)
-                        .bind(&d.platform)
-                        .bind(&d.bmc_address)
-                        .bind(&d.bmc_protocol)
-                        .bind(&d.mgmt_address)
-                        .bind(&spec)
-                        .bind(now)
-                        .bind(&d.name)
-                        .execute(&mut *tx)
-                        .await
-                        .op("sync_devices.update")?;
-                    summary.updated += 1;
-                }
-                None => {
+                previous => {
+                    // One upsert for new, changed and returning devices; un-removes a device that came back.
                     let q = self.sql(
                         "INSERT INTO devices (name, role, site, rack, fabric, platform, bmc_address, bmc_protocol, \
-                         mgmt_address, spec_json, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         mgmt_address, spec_json, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                         ON CONFLICT (name) DO UPDATE SET role = excluded.role, site = excluded.site, \
+                         rack = excluded.rack, fabric = excluded.fabric, platform = excluded.platform, \
+                         bmc_address = excluded.bmc_address, bmc_protocol = excluded.bmc_protocol, \
+                         mgmt_address = excluded.mgmt_address, spec_json = excluded.spec_json, \
+                         synced_at = excluded.synced_at, removed_at = NULL",
                     );
                     sqlx::query(&q)
                         .bind(&d.name)
@@ -94,8 +78,12 @@ impl Store {
                         .bind(now)
                         .execute(&mut *tx)
                         .await
-                        .op("sync_devices.insert")?;
-                    summary.added += 1;
+                        .op("sync_devices.upsert")?;
+                    if previous.is_some() {
+                        summary.updated += 1;
+                    } else {
+                        summary.added += 1;
+                    }
                 }
             }
         }

@@ -39,15 +39,22 @@ fn note_skipped(r: &Resolved) {
     }
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    lifeline_bmc::error_chain(e)
+}
+
+/// One BMC's failure in a per-BMC listing: printed (unless JSON) and kept for the JSON output.
+fn report_error(
+    g: &Global,
+    bmc: &str,
+    e: &(dyn std::error::Error + 'static),
+    out: &mut Vec<serde_json::Value>,
+) {
+    let msg = chain(e);
+    if !g.json {
+        println!("{bmc}: error: {msg}");
     }
-    s
+    out.push(json!({ "bmc": bmc, "error": msg }));
 }
 
 pub async fn power(g: &Global, a: PowerArgs) -> CmdResult {
@@ -180,11 +187,7 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
             }
             Err(e) => {
                 failed = true;
-                let msg = chain(&e);
-                if !g.json {
-                    println!("{}: error: {msg}", bmc.name());
-                }
-                out.push(json!({ "bmc": bmc.name(), "error": msg }));
+                report_error(g, bmc.name(), &e, &mut out);
             }
         }
     }
@@ -245,11 +248,7 @@ pub async fn sel(g: &Global, a: SelArgs) -> CmdResult {
             }
             Err(e) => {
                 failed = true;
-                let msg = chain(&e);
-                if !g.json {
-                    println!("{}: error: {msg}", bmc.name());
-                }
-                out.push(json!({ "bmc": bmc.name(), "error": msg }));
+                report_error(g, bmc.name(), &e, &mut out);
             }
         }
     }
