@@ -8,6 +8,13 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path} is not a SQLite database: {detail}")]
+    NotADatabase { path: std::path::PathBuf, detail: String },
+    #[error(
+        "the store {location} is read-only and its schema is at migration {applied}, this version needs {latest}: \
+         open it once with write access"
+    )]
+    ReadOnlyNeedsMigration { location: String, applied: i64, latest: i64 },
     #[error("unsupported database URL `{url}` (expected sqlite:PATH or postgres://…)")]
     BadUrl { url: String },
     #[error("cannot connect to {backend} database {location}")]

@@ -34,6 +34,7 @@ pub struct Store {
     pub(crate) pool: AnyPool,
     backend: Backend,
     location: String,
+    read_only: bool,
 }
 
 impl Store {
@@ -42,7 +43,7 @@ impl Store {
         match database_url {
             Some(url) => Self::open_url(url).await,
             None => {
-                std::fs::create_dir_all(data_dir)
+                crate::files::private_dir(data_dir)
                     .map_err(|source| StoreError::DataDir { path: data_dir.to_path_buf(), source })?;
                 let file = data_dir.join("lifeline.db");
                 Self::open_url(&format!("sqlite://{}", file.display())).await
@@ -61,6 +62,21 @@ impl Store {
             return Err(StoreError::BadUrl { url: url.to_owned() });
         };
         let location = redact(url);
+        let mut read_only = false;
+        let mut url = url.to_owned();
+        if backend == Backend::Sqlite && !url.contains('?') {
+            let path =
+                std::path::PathBuf::from(url.trim_start_matches("sqlite://").trim_start_matches("sqlite:"));
+            read_only = crate::files::check_sqlite_file(&path)?;
+            if read_only {
+                tracing::warn!(file = %path.display(), "the store is read-only: reads work, actions that must be audited are refused");
+                url = format!("{url}?mode=ro");
+            } else {
+                crate::files::private_file(&path)
+                    .map_err(|source| StoreError::DataDir { path: path.clone(), source })?;
+            }
+        }
+        let url = url.as_str();
         let connect_err =
             |source| StoreError::Connect { backend: backend.as_str(), location: location.clone(), source };
         let url = match backend {
@@ -90,20 +106,36 @@ impl Store {
             .connect_with(opts)
             .await
             .map_err(connect_err)?;
-        if backend == Backend::Sqlite {
-            // WAL lets the web console read while a sweep writes; the mode is stored in the file.
-            sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await.map_err(connect_err)?;
-        }
         let migrator = match backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate { backend: backend.as_str(), source })?;
-        tracing::debug!(backend = backend.as_str(), %location, "store open");
-        Ok(Store { pool, backend, location })
+        if read_only {
+            crate::files::check_migrated(&pool, migrator, &location).await?;
+        } else {
+            // Concurrent first use of one SQLite file (eight `backup run`s on a fresh data dir) must migrate
+            // once: sqlx's SQLite migrator takes no lock, so we hold an exclusive file lock around it.
+            // PostgreSQL's migrator takes an advisory lock itself.
+            let _guard = match backend {
+                Backend::Sqlite => Some(crate::files::MigrationLock::take(&location).await?),
+                Backend::Postgres => None,
+            };
+            if backend == Backend::Sqlite {
+                // WAL lets the web console read while a sweep writes; the mode is stored in the file.
+                sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await.map_err(connect_err)?;
+            }
+            migrator
+                .run(&pool)
+                .await
+                .map_err(|source| StoreError::Migrate { backend: backend.as_str(), source })?;
+        }
+        tracing::debug!(backend = backend.as_str(), %location, read_only, "store open");
+        Ok(Store { pool, backend, location, read_only })
+    }
+
+    /// The SQLite file could only be opened for reading: queries work, writes fail.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     pub fn backend(&self) -> Backend {

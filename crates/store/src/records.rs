@@ -84,6 +84,18 @@ impl Store {
                 .try_get::<i64, _>("v")
                 .op("config_version.max.v")?
                 + 1;
+            // The same content as the newest version is that version, not a new one: two writers that raced
+            // past the lease (or a retried request) must not store identical versions v3 = v4.
+            if next > 1
+                && let Some(latest) = self.config_version(device, next - 1).await?
+                && latest.blob_sha256 == blob_sha256
+            {
+                if raw_sealed && !latest.raw_sealed {
+                    self.mark_config_sealed(device, latest.version).await?;
+                    return Ok(ConfigVersionRow { raw_sealed: true, ..latest });
+                }
+                return Ok(latest);
+            }
             let q = self.sql(
                 "INSERT INTO config_versions (device, version, blob_sha256, normalized_sha256, size, platform, \
                  fetched_at, raw_sealed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -115,6 +127,37 @@ impl Store {
                 Err(e) => return Err(StoreError::Query { op: "config_version.insert", source: e }),
             }
         }
+    }
+
+    /// One version of a device.
+    pub async fn config_version(
+        &self,
+        device: &str,
+        version: i64,
+    ) -> Result<Option<ConfigVersionRow>, StoreError> {
+        let q = self.sql(
+            "SELECT device, version, platform, blob_sha256, size, fetched_at, raw_sealed FROM config_versions \
+             WHERE device = ? AND version = ?",
+        );
+        let row = sqlx::query(&q)
+            .bind(device.to_owned())
+            .bind(version)
+            .fetch_optional(&self.pool)
+            .await
+            .op("config_version")?;
+        row.map(config_row).transpose()
+    }
+
+    /// Records that a sealed raw copy now exists for a version stored without one.
+    pub async fn mark_config_sealed(&self, device: &str, version: i64) -> Result<(), StoreError> {
+        let q = self.sql("UPDATE config_versions SET raw_sealed = 1 WHERE device = ? AND version = ?");
+        sqlx::query(&q)
+            .bind(device.to_owned())
+            .bind(version)
+            .execute(&self.pool)
+            .await
+            .op("config_version.sealed")?;
+        Ok(())
     }
 
     /// Versions of a device, oldest first.
