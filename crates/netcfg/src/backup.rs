@@ -244,6 +244,14 @@ async fn backup_inner(ctx: &BackupContext, target: &BackupTarget) -> Result<Back
     if let Some(l) = &latest
         && l.blob == id
     {
+        // An unchanged config whose version has no sealed raw copy yet gets one now, so that a version
+        // taken before sealing was enabled (or by a run that did not seal) becomes restorable.
+        if !l.raw_sealed
+            && let Some(raw) = &ctx.raw
+        {
+            raw.seal(&device, &id, &fetched.raw).await.map_err(index_err)?;
+            ctx.index.mark_sealed(&device, l.version).await.map_err(index_err)?;
+        }
         return Ok(BackupOutcome::Unchanged { version: l.version });
     }
     let size = normalised.len() as u64;

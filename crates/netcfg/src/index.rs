@@ -59,6 +59,8 @@ pub trait VersionIndex: Send + Sync {
     }
     /// Every device that has at least one version (for export).
     async fn devices(&self) -> Result<Vec<DeviceName>, IndexError>;
+    /// Records that a sealed raw copy now exists for a version stored without one.
+    async fn mark_sealed(&self, device: &DeviceName, version: u32) -> Result<(), IndexError>;
 }
 
 /// SSH host-key pins (trust on first use).
@@ -118,6 +120,18 @@ impl VersionIndex for MemoryIndex {
         let mut d: Vec<_> = self.versions.lock().expect("index lock").keys().cloned().collect();
         d.sort();
         Ok(d)
+    }
+    async fn mark_sealed(&self, device: &DeviceName, version: u32) -> Result<(), IndexError> {
+        if let Some(v) = self
+            .versions
+            .lock()
+            .expect("index lock")
+            .get_mut(device)
+            .and_then(|l| l.iter_mut().find(|v| v.version == version))
+        {
+            v.raw_sealed = true;
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,178 @@
+//! The store behind the protocol crates' traits: TLS pins, the protocol `auto` chose, switch config
+//! versions and SSH host-key pins, console log files. Those crates do not depend on the store (so they stay
+//! testable and reusable); the engine joins them. The audit sink lives in `audit.rs`.
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use lifeline_bmc::{BoxError, ProtocolMemory};
+use lifeline_console::{ConsoleLogIndex, LogFileEntry};
+use lifeline_netcfg::{BlobId, HostKeyPins, IndexError, VersionIndex, VersionRecord};
+use lifeline_store::{ConsoleLogRow, PinKind, Store};
+use lifeline_types::{BmcProtocol, DeviceName, Fingerprint, Platform};
+
+/// TLS pins (trust on first use) for Redfish BMCs, kept in the store.
+#[derive(Debug, Clone)]
+pub struct StorePins(pub Store);
+
+#[async_trait]
+impl lifeline_redfish::PinStore for StorePins {
+    async fn get_pin(&self, bmc: &str) -> Result<Option<Fingerprint>, BoxError> {
+        Ok(self.0.pin(PinKind::Tls, bmc).await?)
+    }
+
+    async fn set_pin(&self, bmc: &str, pin: Fingerprint) -> Result<(), BoxError> {
+        Ok(self.0.set_pin(PinKind::Tls, bmc, pin).await?)
+    }
+}
+
+/// Which protocol `auto` settled on, per BMC.
+#[derive(Debug, Clone)]
+pub struct StoreMemory(pub Store);
+
+#[async_trait]
+impl ProtocolMemory for StoreMemory {
+    async fn recall(&self, bmc: &str) -> Result<Option<BmcProtocol>, BoxError> {
+        // An unreadable value (written by a newer version, say) means "probe again", not an error.
+        Ok(self.0.remembered_protocol(bmc).await?.and_then(|p| p.parse().ok()))
+    }
+
+    async fn remember(&self, bmc: &str, protocol: BmcProtocol) -> Result<(), BoxError> {
+        Ok(self.0.remember_protocol(bmc, protocol.as_str()).await?)
+    }
+
+    async fn forget(&self, bmc: &str) -> Result<(), BoxError> {
+        Ok(self.0.forget_protocol(bmc).await?)
+    }
+}
+
+fn ie(what: &'static str) -> impl FnOnce(lifeline_store::StoreError) -> IndexError {
+    move |e| IndexError { what, source: Box::new(e) }
+}
+
+fn bad(what: &'static str, msg: String) -> IndexError {
+    IndexError { what, source: msg.into() }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreIndex(pub Store);
+
+fn record(r: lifeline_store::ConfigVersionRow) -> Result<VersionRecord, IndexError> {
+    Ok(VersionRecord {
+        device: DeviceName::new(r.device.clone()).map_err(|e| bad("config version device", e.to_string()))?,
+        version: u32::try_from(r.version).map_err(|_| bad("config version number", r.version.to_string()))?,
+        platform: r
+            .platform
+            .parse::<Platform>()
+            .map_err(|e| bad("config version platform", e.to_string()))?,
+        blob: BlobId::parse(&r.blob_sha256)
+            .ok_or_else(|| bad("config version blob", r.blob_sha256.clone()))?,
+        size: u64::try_from(r.size).unwrap_or(0),
+        taken_at: Utc.timestamp_millis_opt(r.fetched_at_ms).single().unwrap_or_default(),
+        raw_sealed: r.raw_sealed,
+    })
+}
+
+#[async_trait]
+impl VersionIndex for StoreIndex {
+    async fn record(
+        &self,
+        device: &DeviceName,
+        platform: Platform,
+        blob: &BlobId,
+        size: u64,
+        taken_at: chrono::DateTime<Utc>,
+        raw_sealed: bool,
+    ) -> Result<VersionRecord, IndexError> {
+        let row = self
+            .0
+            .record_config_version(
+                device.as_str(),
+                platform.as_str(),
+                blob.as_str(),
+                i64::try_from(size).unwrap_or(i64::MAX),
+                taken_at.timestamp_millis(),
+                raw_sealed,
+            )
+            .await
+            .map_err(ie("recording a config version"))?;
+        record(row)
+    }
+
+    async fn list(&self, device: &DeviceName) -> Result<Vec<VersionRecord>, IndexError> {
+        let rows = self.0.config_versions(device.as_str()).await.map_err(ie("listing config versions"))?;
+        rows.into_iter().map(record).collect()
+    }
+
+    async fn get(&self, device: &DeviceName, version: u32) -> Result<Option<VersionRecord>, IndexError> {
+        Ok(self.list(device).await?.into_iter().find(|r| r.version == version))
+    }
+
+    async fn mark_sealed(&self, device: &DeviceName, version: u32) -> Result<(), IndexError> {
+        self.0.mark_config_sealed(device.as_str(), i64::from(version)).await.map_err(ie("marking a version sealed"))
+    }
+
+    async fn devices(&self) -> Result<Vec<DeviceName>, IndexError> {
+        let names = self.0.config_devices().await.map_err(ie("listing devices with configs"))?;
+        names.into_iter().map(|n| DeviceName::new(n).map_err(|e| bad("device name", e.to_string()))).collect()
+    }
+}
+
+#[async_trait]
+impl HostKeyPins for StoreIndex {
+    async fn get(&self, device: &DeviceName) -> Result<Option<Fingerprint>, IndexError> {
+        self.0.pin(PinKind::SshHostKey, device.as_str()).await.map_err(ie("reading an SSH host-key pin"))
+    }
+
+    async fn set(&self, device: &DeviceName, fingerprint: Fingerprint) -> Result<(), IndexError> {
+        self.0
+            .set_pin(PinKind::SshHostKey, device.as_str(), fingerprint)
+            .await
+            .map_err(ie("pinning an SSH host key"))
+    }
+}
+
+
+/// Console log files indexed in the store (the bytes stay under the data directory).
+#[derive(Debug, Clone)]
+pub struct StoreLogIndex(pub Store);
+
+fn row(e: &LogFileEntry) -> ConsoleLogRow {
+    ConsoleLogRow {
+        console: e.console.clone(),
+        seq: i64::try_from(e.seq).unwrap_or(i64::MAX),
+        path: e.path.display().to_string(),
+        first_ms: e.first_ts.timestamp_millis(),
+        last_ms: e.last_ts.map(|t| t.timestamp_millis()),
+        bytes: i64::try_from(e.bytes).unwrap_or(i64::MAX),
+        closed: e.closed,
+    }
+}
+
+#[async_trait]
+impl ConsoleLogIndex for StoreLogIndex {
+    async fn file_opened(&self, entry: &LogFileEntry) -> Result<(), lifeline_console::log::IndexError> {
+        Ok(self.0.console_log_upsert(&row(entry)).await?)
+    }
+    async fn file_closed(&self, entry: &LogFileEntry) -> Result<(), lifeline_console::log::IndexError> {
+        Ok(self.0.console_log_upsert(&row(entry)).await?)
+    }
+    async fn file_removed(&self, console: &str, seq: u64) -> Result<(), lifeline_console::log::IndexError> {
+        Ok(self.0.console_log_removed(console, i64::try_from(seq).unwrap_or(i64::MAX)).await?)
+    }
+    async fn files(&self, console: &str) -> Result<Vec<LogFileEntry>, lifeline_console::log::IndexError> {
+        let rows = self.0.console_logs(console).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| LogFileEntry {
+                console: r.console,
+                seq: u64::try_from(r.seq).unwrap_or(0),
+                path: r.path.into(),
+                first_ts: Utc.timestamp_millis_opt(r.first_ms).single().unwrap_or_default(),
+                last_ts: r.last_ms.and_then(|m| Utc.timestamp_millis_opt(m).single()),
+                bytes: u64::try_from(r.bytes).unwrap_or(0),
+                closed: r.closed,
+            })
+            .collect())
+    }
+}
+

@@ -1,0 +1,187 @@
+//! The one audit service: every action writes an intent row before it starts and an outcome row after, with
+//! the actor (`cli:<unix user>`, `web:<user>`, `scheduler`, `runbook:<run id>`), the request id and the
+//! target. No intent row, no action: if the intent cannot be written the action is refused. An action killed
+//! half-way leaves its intent row (outcome `started`), and the next taker of its lease writes `interrupted`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use lifeline_bmc::{AuditId, AuditIntent, AuditOutcome, AuditSink};
+use lifeline_store::{AuditEntry, Store};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+
+/// Writes audit rows as one actor.
+#[derive(Debug, Clone)]
+pub struct AuditService {
+    store: Store,
+    actor: String,
+}
+
+/// An intent written; its outcome is still owed.
+#[derive(Debug)]
+#[must_use = "an intent needs its outcome"]
+pub struct Intent {
+    pub id: i64,
+    action: String,
+    target: String,
+    request_id: Option<String>,
+}
+
+impl Intent {
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+}
+
+/// How an action ended, in the audit log's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Ok,
+    Unchanged,
+    Failed,
+    Refused,
+    Error,
+    Interrupted,
+    Unverified,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Failed => "failed",
+            Outcome::Refused => "refused",
+            Outcome::Error => "error",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Unverified => "unverified",
+        }
+    }
+}
+
+impl AuditService {
+    pub fn new(store: Store, actor: impl Into<String>) -> Self {
+        AuditService { store, actor: actor.into() }
+    }
+
+    pub fn actor(&self) -> &str {
+        &self.actor
+    }
+
+    /// Writes the intent row. Failing here refuses the action.
+    pub async fn intent(
+        &self,
+        action: &str,
+        target: &str,
+        request_id: Option<&str>,
+        detail: serde_json::Value,
+    ) -> Result<Intent> {
+        let id = self
+            .write(action, target, "started", detail, request_id)
+            .await
+            .map_err(|e| audit_unavailable(&self.store, action, e))?;
+        Ok(Intent { id, action: action.into(), target: target.into(), request_id: request_id.map(Into::into) })
+    }
+
+    /// Writes the outcome row of an intent. The action already happened; a failure here is reported but
+    /// cannot undo it.
+    pub async fn outcome(&self, intent: Intent, outcome: Outcome, detail: impl Serialize) -> Result<()> {
+        let mut detail = serde_json::to_value(detail).unwrap_or(serde_json::Value::Null);
+        match &mut detail {
+            serde_json::Value::Object(m) => {
+                m.insert("intent".into(), intent.id.into());
+            }
+            other => *other = serde_json::json!({ "intent": intent.id, "result": other.clone() }),
+        }
+        self.write(&intent.action, &intent.target, outcome.as_str(), detail, intent.request_id.as_deref())
+            .await
+            .map_err(|e| audit_unavailable(&self.store, &intent.action, e))?;
+        Ok(())
+    }
+
+    /// A single row for something that is both decided and done at once (a refusal, a read with effects).
+    pub async fn record(
+        &self,
+        action: &str,
+        target: &str,
+        outcome: Outcome,
+        request_id: Option<&str>,
+        detail: impl Serialize,
+    ) -> Result<()> {
+        let detail = serde_json::to_value(detail).unwrap_or(serde_json::Value::Null);
+        self.write(action, target, outcome.as_str(), detail, request_id)
+            .await
+            .map_err(|e| audit_unavailable(&self.store, action, e))?;
+        Ok(())
+    }
+
+    async fn write(
+        &self,
+        action: &str,
+        target: &str,
+        outcome: &str,
+        detail: serde_json::Value,
+        request_id: Option<&str>,
+    ) -> std::result::Result<i64, lifeline_store::StoreError> {
+        self.store
+            .audit(&AuditEntry {
+                actor: self.actor.clone(),
+                action: action.into(),
+                target: target.into(),
+                outcome: outcome.into(),
+                detail,
+                request_id: request_id.map(Into::into),
+            })
+            .await
+    }
+
+    /// The sink the bmc crate writes its power/SEL rows through, as this actor.
+    pub fn bmc_sink(&self) -> Arc<dyn AuditSink> {
+        Arc::new(BmcSink { audit: self.clone(), requests: Mutex::default() })
+    }
+}
+
+fn audit_unavailable(store: &Store, action: &str, e: lifeline_store::StoreError) -> EngineError {
+    let what = if store.is_read_only() {
+        format!("{action}: the store {} is read-only", store.location())
+    } else {
+        action.to_owned()
+    };
+    EngineError::AuditUnavailable { what, source: Box::new(e) }
+}
+
+/// The bmc crate's [`AuditSink`] over the audit service; remembers each intent's request id so the outcome
+/// row carries it too.
+struct BmcSink {
+    audit: AuditService,
+    requests: Mutex<HashMap<i64, Option<String>>>,
+}
+
+#[async_trait]
+impl AuditSink for BmcSink {
+    async fn intent(&self, rec: &AuditIntent) -> std::result::Result<AuditId, lifeline_bmc::BoxError> {
+        let id = self
+            .audit
+            .write(&rec.action, &rec.bmc, "started", rec.detail.clone(), rec.request_id.as_deref())
+            .await?;
+        self.requests.lock().unwrap_or_else(|p| p.into_inner()).insert(id, rec.request_id.clone());
+        Ok(AuditId(id))
+    }
+
+    async fn outcome(&self, rec: &AuditOutcome) -> std::result::Result<(), lifeline_bmc::BoxError> {
+        let mut detail = rec.detail.clone();
+        if let serde_json::Value::Object(m) = &mut detail {
+            m.insert("intent".into(), rec.intent.0.into());
+        }
+        let request_id =
+            self.requests.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.intent.0).flatten();
+        self.audit
+            .write(&rec.action, &rec.bmc, if rec.ok { "ok" } else { "failed" }, detail, request_id.as_deref())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,190 @@
+//! The server configuration (`lifeline.toml`): one type for every front end, so the CLI never rejects a
+//! section the server adds. Unknown keys are rejected; problems point at FILE:LINE:COL.
+//!
+//! Where things are, in order: the front end's explicit value (`--inventory`, `--data-dir`,
+//! `--database-url`, each also from its environment variable), then the config file (`--config`,
+//! `$LIFELINE_CONFIG`, or `/etc/lifeline/lifeline.toml` when present), then a default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{EngineError, Result};
+
+const SYSTEM_CONFIG: &str = "/etc/lifeline/lifeline.toml";
+
+/// `lifeline.toml`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServerConfig {
+    pub inventory: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    /// The key that seals raw switch configs; kept apart from the data directory so a copy of the data
+    /// directory (a backup, a support bundle) does not carry the key to its own secrets.
+    pub seal_key: Option<PathBuf>,
+    /// Switch backup schedules, one per device group (run by `lifeline serve`; shown by `backup schedule`).
+    #[serde(default)]
+    pub backup_schedule: Vec<toml::Spanned<BackupSchedule>>,
+}
+
+/// `[[backup-schedule]]`: when to back up which switches.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BackupSchedule {
+    /// Inventory selectors: groups, racks, roles, names or globs.
+    pub targets: Vec<String>,
+    /// 5-field cron expression (minute hour day-of-month month day-of-week), UTC.
+    pub cron: String,
+    /// Spread the start over this long, per device, stable across restarts (e.g. `15m`).
+    #[serde(default)]
+    pub jitter: Option<String>,
+    /// Attempts per run, with exponential backoff between them.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+}
+
+fn default_retries() -> u32 {
+    3
+}
+
+/// What the front end was told explicitly (flags and their environment variables).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub config: Option<PathBuf>,
+    pub inventory: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+}
+
+/// A loaded configuration file, with its text for messages that point at a line.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    pub path: Option<PathBuf>,
+    pub text: String,
+    pub config: ServerConfig,
+}
+
+impl LoadedConfig {
+    /// 1-based line and column of a byte offset in the file.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        line_col(&self.text, offset)
+    }
+
+    pub fn display_path(&self) -> String {
+        self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(no config)".into())
+    }
+}
+
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Reads the config named by `settings` (or the system one when present); none is an empty config.
+pub fn load(settings: &Settings) -> Result<LoadedConfig> {
+    let path = match &settings.config {
+        Some(p) => p.clone(),
+        None if Path::new(SYSTEM_CONFIG).exists() => PathBuf::from(SYSTEM_CONFIG),
+        None => return Ok(LoadedConfig::default()),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|source| EngineError::ConfigRead { path: path.clone(), source })?;
+    let config = parse(&path, &text)?;
+    Ok(LoadedConfig { path: Some(path), text, config })
+}
+
+/// Parses a config; relative paths in it are relative to the file.
+pub fn parse(path: &Path, text: &str) -> Result<ServerConfig> {
+    let cfg: ServerConfig = toml::from_str(text).map_err(|e| {
+        let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        EngineError::Config { path: path.to_path_buf(), line, col, message: e.message().to_owned() }
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let fix = |p: Option<PathBuf>| p.map(|p| if p.is_relative() { base.join(p) } else { p });
+    Ok(ServerConfig {
+        inventory: fix(cfg.inventory),
+        data_dir: fix(cfg.data_dir),
+        seal_key: fix(cfg.seal_key),
+        ..cfg
+    })
+}
+
+/// Where everything is, resolved once.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub inventory: Option<PathBuf>,
+    pub data_dir: PathBuf,
+    pub database_url: Option<String>,
+    pub seal_key: PathBuf,
+}
+
+impl Paths {
+    pub fn resolve(settings: &Settings, cfg: &LoadedConfig) -> Paths {
+        let c = &cfg.config;
+        let data_dir = settings.data_dir.clone().or_else(|| c.data_dir.clone()).unwrap_or_else(default_data_dir);
+        let seal_key = std::env::var_os("LIFELINE_SEAL_KEY")
+            .map(PathBuf::from)
+            .or_else(|| c.seal_key.clone())
+            .unwrap_or_else(default_seal_key);
+        Paths {
+            inventory: settings.inventory.clone().or_else(|| c.inventory.clone()),
+            data_dir,
+            database_url: settings.database_url.clone().or_else(|| c.database_url.clone()),
+            seal_key,
+        }
+    }
+
+    /// The inventory path, or a usage error that says how to give one.
+    pub fn inventory(&self, cfg: &LoadedConfig) -> Result<&Path> {
+        self.inventory.as_deref().ok_or_else(|| EngineError::NoInventory {
+            hint: cfg
+                .path
+                .as_ref()
+                .map(|p| format!(" (and {} has no `inventory` key)", p.display()))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+fn state_home() -> PathBuf {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Per-user state directory, so running the CLI never needs root.
+fn default_data_dir() -> PathBuf {
+    state_home().join("lifeline")
+}
+
+/// Per-user configuration directory: not the data directory.
+fn default_seal_key() -> PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("lifeline/seal.key")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_points_at_line_and_column() {
+        let text = "inventory = \"inv.toml\"\n\n[[backup-schedule]]\ntargets = [\"leaf\"]\ncron = \"0 2 * * *\"\ncolour = 1\n";
+        let e = parse(Path::new("/etc/l/lifeline.toml"), text).unwrap_err().to_string();
+        assert!(e.starts_with("/etc/l/lifeline.toml:6:1: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file() {
+        let c = parse(Path::new("/etc/l/lifeline.toml"), "inventory = \"inv.toml\"\nseal-key = \"/k\"\n").unwrap();
+        assert_eq!(c.inventory, Some(PathBuf::from("/etc/l/inv.toml")));
+        assert_eq!(c.seal_key, Some(PathBuf::from("/k")));
+    }
+}

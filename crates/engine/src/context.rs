@@ -1,0 +1,179 @@
+//! The [`Lifeline`] context: built once per process (a CLI command, the server, a runbook executor) from the
+//! configuration and the acting identity; it holds the store, the inventory and the long-lived pools, and
+//! every operation in `ops/` is a method on it.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use lifeline_bmc::{BmcOptions, BmcPool, TlsPolicy};
+use lifeline_inventory::{Inventory, InventoryError};
+use lifeline_store::Store;
+use tokio::sync::OnceCell;
+
+use crate::adapters::{StoreMemory, StorePins};
+use crate::audit::AuditService;
+use crate::config::{self, LoadedConfig, Paths, Settings};
+use crate::error::{EngineError, Result};
+use crate::lease::Leases;
+
+/// Who is acting, for the audit log and lease holders.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// `cli:<unix user>`, `web:<user>`, `scheduler`, `runbook:<run id>`.
+    pub actor: String,
+    /// The front end's request id (a CLI `--request-id`, an HTTP `Idempotency-Key`); per-target request ids
+    /// are derived from it. `None`: a fresh one per call.
+    pub request_id: Option<String>,
+    /// Wait this long for a busy target instead of refusing.
+    pub wait: Option<Duration>,
+}
+
+impl Identity {
+    pub fn new(actor: impl Into<String>) -> Self {
+        Identity { actor: actor.into(), request_id: None, wait: None }
+    }
+}
+
+/// The Unix user behind this process, as `cli:<user>`.
+pub fn cli_actor() -> String {
+    let uid = nix::unistd::getuid();
+    let user = std::env::var("SUDO_USER")
+        .ok()
+        .or_else(|| nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name))
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| format!("uid{uid}"));
+    format!("cli:{user}")
+}
+
+/// The service core.
+pub struct Lifeline {
+    pub config: LoadedConfig,
+    pub paths: Paths,
+    identity: Identity,
+    /// Unique per context: names this process in leases (`cli:ops pid 42 on jump1 #3fa2`).
+    holder: String,
+    bmc_options: BmcOptions,
+    store: OnceCell<Store>,
+    inventory: OnceLock<Arc<Inventory>>,
+    bmc_pool: OnceLock<BmcPool>,
+}
+
+impl std::fmt::Debug for Lifeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lifeline").field("paths", &self.paths).field("actor", &self.identity.actor).finish()
+    }
+}
+
+impl Lifeline {
+    /// Reads the configuration; opens nothing yet (the store and the inventory load on first use, so
+    /// commands that need neither work without them).
+    pub fn new(settings: &Settings, identity: Identity) -> Result<Lifeline> {
+        let config = config::load(settings)?;
+        let paths = Paths::resolve(settings, &config);
+        Ok(Self::from_parts(config, paths, identity))
+    }
+
+    pub fn from_parts(config: LoadedConfig, paths: Paths, identity: Identity) -> Lifeline {
+        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
+        let tag = &uuid::Uuid::new_v4().simple().to_string()[..6];
+        let holder = format!("{} (pid {} on {host}) #{tag}", identity.actor, std::process::id());
+        Lifeline {
+            config,
+            paths,
+            identity,
+            holder,
+            bmc_options: BmcOptions::default(),
+            store: OnceCell::new(),
+            inventory: OnceLock::new(),
+            bmc_pool: OnceLock::new(),
+        }
+    }
+
+    /// Options of the BMC pool (fan-out, timeouts), before its first use.
+    pub fn with_bmc_options(mut self, f: impl FnOnce(&mut BmcOptions)) -> Self {
+        f(&mut self.bmc_options);
+        self
+    }
+
+    /// Uses an inventory loaded elsewhere (the demo builds a simulated fleet from it first).
+    pub fn with_inventory(self, inv: Inventory) -> Self {
+        let _ = self.inventory.set(Arc::new(inv));
+        self
+    }
+
+    /// A context for another actor over the same store and inventory (a runbook run inside the server).
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    pub fn actor(&self) -> &str {
+        &self.identity.actor
+    }
+
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The store, opened (and migrated) on first use.
+    pub async fn store(&self) -> Result<&Store> {
+        self.store
+            .get_or_try_init(|| async {
+                Store::open(&self.paths.data_dir, self.paths.database_url.as_deref()).await.map_err(EngineError::from)
+            })
+            .await
+    }
+
+    /// The inventory, loaded on first use.
+    pub fn inventory(&self) -> Result<Arc<Inventory>> {
+        if let Some(i) = self.inventory.get() {
+            return Ok(i.clone());
+        }
+        let path = self.paths.inventory(&self.config)?;
+        let inv = match lifeline_inventory::load(path) {
+            Ok((inv, warnings)) => {
+                for w in warnings {
+                    tracing::debug!("{w}");
+                }
+                inv
+            }
+            Err(e @ InventoryError::Read { .. }) => return Err(EngineError::InventoryRead(e)),
+            Err(e) => return Err(EngineError::InventoryInvalid(e)),
+        };
+        Ok(self.inventory.get_or_init(|| Arc::new(inv)).clone())
+    }
+
+    pub async fn audit(&self) -> Result<AuditService> {
+        Ok(AuditService::new(self.store().await?.clone(), self.identity.actor.clone()))
+    }
+
+    pub async fn leases(&self) -> Result<Leases> {
+        Ok(Leases::new(self.store().await?.clone(), self.holder.clone()).with_wait(self.identity.wait))
+    }
+
+    /// The long-lived BMC pool (fan-out limit, per-BMC locks, SDR and path caches), built on first use.
+    pub async fn bmc_pool(&self) -> Result<BmcPool> {
+        if let Some(p) = self.bmc_pool.get() {
+            return Ok(p.clone());
+        }
+        let store = self.store().await?.clone();
+        let audit = self.audit().await?;
+        let opts = BmcOptions { tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))), ..self.bmc_options.clone() };
+        let pool = BmcPool::with_memory(opts, audit.bmc_sink(), Arc::new(StoreMemory(store)));
+        Ok(self.bmc_pool.get_or_init(|| pool).clone())
+    }
+
+    /// The request id for one target of this call: the front end's, scoped to the target, or a fresh one.
+    pub fn request_id_for(&self, target: &str) -> String {
+        match &self.identity.request_id {
+            Some(base) => format!("{base}/{target}"),
+            None => uuid::Uuid::new_v4().to_string(),
+        }
+    }
+
+    /// Closes the store's pool (SQLite checkpoints its WAL on last close).
+    pub async fn close(&self) {
+        if let Some(s) = self.store.get() {
+            s.close().await;
+        }
+    }
+}

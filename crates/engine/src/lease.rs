@@ -1,0 +1,235 @@
+//! Per-target action leases over the store, so that two CLI processes, a CLI and a server, or two replicas
+//! never run two actions on one BMC or switch at once.
+//!
+//! A lease is renewed while the action runs (every third of its time to live) and released when it ends; a
+//! holder that dies leaves it to expire, and the next taker writes an `interrupted` audit row for the dead
+//! holder's request. A second request on a held target is refused with a conflict naming the holder and its
+//! action, or waits (`--wait`). A request that waited while the holder ran the *same* action finds the work
+//! done (one power cycle asked by twenty operators is one power cycle), and says with which request.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use lifeline_store::{LeaseAttempt, LeaseRow, RequestRow, Store};
+
+use crate::audit::{AuditService, Outcome};
+use crate::error::{EngineError, Holder, Result};
+
+/// How long a lease lives without renewal.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// Takes leases as one holder.
+#[derive(Debug, Clone)]
+pub struct Leases {
+    store: Store,
+    holder: String,
+    ttl: Duration,
+    wait: Option<Duration>,
+}
+
+/// The result of asking for a target.
+#[derive(Debug)]
+pub enum Acquired {
+    /// The target is ours until the guard is released.
+    Lease(LeaseGuard),
+    /// While we waited, another holder completed the same action on the target: this request is answered
+    /// by that one.
+    DoneBy(RequestRow),
+}
+
+fn ts(ms: i64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+fn holder_of(l: &LeaseRow) -> Holder {
+    Holder {
+        holder: l.holder.clone(),
+        action: l.action.clone(),
+        request_id: l.request_id.clone(),
+        since: ts(l.acquired_at_ms),
+        expires: ts(l.expires_at_ms),
+    }
+}
+
+impl Leases {
+    pub fn new(store: Store, holder: String) -> Self {
+        Leases { store, holder, ttl: DEFAULT_TTL, wait: None }
+    }
+
+    /// Wait up to `wait` for a busy target instead of refusing at once.
+    pub fn with_wait(mut self, wait: Option<Duration>) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Takes `target` for `action` on behalf of `request_id`.
+    pub async fn acquire(
+        &self,
+        target: &str,
+        action: &str,
+        request_id: &str,
+        audit: &AuditService,
+    ) -> Result<Acquired> {
+        let asked_at = lifeline_store::now_ms();
+        let deadline = self.wait.map(|w| tokio::time::Instant::now() + w);
+        let ttl_ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        let mut waited_on_same_action = false;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let attempt = match self.store.try_lease(target, &self.holder, request_id, action, ttl_ms).await {
+                Ok(a) => a,
+                // The holder released between our two statements: simply try again.
+                Err(_) if deadline.is_some() || !waited_on_same_action => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    match self.store.try_lease(target, &self.holder, request_id, action, ttl_ms).await {
+                        Ok(a) => a,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            };
+            match attempt {
+                LeaseAttempt::Acquired { lease, previous } => {
+                    if let Some(prev) = previous {
+                        interrupted(audit, &prev).await;
+                    }
+                    let guard = LeaseGuard::start(self.store.clone(), lease, self.ttl);
+                    if waited_on_same_action
+                        && let Some(done) = self.store.finished_since(target, action, asked_at).await?
+                        && done.request_id != request_id
+                    {
+                        guard.release().await;
+                        return Ok(Acquired::DoneBy(done));
+                    }
+                    return Ok(Acquired::Lease(guard));
+                }
+                LeaseAttempt::Held(held) if held.holder == self.holder => {
+                    // This holder (a runbook run, say) already owns the target: its steps act under it.
+                    return Ok(Acquired::Lease(LeaseGuard::nested(held)));
+                }
+                LeaseAttempt::Held(held) => {
+                    let Some(deadline) = deadline else {
+                        return Err(EngineError::Busy { target: target.into(), holder: holder_of(&held) });
+                    };
+                    waited_on_same_action |= held.action == action;
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline {
+                        return Err(EngineError::Busy { target: target.into(), holder: holder_of(&held) });
+                    }
+                    tokio::time::sleep(pause.min(deadline - now)).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+}
+
+/// The dead holder's request gets its ending: we cannot know what it did, only that it stopped.
+async fn interrupted(audit: &AuditService, prev: &LeaseRow) {
+    let detail = serde_json::json!({
+        "holder": prev.holder,
+        "expired_at": ts(prev.expires_at_ms),
+        "note": "the holder stopped before finishing; its lease expired and was taken over",
+    });
+    if let Err(e) = audit.record(&prev.action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
+    {
+        tracing::warn!(target = %prev.target, "cannot audit an interrupted request: {}", e.chain());
+    }
+}
+
+/// A held lease; renewed in the background, released by [`LeaseGuard::release`] (or, as a fallback, on
+/// drop, e.g. when the action is cancelled by Ctrl-C).
+#[derive(Debug)]
+pub struct LeaseGuard {
+    /// `None` for a nested guard: the outer guard owns the lease.
+    store: Option<Store>,
+    lease: LeaseRow,
+    renew: Option<tokio::task::JoinHandle<()>>,
+    lost: Arc<AtomicBool>,
+    done: bool,
+}
+
+impl LeaseGuard {
+    fn start(store: Store, lease: LeaseRow, ttl: Duration) -> Self {
+        let lost = Arc::new(AtomicBool::new(false));
+        let (s, l, flag) = (store.clone(), lease.clone(), lost.clone());
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let renew = tokio::spawn(async move {
+            let every = ttl / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                match s.renew_lease(&l.target, &l.holder, l.fence, ttl_ms).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::error!(target = %l.target, "lease lost while acting (paused past its expiry?)");
+                        flag.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    // A transient store error: try again at the next tick, before the lease runs out.
+                    Err(e) => tracing::warn!(target = %l.target, "renewing the lease failed: {e}"),
+                }
+            }
+        });
+        LeaseGuard { store: Some(store), lease, renew: Some(renew), lost, done: false }
+    }
+
+    fn nested(lease: LeaseRow) -> Self {
+        LeaseGuard { store: None, lease, renew: None, lost: Arc::default(), done: true }
+    }
+
+    pub fn lease(&self) -> &LeaseRow {
+        &self.lease
+    }
+
+    /// The fencing token: grows with every new holder of the target.
+    pub fn fence(&self) -> i64 {
+        self.lease.fence
+    }
+
+    /// Whether the lease was lost while held (another holder may act now).
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    pub async fn release(mut self) {
+        self.finish();
+        if let Some(store) = &self.store
+            && let Err(e) = store.release_lease(&self.lease.target, &self.lease.holder, self.lease.fence).await
+        {
+            tracing::warn!(target = %self.lease.target, "releasing the lease failed (it will expire): {e}");
+        }
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        if let Some(r) = self.renew.take() {
+            r.abort();
+        }
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        if let Some(r) = self.renew.take() {
+            r.abort();
+        }
+        let Some(store) = self.store.clone().filter(|_| !self.done) else { return };
+        let l = self.lease.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = store.release_lease(&l.target, &l.holder, l.fence).await;
+            });
+        }
+    }
+}

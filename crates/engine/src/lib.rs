@@ -1,0 +1,30 @@
+//! # lifeline-engine: the service core every front end shares
+//!
+//! The CLI, the server and the runbook executor are thin: they build one [`Lifeline`] context (configuration,
+//! inventory, store, the acting identity, the long-lived BMC pool) and call its typed operations in `ops/`,
+//! each returning a `Serialize` result. Cross-cutting rules live here once:
+//! - [`audit::AuditService`]: an intent row before every action and an outcome row after, with actor and
+//!   request id;
+//! - [`lease`]: per-target leases in the store, so two processes or replicas never act on one target at
+//!   once; [`Lifeline::guarded`] adds request-id idempotency (a replay returns the first outcome);
+//! - [`error::EngineError::class`]: the one classification front ends map to exit codes and HTTP statuses.
+//!
+//! The store adapters for the protocol crates' traits ([`adapters`]) and the sealing of raw switch configs
+//! ([`seal`]) live here too, so no front end carries storage code.
+
+pub mod adapters;
+pub mod audit;
+pub mod config;
+mod context;
+pub mod error;
+pub mod lease;
+pub mod ops;
+pub mod seal;
+pub mod targets;
+
+pub use audit::{AuditService, Outcome};
+pub use config::{LoadedConfig, Paths, ServerConfig, Settings};
+pub use context::{Identity, Lifeline, cli_actor};
+pub use error::{EngineError, ErrorClass, ErrorReport, error_chain};
+pub use ops::{Acted, Row};
+pub use targets::{BmcSelection, BmcUrl, SelectedBmc};

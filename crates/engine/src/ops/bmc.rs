@@ -1,0 +1,148 @@
+//! Reading BMCs (health, event log) and the BMC-level actions that are not power: SEL clear, certificate
+//! trust, the credential hygiene audit.
+
+use futures::StreamExt;
+use lifeline_bmc::{EventLog, HealthSummary, HygieneOptions, HygieneRow};
+use lifeline_types::Health;
+use serde::Serialize;
+
+use crate::audit::Outcome;
+use crate::context::Lifeline;
+use crate::error::{EngineError, Result};
+use crate::ops::{Acted, Row};
+use crate::targets::BmcSelection;
+
+/// `sel --clear` on one BMC.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelCleared {
+    pub bmc: String,
+    pub cleared: bool,
+}
+
+/// `bmc trust` on one BMC.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trusted {
+    pub bmc: String,
+    pub previous: Option<lifeline_types::Fingerprint>,
+    pub current: lifeline_types::Fingerprint,
+}
+
+impl Lifeline {
+    /// Sensors and the health rollup of each BMC; each reading is also kept as an observation.
+    pub async fn health(&self, sel: &BmcSelection) -> Result<Vec<Row<HealthSummary>>> {
+        let pool = self.bmc_pool().await?;
+        let store = self.store().await?.clone();
+        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
+            .map(|b| {
+                let bmc = pool.bmc(b.target);
+                let store = store.clone();
+                async move {
+                    let name = bmc.name().to_owned();
+                    let r = bmc.health().await.map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    if let Ok(h) = &r
+                        && let Err(e) = store.observe(&name, "health", &serde_json::json!(h)).await
+                    {
+                        tracing::warn!(bmc = %name, "observation not stored: {e}");
+                    }
+                    Row::new("bmc", name, r)
+                }
+            })
+            .buffered(64)
+            .collect()
+            .await;
+        Ok(rows)
+    }
+
+    /// The newest `newest` entries of each BMC's event log.
+    pub async fn sel(&self, sel: &BmcSelection, newest: usize) -> Result<Vec<Row<EventLog>>> {
+        let pool = self.bmc_pool().await?;
+        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
+            .map(|b| {
+                let bmc = pool.bmc(b.target);
+                async move {
+                    let name = bmc.name().to_owned();
+                    let r = bmc.events(newest).await.map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    Row::new("bmc", name, r)
+                }
+            })
+            .buffered(64)
+            .collect()
+            .await;
+        Ok(rows)
+    }
+
+    /// Clears each BMC's event log (audited by the bmc crate, under the target's lease).
+    pub async fn sel_clear(&self, sel: &BmcSelection) -> Result<Vec<Row<Acted<SelCleared>>>> {
+        let pool = self.bmc_pool().await?;
+        let mut rows = Vec::new();
+        for b in &sel.bmcs {
+            let bmc = pool.bmc(b.target.clone());
+            let name = bmc.name().to_owned();
+            let r = self
+                .guarded(&name, "sel.clear", |_| async {
+                    bmc.clear_events()
+                        .await
+                        .map(|()| SelCleared { bmc: name.clone(), cleared: true })
+                        .map_err(|source| EngineError::Bmc { target: name.clone(), source })
+                })
+                .await;
+            rows.push(Row::new("bmc", name, r));
+        }
+        Ok(rows)
+    }
+
+    /// Re-pins each Redfish BMC's certificate after an intended replacement (audited).
+    pub async fn bmc_trust(&self, sel: &BmcSelection) -> Result<Vec<Row<Trusted>>> {
+        let store = self.store().await?.clone();
+        let pins = crate::adapters::StorePins(store);
+        let audit = self.audit().await?;
+        let mut rows = Vec::new();
+        for b in &sel.bmcs {
+            let t = &b.target;
+            let intent = audit.intent("bmc.trust", &t.name, None, serde_json::json!({ "url": t.redfish_url() })).await?;
+            let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
+            let res = lifeline_redfish::trust(&rt, &pins, t.tls_pin, &lifeline_redfish::ClientOptions::default()).await;
+            let r = match res {
+                Ok(o) => {
+                    let tr = Trusted { bmc: t.name.clone(), previous: o.previous, current: o.current };
+                    audit.outcome(intent, Outcome::Ok, &tr).await?;
+                    Ok(tr)
+                }
+                Err(e) => {
+                    let err = EngineError::failed_by(&t.name, "trust", e);
+                    audit.outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() })).await?;
+                    Err(err)
+                }
+            };
+            rows.push(Row::new("bmc", t.name.clone(), r));
+        }
+        Ok(rows)
+    }
+
+    /// Default credentials, IPMI cipher 0 / anonymous, bad certificates; one audit row per BMC.
+    pub async fn bmc_hygiene(&self, sel: &BmcSelection, max_attempts: usize) -> Result<Vec<HygieneRow>> {
+        if sel.bmcs.iter().any(|b| b.role.is_none()) {
+            return Err(EngineError::bad_argument(
+                "`audit bmc` tries default passwords and therefore only runs against inventory BMCs, not --bmc URLs",
+            ));
+        }
+        let pool = self.bmc_pool().await?;
+        let audit = self.audit().await?;
+        let opts = HygieneOptions { max_failures_per_bmc: max_attempts, ..HygieneOptions::default() };
+        let targets = sel.bmcs.iter().map(|b| b.target.clone()).collect();
+        let rows = pool.hygiene_audit(targets, &opts).await;
+        for row in &rows {
+            let outcome = if row.worst() == Health::Ok { Outcome::Ok } else { Outcome::Failed };
+            audit
+                .record(
+                    "audit.bmc",
+                    &row.bmc,
+                    outcome,
+                    None,
+                    serde_json::json!({ "verdict": row.worst(), "attempts": row.attempts.len(), "failed_attempts": row.failed_attempts, "findings": row.findings }),
+                )
+                .await?;
+        }
+        Ok(rows)
+    }
+}

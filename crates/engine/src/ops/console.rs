@@ -1,0 +1,160 @@
+//! Serial consoles: one manager per process (one BMC session per console, many viewers, logs indexed in the
+//! store), attach sessions audited (a steal is its own audit row), log reading, bootloader rescue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lifeline_console::{
+    AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, RescueOptions, Viewer, WriteMode,
+};
+use serde::Serialize;
+
+use crate::adapters::StoreLogIndex;
+use crate::audit::Outcome;
+use crate::context::Lifeline;
+use crate::error::{EngineError, Result, error_chain};
+
+/// An attached console: the viewer for the front end's terminal or WebSocket, and the manager that keeps
+/// the BMC session (shut it down with [`ConsoleSession::close`]).
+pub struct ConsoleSession {
+    pub target: String,
+    pub viewer: Viewer,
+    pub stole: bool,
+    manager: ConsoleManager,
+}
+
+impl std::fmt::Debug for ConsoleSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSession").field("target", &self.target).field("stole", &self.stole).finish()
+    }
+}
+
+/// `console rescue`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rescue {
+    pub target: String,
+    pub outcome: &'static str,
+    pub bootloader: Bootloader,
+    pub attempts: Option<u32>,
+    pub prompt: Option<String>,
+    pub error: Option<String>,
+    pub transcript: String,
+}
+
+impl Lifeline {
+    /// A console manager logging under the data directory, indexed in the store.
+    pub async fn console_manager(&self) -> Result<ConsoleManager> {
+        let store = self.store().await?.clone();
+        ConsoleManager::new(ManagerConfig::new(self.paths.data_dir.clone()), Arc::new(StoreLogIndex(store)))
+            .map_err(|e| EngineError::failed_by("console", "starting the console manager", e))
+    }
+
+    async fn console_open(&self, target: &str, mode: WriteMode, steal: bool) -> Result<ConsoleSession> {
+        let transport = self.sol_transport(target).await?;
+        let manager = self.console_manager().await?;
+        manager.add(target, Arc::new(transport)).map_err(|e| EngineError::failed_by(target, "console", e))?;
+        match manager.attach(target, AttachOptions { who: self.actor().to_owned(), mode, steal }).await {
+            Ok((viewer, report)) => {
+                let stole = report.as_ref().is_some_and(|r| r.stole);
+                Ok(ConsoleSession { target: target.into(), viewer, stole, manager })
+            }
+            Err(e) => {
+                manager.shutdown().await;
+                let msg = error_chain(&e);
+                let hint = if msg.contains("already active") || msg.contains("busy") {
+                    "; another session holds this console: `--steal` deactivates it and takes over (audited)"
+                } else {
+                    ""
+                };
+                Err(EngineError::Failed { target: target.into(), what: format!("console: {msg}{hint}"), source: None })
+            }
+        }
+    }
+
+    /// Attaches to a console (audited: `console.attach`, or `console.steal` when another session was taken
+    /// over; a write session is recorded as such).
+    pub async fn console_attach(&self, target: &str, read_only: bool, steal: bool) -> Result<ConsoleSession> {
+        let audit = self.audit().await?;
+        let mode = if read_only { WriteMode::ReadOnly } else { WriteMode::Write };
+        let mode_word = if read_only { "read-only" } else { "write" };
+        match self.console_open(target, mode, steal).await {
+            Ok(s) => {
+                let action = if s.stole { "console.steal" } else { "console.attach" };
+                audit
+                    .record(action, target, Outcome::Ok, None, serde_json::json!({ "stole": s.stole, "mode": mode_word }))
+                    .await?;
+                Ok(s)
+            }
+            Err(e) => {
+                audit.record("console.attach", target, Outcome::Failed, None, serde_json::json!({ "error": e.chain() })).await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends a session and writes its `console.detach` row (`how`: in words, e.g. "escape (~.)").
+    pub async fn console_detach(&self, session: ConsoleSession, how: &str) -> Result<()> {
+        session.manager.shutdown().await;
+        self.audit()
+            .await?
+            .record("console.detach", &session.target, Outcome::Ok, None, serde_json::json!({ "how": how }))
+            .await
+    }
+
+    /// Reads a console's log (every byte seen, gaps marked) from `since`, following new output if asked.
+    pub async fn console_log(
+        &self,
+        target: &str,
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        follow: bool,
+    ) -> Result<LogReader> {
+        let store = self.store().await?.clone();
+        Ok(LogReader::new(Arc::new(StoreLogIndex(store)), target, since, follow))
+    }
+
+    /// Breaks a boot loop into the bootloader's rescue shell (audited; a steal is its own row).
+    pub async fn console_rescue(
+        &self,
+        target: &str,
+        bootloader: Bootloader,
+        steal: bool,
+        wait: Duration,
+    ) -> Result<Rescue> {
+        let audit = self.audit().await?;
+        let session = self.console_open(target, WriteMode::Write, steal).await?;
+        if session.stole {
+            audit.record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "rescue" })).await?;
+        }
+        let intent = audit.intent("console.rescue", target, None, serde_json::json!({ "bootloader": bootloader })).await?;
+        let opts = RescueOptions { wait_for_bootloader: wait, ..RescueOptions::default() };
+        let ConsoleSession { viewer, manager, .. } = session;
+        let mut e = Expect::new(target, viewer);
+        let res = lifeline_console::break_into_rescue(&mut e, bootloader, &opts).await;
+        let transcript = e.transcript_text();
+        drop(e);
+        manager.shutdown().await;
+        let rescue = match &res {
+            Ok(r) => Rescue {
+                target: target.into(),
+                outcome: "ok",
+                bootloader,
+                attempts: Some(r.attempts),
+                prompt: Some(r.prompt.clone()),
+                error: None,
+                transcript,
+            },
+            Err(err) => Rescue {
+                target: target.into(),
+                outcome: "failed",
+                bootloader,
+                attempts: None,
+                prompt: None,
+                error: Some(error_chain(err)),
+                transcript,
+            },
+        };
+        let detail = serde_json::json!({ "bootloader": bootloader, "attempts": rescue.attempts, "prompt": rescue.prompt, "error": rescue.error });
+        audit.outcome(intent, if res.is_ok() { Outcome::Ok } else { Outcome::Failed }, detail).await?;
+        Ok(rescue)
+    }
+}

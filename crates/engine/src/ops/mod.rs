@@ -1,0 +1,187 @@
+//! Typed operations, one module per concern. Each is a method on [`Lifeline`] returning a `Serialize`
+//! result; actions go through [`Lifeline::guarded`]: request id, lease, audit, outcome kept for replays.
+
+pub mod audit_log;
+pub mod backup;
+pub mod bmc;
+pub mod console;
+pub mod inventory;
+pub mod power;
+pub mod readmit;
+pub mod sweep;
+
+use std::future::Future;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::context::Lifeline;
+use crate::error::{EngineError, ErrorReport, Result};
+use crate::lease::Acquired;
+
+/// One target's result in a multi-target operation. Serialises as the result itself, or as
+/// `{"<key>": target, "error": message, "class": class}`.
+#[derive(Debug)]
+pub struct Row<T> {
+    /// The JSON key naming the target in an error row (`bmc`, `switch`, `node`).
+    pub key: &'static str,
+    pub target: String,
+    pub result: std::result::Result<T, EngineError>,
+}
+
+impl<T> Row<T> {
+    pub fn new(key: &'static str, target: impl Into<String>, result: Result<T>) -> Self {
+        Row { key, target: target.into(), result }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.result.is_ok()
+    }
+}
+
+impl<T: Serialize> Serialize for Row<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match &self.result {
+            Ok(v) => v.serialize(s),
+            Err(e) => {
+                let ErrorReport { class, message } = e.report();
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry(self.key, &self.target)?;
+                m.serialize_entry("error", &message)?;
+                m.serialize_entry("class", &class)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// An action's result: done now, or the stored outcome of an earlier identical request.
+#[derive(Debug, Clone)]
+pub enum Acted<T> {
+    Fresh(T),
+    /// The request id was seen before (a replay), or the same action finished on the target while this
+    /// request waited for it (`coalesced`): nothing was done again.
+    Replayed { request_id: String, outcome: serde_json::Value, coalesced: bool },
+}
+
+impl<T: Serialize> Serialize for Acted<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Acted::Fresh(v) => v.serialize(s),
+            Acted::Replayed { request_id, outcome, coalesced } => {
+                let mut m = s.serialize_map(None)?;
+                if let serde_json::Value::Object(o) = outcome {
+                    for (k, v) in o {
+                        m.serialize_entry(k, v)?;
+                    }
+                } else {
+                    m.serialize_entry("outcome", outcome)?;
+                }
+                let key = if *coalesced { "coalesced_with" } else { "replay_of" };
+                m.serialize_entry(key, request_id)?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<T> Acted<T> {
+    pub fn fresh(&self) -> Option<&T> {
+        match self {
+            Acted::Fresh(v) => Some(v),
+            Acted::Replayed { .. } => None,
+        }
+    }
+}
+
+impl Lifeline {
+    /// Runs one action on one target under the idempotency table and the target's lease: a replayed
+    /// request id returns the first outcome; a busy target is a conflict (or a wait); the action's result
+    /// is stored for replays before the lease is released.
+    pub async fn guarded<T, F, Fut>(&self, target: &str, action: &str, f: F) -> Result<Acted<T>>
+    where
+        T: Serialize,
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let store = self.store().await?;
+        let request_id = self.request_id_for(target);
+        if let Some(prev) = store.begin_request(&request_id, target, action, self.actor()).await? {
+            return replay(store, prev, &request_id, target, action).await;
+        }
+        let audit = self.audit().await?;
+        let leases = self.leases().await?;
+        let guard = match leases.acquire(target, action, &request_id, &audit).await {
+            Ok(Acquired::Lease(g)) => g,
+            Ok(Acquired::DoneBy(done)) => {
+                let outcome = done.outcome.clone().unwrap_or(serde_json::Value::Null);
+                store
+                    .finish_request(&request_id, &serde_json::json!({ "coalesced_with": done.request_id, "outcome": outcome }))
+                    .await?;
+                return Ok(Acted::Replayed { request_id: done.request_id, outcome, coalesced: true });
+            }
+            Err(e) => {
+                let _ = store.drop_request(&request_id).await;
+                return Err(e);
+            }
+        };
+        let result = f(request_id.clone()).await;
+        let stored = match &result {
+            Ok(v) => serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
+            Err(e) => serde_json::json!({ "error": e.chain(), "class": e.class() }),
+        };
+        let finished = store.finish_request(&request_id, &stored).await;
+        guard.release().await;
+        finished?;
+        result.map(Acted::Fresh)
+    }
+}
+
+async fn replay<T>(
+    store: &lifeline_store::Store,
+    prev: lifeline_store::RequestRow,
+    request_id: &str,
+    target: &str,
+    action: &str,
+) -> Result<Acted<T>> {
+    if prev.target != target || prev.action != action {
+        return Err(EngineError::RequestIdReused {
+            request_id: request_id.into(),
+            previous: prev.action,
+            previous_target: prev.target,
+        });
+    }
+    match prev.outcome {
+        Some(outcome) if prev.state == "done" => {
+            Ok(Acted::Replayed { request_id: request_id.into(), outcome, coalesced: false })
+        }
+        _ => {
+            if let Some(l) = store.lease(target).await?
+                && l.request_id == request_id
+                && l.expires_at_ms >= lifeline_store::now_ms()
+            {
+                return Err(EngineError::Busy {
+                    target: target.into(),
+                    holder: crate::error::Holder {
+                        holder: l.holder,
+                        action: l.action,
+                        request_id: l.request_id,
+                        since: ms(l.acquired_at_ms),
+                        expires: ms(l.expires_at_ms),
+                    },
+                });
+            }
+            Err(EngineError::UnknownOutcome {
+                request_id: request_id.into(),
+                target: target.into(),
+                action: action.into(),
+                started: ms(prev.started_at_ms),
+            })
+        }
+    }
+}
+
+fn ms(v: i64) -> chrono::DateTime<chrono::Utc> {
+    use chrono::TimeZone;
+    chrono::Utc.timestamp_millis_opt(v).single().unwrap_or_default()
+}

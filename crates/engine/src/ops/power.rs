@@ -1,0 +1,95 @@
+//! Power: read the state of many BMCs, or act on them (confirmed, one action per request, one actor per
+//! target at a time).
+
+use futures::StreamExt;
+use lifeline_bmc::PowerReport;
+use lifeline_types::{PowerAction, PowerState};
+use serde::Serialize;
+
+use crate::context::Lifeline;
+use crate::error::{EngineError, Result};
+use crate::ops::{Acted, Row};
+use crate::targets::BmcSelection;
+
+/// At most this many targets are being set up (request row, lease) at once; the BMC pool's own fan-out
+/// bounds the BMC traffic.
+const SETUP_CONCURRENCY: usize = 64;
+
+/// `power status` for one BMC.
+#[derive(Debug, Clone, Serialize)]
+pub struct PowerStatus {
+    pub bmc: String,
+    pub power: PowerState,
+}
+
+/// A power action's result on one BMC.
+pub type PowerOutcome = Acted<PowerReport>;
+
+impl PowerOutcome {
+    /// Whether the requested state was confirmed (a replay answers from the stored report).
+    pub fn confirmed(&self) -> bool {
+        match self {
+            Acted::Fresh(r) => r.confirmed,
+            Acted::Replayed { outcome, .. } => {
+                outcome.get("confirmed").and_then(|v| v.as_bool()).unwrap_or(false)
+                    || outcome.pointer("/outcome/confirmed").and_then(|v| v.as_bool()).unwrap_or(false)
+            }
+        }
+    }
+}
+
+impl Lifeline {
+    pub async fn power_status(&self, sel: &BmcSelection) -> Result<Vec<Row<PowerStatus>>> {
+        let pool = self.bmc_pool().await?;
+        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
+            .map(|b| {
+                let bmc = pool.bmc(b.target);
+                async move {
+                    let name = bmc.name().to_owned();
+                    let r = bmc
+                        .power_state()
+                        .await
+                        .map(|power| PowerStatus { bmc: name.clone(), power })
+                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    Row::new("bmc", name, r)
+                }
+            })
+            .buffered(SETUP_CONCURRENCY)
+            .collect()
+            .await;
+        Ok(rows)
+    }
+
+    /// Acts on every selected BMC; rows come back in selection order. How long to wait for the state is
+    /// the pool's `power.timeout` ([`Lifeline::with_bmc_options`]).
+    pub async fn power(&self, sel: &BmcSelection, action: PowerAction) -> Result<Vec<Row<PowerOutcome>>> {
+        let pool = self.bmc_pool().await?;
+        let verb = format!("power.{action}");
+        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
+            .map(|b| {
+                let bmc = pool.bmc(b.target);
+                let verb = verb.clone();
+                async move {
+                    let name = bmc.name().to_owned();
+                    let r = self
+                        .guarded(&name, &verb, |request_id| async move {
+                            bmc.power(action, Some(request_id))
+                                .await
+                                .map_err(|source| EngineError::Bmc { target: bmc.name().to_owned(), source })
+                        })
+                        .await;
+                    Row::new("bmc", name, r)
+                }
+            })
+            .buffer_unordered(SETUP_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+        Ok(order(rows, &sel.names()))
+    }
+}
+
+/// Puts rows back in the order the targets were named.
+pub(crate) fn order<T>(mut rows: Vec<Row<T>>, names: &[&str]) -> Vec<Row<T>> {
+    rows.sort_by_key(|r| names.iter().position(|n| *n == r.target).unwrap_or(usize::MAX));
+    rows
+}

@@ -1,0 +1,136 @@
+//! Fleet sweeps: every BMC's power, health rollup and newest events, streamed as rows; what changed since
+//! the previous sweep becomes events in the store (the demo's live view and the server's scheduler share
+//! this).
+//!
+//! One verdict rule for `sweep` and `health` (README, exit codes): a BMC fails when it cannot be read or
+//! when its health is critical.
+
+use std::collections::HashMap;
+
+use lifeline_bmc::{SweepOptions, SweepProgress, SweepRow};
+use lifeline_store::NewEvent;
+use lifeline_types::Health;
+use serde::Serialize;
+
+use crate::context::Lifeline;
+use crate::error::Result;
+use crate::targets::BmcSelection;
+
+/// Whether a swept BMC is fine: readable and not critical.
+pub fn row_ok(row: &SweepRow) -> bool {
+    row.ok() && row.health != Some(Health::Critical)
+}
+
+/// Whether a health reading is fine (the same rule as [`row_ok`]).
+pub fn health_ok(h: Health) -> bool {
+    h != Health::Critical
+}
+
+/// A sweep's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    pub rows: Vec<SweepRow>,
+    /// Rows that are unreachable, failing, or critical.
+    pub failing: usize,
+    /// False when the sweep was stopped before every BMC answered.
+    pub complete: bool,
+}
+
+impl Sweep {
+    pub fn new(rows: Vec<SweepRow>, complete: bool) -> Sweep {
+        let failing = rows.iter().filter(|r| !row_ok(r)).count();
+        Sweep { rows, failing, complete }
+    }
+}
+
+/// One change between two sweeps of a BMC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub severity: &'static str,
+    pub message: String,
+}
+
+impl Lifeline {
+    /// Sweeps the selection; `on_row` sees each row as it arrives (progress bars, partial results when the
+    /// caller is interrupted). Each row is kept as an observation.
+    pub async fn sweep(
+        &self,
+        sel: &BmcSelection,
+        opts: &SweepOptions,
+        on_row: impl FnMut(&SweepRow, SweepProgress) + Send,
+    ) -> Result<Sweep> {
+        let pool = self.bmc_pool().await?;
+        let store = self.store().await?;
+        let targets = sel.bmcs.iter().map(|b| b.target.clone()).collect();
+        let rows = pool.sweep(targets, opts, on_row).await;
+        for row in &rows {
+            if let Err(e) = store.observe(&row.name, "sweep", &serde_json::json!(row)).await {
+                tracing::warn!(bmc = %row.name, "observation not stored: {e}");
+            }
+        }
+        Ok(Sweep::new(rows, true))
+    }
+}
+
+/// Remembers the last row per BMC and turns differences into events.
+#[derive(Debug, Default)]
+pub struct ChangeTracker {
+    last: HashMap<String, SweepRow>,
+}
+
+impl ChangeTracker {
+    /// The changes of `rows` against the previous sweep, stored as events; returns them per BMC.
+    pub async fn track(&mut self, lifeline: &Lifeline, rows: &[SweepRow]) -> Result<Vec<(String, Change)>> {
+        let store = lifeline.store().await?;
+        let mut out = Vec::new();
+        for row in rows {
+            for c in changes(self.last.get(&row.name), row) {
+                store
+                    .record_event(&NewEvent {
+                        device: Some(row.name.clone()),
+                        source: "sweep".into(),
+                        severity: c.severity.into(),
+                        message: c.message.clone(),
+                        data: serde_json::json!({}),
+                    })
+                    .await?;
+                out.push((row.name.clone(), c));
+            }
+            self.last.insert(row.name.clone(), row.clone());
+        }
+        Ok(out)
+    }
+}
+
+/// What changed for one BMC between two sweeps.
+pub fn changes(prev: Option<&SweepRow>, now: &SweepRow) -> Vec<Change> {
+    let mut out = Vec::new();
+    let Some(prev) = prev else {
+        return out;
+    };
+    let mut push = |severity, message| out.push(Change { severity, message });
+    if prev.power != now.power {
+        push("info", format!("power {} -> {}", opt(prev.power), opt(now.power)));
+    }
+    if prev.health != now.health {
+        let sev = if now.health == Some(Health::Critical) { "critical" } else { "warning" };
+        push(sev, format!("health {} -> {}", opt(prev.health), opt(now.health)));
+    }
+    if prev.ok() && !now.ok() {
+        push("critical", format!("unreachable: {}", now.errors.join("; ")));
+    }
+    if !prev.ok() && now.ok() {
+        push("info", "reachable again".into());
+    }
+    let seen: Vec<&str> = prev.events.iter().map(|e| e.id.as_str()).collect();
+    for e in &now.events {
+        if !seen.contains(&e.id.as_str()) {
+            push("warning", format!("SEL: {}", e.message));
+        }
+    }
+    out
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
