@@ -62,9 +62,9 @@ fn bad_schedules_are_all_reported_with_lines() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     let f = cfg.display().to_string();
-    assert!(err.contains(&format!("{f}:3: jitter `5 parsecs`")), "{err}");
-    assert!(err.contains(&format!("{f}:3: `61 * * * *` is not a valid cron expression")), "{err}");
-    assert!(err.contains(&format!("{f}:8:")) && err.contains("no-such-group"), "{err}");
+    assert!(err.contains(&format!("{f}:3:1: jitter `5 parsecs`")), "{err}");
+    assert!(err.contains(&format!("{f}:3:1: `61 * * * *` is not a valid cron expression")), "{err}");
+    assert!(err.contains(&format!("{f}:8:1:")) && err.contains("no-such-group"), "{err}");
     // Unknown keys in the config are refused with their line.
     std::fs::write(&cfg, "inventory = \"x\"\ncolour = \"red\"\n").unwrap();
     let o = run(&["backup", "schedule", "--config", cfg.to_str().unwrap()]);

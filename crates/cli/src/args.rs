@@ -41,6 +41,18 @@ pub struct Global {
     /// Less log output (repeat for less).
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "verbose")]
     pub quiet: u8,
+    /// Idempotency key of this request: the same id again returns the first outcome instead of acting
+    /// twice (scripts that retry). Per target, as `ID/<target>`.
+    #[arg(long, global = true, env = "LIFELINE_REQUEST_ID", value_name = "ID")]
+    pub request_id: Option<String>,
+    /// Wait up to this long for a target another process is acting on (`30s`, `2m`) instead of failing
+    /// with the holder's name; a wait that ends with the same action done by the holder does not repeat it.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<std::time::Duration>,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 30s, 2m)"))
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -333,8 +345,15 @@ pub enum BackupCmd {
         concurrency: usize,
         /// Also keep the raw config (with secrets), encrypted under the data directory's seal key: needed
         /// for a faithful restore.
-        #[arg(long)]
+        /// Kept for compatibility: the sealed raw copy is kept by default.
+        #[arg(long, hide = true)]
         keep_raw: bool,
+        /// Store only the scrubbed copy (such versions cannot be restored faithfully).
+        #[arg(long, conflicts_with = "keep_raw")]
+        no_raw: bool,
+        /// Per-switch time limit for this run (`90s`, `5m`).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<std::time::Duration>,
     },
     /// Versions of one switch.
     History { switch: String },

@@ -1,6 +1,8 @@
 //! `tracing` setup: human output on stderr by default, JSON lines with `--log-format json`; `-v`/`-q` move
 //! the level, `RUST_LOG` overrides everything.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::args::{Global, LogFormat};
@@ -21,9 +23,13 @@ pub fn init(g: &Global) {
             l => l,
         };
         let ours = if g.verbose == 0 && g.quiet == 0 { "warn" } else { ours };
-        EnvFilter::new(format!("{level},lifeline={ours},lifeline_cli={ours}"))
+        // sqlx logs every failed pool attempt as an ERROR; the store reports the cause once, in words.
+        let sqlx = if g.verbose >= 2 { level } else { "off" };
+        EnvFilter::new(format!("{level},lifeline={ours},lifeline_cli={ours},sqlx={sqlx}"))
     });
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::stderr().is_terminal() && g.log_format == LogFormat::Human;
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match g.log_format {
         LogFormat::Json => builder.json().with_current_span(false).init(),
         LogFormat::Human => builder.with_target(false).compact().init(),

@@ -1,15 +1,13 @@
 //! `lifeline`: the operator's command line. Thin: it parses arguments, loads configuration and calls the
-//! engine crates; exit codes are stable (see `exit.rs`).
+//! engine crate; exit codes are stable (see `exit.rs`).
 
-mod adapters;
 mod args;
 mod cmd;
-mod config;
 mod exit;
 mod fleet;
 mod logging;
-mod netcfg_store;
-mod targets;
+mod out;
+mod prompt;
 
 use clap::Parser;
 

@@ -108,7 +108,10 @@ impl VersionIndex for StoreIndex {
     }
 
     async fn mark_sealed(&self, device: &DeviceName, version: u32) -> Result<(), IndexError> {
-        self.0.mark_config_sealed(device.as_str(), i64::from(version)).await.map_err(ie("marking a version sealed"))
+        self.0
+            .mark_config_sealed(device.as_str(), i64::from(version))
+            .await
+            .map_err(ie("marking a version sealed"))
     }
 
     async fn devices(&self) -> Result<Vec<DeviceName>, IndexError> {
@@ -130,7 +133,6 @@ impl HostKeyPins for StoreIndex {
             .map_err(ie("pinning an SSH host key"))
     }
 }
-
 
 /// Console log files indexed in the store (the bytes stay under the data directory).
 #[derive(Debug, Clone)]
@@ -175,4 +177,3 @@ impl ConsoleLogIndex for StoreLogIndex {
             .collect())
     }
 }
-

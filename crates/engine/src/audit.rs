@@ -84,7 +84,12 @@ impl AuditService {
             .write(action, target, "started", detail, request_id)
             .await
             .map_err(|e| audit_unavailable(&self.store, action, e))?;
-        Ok(Intent { id, action: action.into(), target: target.into(), request_id: request_id.map(Into::into) })
+        Ok(Intent {
+            id,
+            action: action.into(),
+            target: target.into(),
+            request_id: request_id.map(Into::into),
+        })
     }
 
     /// Writes the outcome row of an intent. The action already happened; a failure here is reported but

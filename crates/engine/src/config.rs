@@ -124,7 +124,8 @@ pub struct Paths {
 impl Paths {
     pub fn resolve(settings: &Settings, cfg: &LoadedConfig) -> Paths {
         let c = &cfg.config;
-        let data_dir = settings.data_dir.clone().or_else(|| c.data_dir.clone()).unwrap_or_else(default_data_dir);
+        let data_dir =
+            settings.data_dir.clone().or_else(|| c.data_dir.clone()).unwrap_or_else(default_data_dir);
         let seal_key = std::env::var_os("LIFELINE_SEAL_KEY")
             .map(PathBuf::from)
             .or_else(|| c.seal_key.clone())
@@ -183,7 +184,8 @@ mod tests {
 
     #[test]
     fn relative_paths_follow_the_file() {
-        let c = parse(Path::new("/etc/l/lifeline.toml"), "inventory = \"inv.toml\"\nseal-key = \"/k\"\n").unwrap();
+        let c = parse(Path::new("/etc/l/lifeline.toml"), "inventory = \"inv.toml\"\nseal-key = \"/k\"\n")
+            .unwrap();
         assert_eq!(c.inventory, Some(PathBuf::from("/etc/l/inv.toml")));
         assert_eq!(c.seal_key, Some(PathBuf::from("/k")));
     }

@@ -118,7 +118,9 @@ impl Lifeline {
     pub async fn store(&self) -> Result<&Store> {
         self.store
             .get_or_try_init(|| async {
-                Store::open(&self.paths.data_dir, self.paths.database_url.as_deref()).await.map_err(EngineError::from)
+                Store::open(&self.paths.data_dir, self.paths.database_url.as_deref())
+                    .await
+                    .map_err(EngineError::from)
             })
             .await
     }
@@ -157,7 +159,10 @@ impl Lifeline {
         }
         let store = self.store().await?.clone();
         let audit = self.audit().await?;
-        let opts = BmcOptions { tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))), ..self.bmc_options.clone() };
+        let opts = BmcOptions {
+            tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))),
+            ..self.bmc_options.clone()
+        };
         let pool = BmcPool::with_memory(opts, audit.bmc_sink(), Arc::new(StoreMemory(store)));
         Ok(self.bmc_pool.get_or_init(|| pool).clone())
     }

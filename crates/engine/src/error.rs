@@ -90,8 +90,15 @@ pub enum EngineError {
         "request {request_id} ({action} on {target}) was started at {started} and its outcome is unknown \
          (the process that ran it stopped); check the target's state and use a new request id"
     )]
-    UnknownOutcome { request_id: String, target: String, action: String, started: chrono::DateTime<chrono::Utc> },
-    #[error("request {request_id} was used for {previous} on {previous_target}; a request id names one action")]
+    UnknownOutcome {
+        request_id: String,
+        target: String,
+        action: String,
+        started: chrono::DateTime<chrono::Utc>,
+    },
+    #[error(
+        "request {request_id} was used for {previous} on {previous_target}; a request id names one action"
+    )]
     RequestIdReused { request_id: String, previous: String, previous_target: String },
     #[error("{target}: {reason}")]
     Refused { target: String, reason: String },
@@ -122,8 +129,14 @@ impl EngineError {
     pub fn class(&self) -> ErrorClass {
         use EngineError::*;
         match self {
-            Config { .. } | ConfigRead { .. } | NoInventory { .. } | InventoryRead(_) | NoTargets { .. }
-            | BadArgument { .. } | Credentials { .. } | RequestIdReused { .. } => ErrorClass::Usage,
+            Config { .. }
+            | ConfigRead { .. }
+            | NoInventory { .. }
+            | InventoryRead(_)
+            | NoTargets { .. }
+            | BadArgument { .. }
+            | Credentials { .. }
+            | RequestIdReused { .. } => ErrorClass::Usage,
             Select(_) | UnknownDevice { .. } | NotFound { .. } => ErrorClass::NotFound,
             InventoryInvalid(_) | Bmc { .. } | Failed { .. } => ErrorClass::Failed,
             Refused { .. } => ErrorClass::Refused,

@@ -142,7 +142,8 @@ async fn interrupted(audit: &AuditService, prev: &LeaseRow) {
         "expired_at": ts(prev.expires_at_ms),
         "note": "the holder stopped before finishing; its lease expired and was taken over",
     });
-    if let Err(e) = audit.record(&prev.action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
+    if let Err(e) =
+        audit.record(&prev.action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
     {
         tracing::warn!(target = %prev.target, "cannot audit an interrupted request: {}", e.chain());
     }
@@ -205,7 +206,8 @@ impl LeaseGuard {
     pub async fn release(mut self) {
         self.finish();
         if let Some(store) = &self.store
-            && let Err(e) = store.release_lease(&self.lease.target, &self.lease.holder, self.lease.fence).await
+            && let Err(e) =
+                store.release_lease(&self.lease.target, &self.lease.holder, self.lease.fence).await
         {
             tracing::warn!(target = %self.lease.target, "releasing the lease failed (it will expire): {e}");
         }

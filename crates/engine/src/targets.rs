@@ -70,7 +70,8 @@ pub struct BmcUrl {
 
 pub fn bmc_target(d: &Device, password: String) -> Option<BmcTarget> {
     let b = d.bmc.as_ref()?;
-    let mut t = BmcTarget::new(d.name.to_string(), b.address.to_string(), b.protocol, b.username.clone(), password);
+    let mut t =
+        BmcTarget::new(d.name.to_string(), b.address.to_string(), b.protocol, b.username.clone(), password);
     if let Some(p) = b.port {
         t = t.with_port(p);
     }
@@ -86,8 +87,11 @@ impl Lifeline {
     /// BMCs of `names` (or the whole fleet when `default_all` and nothing is named) plus `urls`.
     pub fn select_bmcs(&self, names: &[String], urls: &[BmcUrl], default_all: bool) -> Result<BmcSelection> {
         let mut sel = BmcSelection::default();
-        let names: Vec<String> =
-            if names.is_empty() && default_all && urls.is_empty() { vec!["all".into()] } else { names.to_vec() };
+        let names: Vec<String> = if names.is_empty() && default_all && urls.is_empty() {
+            vec!["all".into()]
+        } else {
+            names.to_vec()
+        };
         if !names.is_empty() {
             let inv = self.inventory()?;
             let mut problems = Vec::new();
@@ -177,7 +181,9 @@ impl Lifeline {
         .ok()
         .and_then(|r| r.ok())
         .and_then(|mut a| a.next())
-        .ok_or_else(|| EngineError::bad_argument(format!("cannot resolve BMC address `{host}` of `{}`", d.name)))?;
+        .ok_or_else(|| {
+            EngineError::bad_argument(format!("cannot resolve BMC address `{host}` of `{}`", d.name))
+        })?;
         let cfg = lifeline_ipmi::ClientConfig::new(b.username.clone(), password);
         Ok(SolTransport::new(d.name.to_string(), addr, cfg))
     }

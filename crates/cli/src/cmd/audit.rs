@@ -3,20 +3,20 @@
 use chrono::{TimeZone, Utc};
 
 use crate::args::{AuditCmd, Global};
-use crate::cmd::print_json;
-use crate::config::open_store;
-use crate::exit::CmdResult;
+use crate::cmd::{lifeline, print_json};
+use crate::exit::{CmdResult, Code};
+use crate::outln;
 
 pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
     match cmd {
         AuditCmd::Bmc { sel, max_attempts } => crate::cmd::bmc::hygiene(g, sel, max_attempts).await,
         AuditCmd::Log { target, limit } => {
-            let store = open_store(g).await?;
-            let rows = store.audit_log(target.as_deref(), limit).await?;
+            let l = lifeline(g)?;
+            let rows = l.audit_log(target.as_deref(), limit).await?;
             if g.json {
                 print_json(&rows)?;
             } else if rows.is_empty() {
-                println!("no audit rows");
+                outln!("no audit rows");
             } else {
                 for r in rows {
                     let at = Utc
@@ -24,14 +24,19 @@ pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
                         .single()
                         .map(|t| t.to_rfc3339())
                         .unwrap_or_default();
-                    println!(
-                        "{:>6}  {at}  {:<18} {:<20} {:<18} {:<8} {}",
-                        r.id, r.entry.actor, r.entry.action, r.entry.target, r.entry.outcome, r.entry.detail
+                    outln!(
+                        "{:>6}  {at}  {:<18} {:<20} {:<18} {:<11} {}",
+                        r.id,
+                        r.entry.actor,
+                        r.entry.action,
+                        r.entry.target,
+                        r.entry.outcome,
+                        r.entry.detail
                     );
                 }
             }
-            store.close().await;
-            Ok(crate::exit::Code::Ok)
+            l.close().await;
+            Ok(Code::Ok)
         }
     }
 }

@@ -1,31 +1,20 @@
-//! `lifeline power|health|sel|sweep|bmc trust|audit bmc`: the operator's hands on the BMCs.
+//! `lifeline power|health|sel|sweep|bmc trust|audit bmc`: the operator's hands on the BMCs. Each verb is an
+//! engine operation; this module parses, confirms and renders.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Duration;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
-use lifeline_bmc::{BmcOptions, BmcPool, HygieneOptions, SweepOptions, SweepRow, TlsPolicy};
-use lifeline_store::Store;
-use lifeline_types::{Health, PowerAction};
-use serde_json::json;
+use lifeline_bmc::{SweepOptions, SweepRow};
+use lifeline_engine::ops::sweep::{Sweep, health_ok};
+use lifeline_engine::{Acted, BmcSelection, BmcUrl, Lifeline, Row};
+use lifeline_types::PowerAction;
 
-use crate::adapters::{StoreAudit, StoreMemory, StorePins};
-use crate::args::{BmcArgs, BmcCmd, Global, PowerArgs, PowerVerb, SelArgs, SweepArgs};
-use crate::cmd::{actor, print_json};
-use crate::config::open_store;
-use crate::exit::{CmdResult, Code, Exit};
-use crate::targets::{Resolved, confirm, resolve};
-
-pub fn pool(store: &Store, fanout: usize) -> BmcPool {
-    let opts = BmcOptions {
-        fanout,
-        tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))),
-        ..BmcOptions::default()
-    };
-    let audit = Arc::new(StoreAudit { store: store.clone(), actor: actor() });
-    BmcPool::with_memory(opts, audit, Arc::new(StoreMemory(store.clone())))
-}
+use crate::args::{BmcArgs, BmcCmd, BmcSel, Global, PowerArgs, PowerVerb, SelArgs, SweepArgs};
+use crate::cmd::{lifeline, print_json};
+use crate::exit::{CmdResult, Exit, verdict};
+use crate::outln;
+use crate::prompt::{bmc_password, confirm, confirm_bmcs};
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -33,33 +22,42 @@ fn table(header: &[&str]) -> Table {
     t
 }
 
-fn note_skipped(r: &Resolved) {
-    if !r.skipped.is_empty() {
-        eprintln!("note: {} selected device(s) have no BMC: {}", r.skipped.len(), r.skipped.join(", "));
+/// The BMCs named on the command line (the password of `--bmc` URLs asked once).
+pub fn select(l: &Lifeline, sel: &BmcSel, default_all: bool) -> Result<BmcSelection, Exit> {
+    let urls = if sel.bmc.is_empty() {
+        Vec::new()
+    } else {
+        let password = bmc_password()?;
+        sel.bmc.iter().map(|u| BmcUrl { url: u.clone(), password: password.clone() }).collect()
+    };
+    let s = l.select_bmcs(&sel.targets, &urls, default_all)?;
+    if !s.skipped.is_empty() {
+        eprintln!("note: {} selected device(s) have no BMC: {}", s.skipped.len(), s.skipped.join(", "));
     }
+    Ok(s)
 }
 
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    lifeline_bmc::error_chain(e)
+/// Prints a per-target error row (unless JSON) and says whether it failed.
+fn row_error<T>(g: &Global, r: &Row<T>) -> Result<bool, Exit> {
+    if let Err(e) = &r.result {
+        if !g.json {
+            outln!("{}: error: {}", r.target, e.chain());
+        }
+        return Ok(true);
+    }
+    Ok(false)
 }
 
-/// One BMC's failure in a per-BMC listing: printed (unless JSON) and kept for the JSON output.
-fn report_error(
-    g: &Global,
-    bmc: &str,
-    e: &(dyn std::error::Error + 'static),
-    out: &mut Vec<serde_json::Value>,
-) {
-    let msg = chain(e);
-    if !g.json {
-        println!("{bmc}: error: {msg}");
+/// A duration for people: `850 ms`, `7.2 s`, `3 min 5 s`.
+pub fn human_ms(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
     }
-    out.push(json!({ "bmc": bmc, "error": msg }));
 }
 
 pub async fn power(g: &Global, a: PowerArgs) -> CmdResult {
-    let r = resolve(g, &a.sel, false)?;
-    note_skipped(&r);
     let action = match a.verb {
         PowerVerb::Status => None,
         PowerVerb::On => Some(PowerAction::On),
@@ -68,195 +66,181 @@ pub async fn power(g: &Global, a: PowerArgs) -> CmdResult {
         PowerVerb::Reset => Some(PowerAction::Reset),
         PowerVerb::Soft => Some(PowerAction::Soft),
     };
-    if let Some(act) = action
-        && act.is_destructive()
-    {
-        let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
-        confirm(&format!("power {act} {} BMC(s): {}?", names.len(), names.join(", ")), a.yes)?;
-    }
-    let store = open_store(g).await?;
-    let mut opts_pool = pool(&store, 64);
-    if action.is_some() {
-        let mut o = opts_pool.options().clone();
-        o.power.timeout = Duration::from_secs(a.timeout);
-        opts_pool = BmcPool::with_memory(
-            o,
-            Arc::new(StoreAudit { store: store.clone(), actor: actor() }),
-            Arc::new(StoreMemory(store.clone())),
-        );
-    }
-    let p = opts_pool;
-    let mut set = tokio::task::JoinSet::new();
-    for (i, t) in r.targets.iter().cloned().enumerate() {
-        let bmc = p.bmc(t);
-        set.spawn(async move {
-            let res = match action {
-                None => bmc.power_state().await.map(|s| json!({ "bmc": bmc.name(), "power": s })),
-                Some(act) => bmc.power(act, Some(uuid::Uuid::new_v4().to_string())).await.map(|r| json!(r)),
-            };
-            (i, bmc.name().to_owned(), res)
-        });
-    }
-    let mut rows = vec![None; r.targets.len()];
-    while let Some(j) = set.join_next().await {
-        let (i, name, res) = j.map_err(Exit::from)?;
-        rows[i] = Some((name, res.map_err(|e| chain(&e))));
-    }
-    let rows: Vec<_> = rows.into_iter().flatten().collect();
-    let mut failed = false;
-    let mut out = Vec::new();
-    let mut t = table(match action {
-        None => &["bmc", "power"],
-        Some(_) => &["bmc", "before", "requested", "observed", "sent", "confirmed", "ms"],
+    let timeout = Duration::from_secs(a.timeout);
+    let l = lifeline(g)?.with_bmc_options(|o| {
+        o.fanout = 64;
+        o.power.timeout = timeout;
     });
-    for (name, res) in &rows {
-        match res {
-            Ok(v) => {
-                let ok = action.is_none() || v["confirmed"] == true;
-                failed |= !ok;
-                out.push(v.clone());
-                match action {
-                    None => t.add_row(vec![name.clone(), v["power"].as_str().unwrap_or("?").to_owned()]),
-                    Some(_) => t.add_row(vec![
-                        name.clone(),
-                        v["before"].as_str().unwrap_or("?").to_owned(),
-                        v["requested"].as_str().unwrap_or("?").to_owned(),
-                        v["observed"].as_str().unwrap_or("?").to_owned(),
-                        v["action_sent"].to_string(),
-                        v["confirmed"].to_string(),
-                        v["total_ms"].to_string(),
-                    ]),
-                };
+    let sel = select(&l, &a.sel, false)?;
+    let Some(act) = action else {
+        let rows = l.power_status(&sel).await?;
+        let mut failed = false;
+        let mut t = table(&["bmc", "power"]);
+        for r in &rows {
+            match &r.result {
+                Ok(s) => {
+                    t.add_row(vec![s.bmc.clone(), s.power.to_string()]);
+                }
+                Err(e) => {
+                    failed = true;
+                    t.add_row(vec![r.target.clone(), format!("error: {}", e.chain())]);
+                }
+            }
+        }
+        if g.json {
+            print_json(&rows)?
+        } else {
+            outln!("{t}")
+        }
+        l.close().await;
+        return Ok(verdict(failed));
+    };
+    if act.is_destructive() {
+        confirm_bmcs(&format!("power {act}"), &sel, a.yes)?;
+    }
+    let rows = l.power(&sel, act).await?;
+    let mut failed = false;
+    let mut t = table(&["bmc", "before", "observed", "sent", "confirmation", "took", "note"]);
+    for r in &rows {
+        match &r.result {
+            Ok(Acted::Fresh(p)) => {
+                failed |= !p.confirmed;
+                t.add_row(vec![
+                    p.bmc.clone(),
+                    p.before.to_string(),
+                    p.observed.to_string(),
+                    if p.action_sent { p.commands.join(", ") } else { "nothing".into() },
+                    serde_json::to_value(p.confirmation)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    human_ms(p.total_ms),
+                    p.note.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(o @ Acted::Replayed { request_id, coalesced, .. }) => {
+                let confirmed = lifeline_engine::ops::power::PowerOutcome::confirmed(o);
+                failed |= !confirmed;
+                let how = if *coalesced { "done by request" } else { "replay of request" };
+                t.add_row(vec![
+                    r.target.clone(),
+                    String::new(),
+                    String::new(),
+                    "nothing".into(),
+                    if confirmed { "confirmed earlier".into() } else { "not confirmed earlier".into() },
+                    String::new(),
+                    format!("{how} {request_id}"),
+                ]);
             }
             Err(e) => {
                 failed = true;
-                out.push(json!({ "bmc": name, "error": e }));
-                let mut row = vec![name.clone(), format!("error: {e}")];
-                if action.is_some() {
-                    row.extend(std::iter::repeat_n(String::new(), 5));
-                }
+                let mut row = vec![r.target.clone(), format!("error: {}", e.chain())];
+                row.extend(std::iter::repeat_n(String::new(), 5));
                 t.add_row(row);
             }
         }
     }
     if g.json {
-        print_json(&out)?
+        print_json(&rows)?
     } else {
-        println!("{t}")
+        outln!("{t}")
     }
-    store.close().await;
-    Ok(if failed { Code::Failed } else { Code::Ok })
+    l.close().await;
+    Ok(verdict(failed))
 }
 
 pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
-    let r = resolve(g, &a.sel, false)?;
-    note_skipped(&r);
-    let store = open_store(g).await?;
-    let p = pool(&store, 64);
-    let mut out = Vec::new();
+    let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
+    let sel = select(&l, &a.sel, false)?;
+    let rows = l.health(&sel).await?;
     let mut failed = false;
-    for t in r.targets {
-        let bmc = p.bmc(t);
-        match bmc.health().await {
-            Ok(h) => {
-                let _ = store.observe(bmc.name(), "health", &json!(h)).await;
-                failed |= matches!(h.health, Health::Critical);
-                if !g.json {
-                    println!("{} ({}): {}", h.bmc, h.protocol, h.health);
-                    let mut t = table(&["sensor", "kind", "reading", "health", "state"]);
-                    for s in &h.sensors {
-                        let reading = match (s.reading, &s.units) {
-                            (Some(v), Some(u)) => format!("{v:.1} {u}"),
-                            (Some(v), None) => format!("{v:.1}"),
-                            _ => "-".into(),
-                        };
-                        t.add_row(vec![
-                            s.name.clone(),
-                            s.kind.clone(),
-                            reading,
-                            s.health.to_string(),
-                            s.state.clone().unwrap_or_default(),
-                        ]);
-                    }
-                    println!("{t}");
-                    for w in &h.warnings {
-                        println!("  warning: {w}");
-                    }
-                }
-                out.push(json!(h));
-            }
-            Err(e) => {
-                failed = true;
-                report_error(g, bmc.name(), &e, &mut out);
-            }
+    for r in &rows {
+        failed |= row_error(g, r)?;
+        let Ok(h) = &r.result else { continue };
+        failed |= !health_ok(h.health);
+        if g.json {
+            continue;
+        }
+        outln!("{} ({}): {}", h.bmc, h.protocol, h.health);
+        let mut t = table(&["sensor", "kind", "reading", "health", "state"]);
+        for s in &h.sensors {
+            let reading = match (s.reading, &s.units) {
+                (Some(v), Some(u)) => format!("{v:.1} {u}"),
+                (Some(v), None) => format!("{v:.1}"),
+                _ => "-".into(),
+            };
+            t.add_row(vec![
+                s.name.clone(),
+                s.kind.clone(),
+                reading,
+                s.health.to_string(),
+                s.state.clone().unwrap_or_default(),
+            ]);
+        }
+        outln!("{t}");
+        for w in &h.warnings {
+            outln!("  warning: {w}");
         }
     }
     if g.json {
-        print_json(&out)?;
+        print_json(&rows)?;
     }
-    store.close().await;
-    Ok(if failed { Code::Failed } else { Code::Ok })
+    l.close().await;
+    Ok(verdict(failed))
 }
 
 pub async fn sel(g: &Global, a: SelArgs) -> CmdResult {
-    let r = resolve(g, &a.sel, false)?;
+    let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
+    let sel = select(&l, &a.sel, false)?;
     if a.clear {
-        let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
-        confirm(&format!("clear the SEL of {}?", names.join(", ")), a.yes)?;
-    }
-    let store = open_store(g).await?;
-    let p = pool(&store, 64);
-    let mut out = Vec::new();
-    let mut failed = false;
-    for t in r.targets {
-        let bmc = p.bmc(t);
-        let res = if a.clear {
-            bmc.clear_events().await.map(|_| None)
-        } else {
-            bmc.events(a.newest).await.map(Some)
-        };
-        match res {
-            Ok(Some(log)) => {
-                if !g.json {
-                    println!(
-                        "{} ({}): {} entries shown{}",
-                        log.bmc,
-                        log.protocol,
-                        log.entries.len(),
-                        log.total.map(|t| format!(" of {t}")).unwrap_or_default()
-                    );
-                    let mut tb = table(&["id", "time", "severity", "sensor", "message"]);
-                    for e in &log.entries {
-                        let time = e.time.map(|t| t.to_rfc3339()).or(e.time_note.clone()).unwrap_or_default();
-                        tb.add_row(vec![
-                            e.id.clone(),
-                            time,
-                            e.severity.to_string(),
-                            e.sensor.clone().unwrap_or_default(),
-                            e.message.clone(),
-                        ]);
-                    }
-                    println!("{tb}");
-                }
-                out.push(json!(log));
-            }
-            Ok(None) => {
-                if !g.json {
-                    println!("{}: SEL cleared", bmc.name());
-                }
-                out.push(json!({ "bmc": bmc.name(), "cleared": true }));
-            }
-            Err(e) => {
-                failed = true;
-                report_error(g, bmc.name(), &e, &mut out);
+        confirm(&format!("clear the SEL of {}?", sel.names().join(", ")), a.yes)?;
+        let rows = l.sel_clear(&sel).await?;
+        let mut failed = false;
+        for r in &rows {
+            failed |= row_error(g, r)?;
+            if r.is_ok() && !g.json {
+                outln!("{}: SEL cleared", r.target);
             }
         }
+        if g.json {
+            print_json(&rows)?;
+        }
+        l.close().await;
+        return Ok(verdict(failed));
+    }
+    let rows = l.sel(&sel, a.newest).await?;
+    let mut failed = false;
+    for r in &rows {
+        failed |= row_error(g, r)?;
+        let Ok(log) = &r.result else { continue };
+        if g.json {
+            continue;
+        }
+        outln!(
+            "{} ({}): {} entries shown{}",
+            log.bmc,
+            log.protocol,
+            log.entries.len(),
+            log.total.map(|t| format!(" of {t}")).unwrap_or_default()
+        );
+        let mut tb = table(&["id", "time", "severity", "sensor", "message"]);
+        for e in &log.entries {
+            let time = e.time.map(|t| t.to_rfc3339()).or(e.time_note.clone()).unwrap_or_default();
+            tb.add_row(vec![
+                e.id.clone(),
+                time,
+                e.severity.to_string(),
+                e.sensor.clone().unwrap_or_default(),
+                e.message.clone(),
+            ]);
+        }
+        outln!("{tb}");
     }
     if g.json {
-        print_json(&out)?;
+        print_json(&rows)?;
     }
-    store.close().await;
-    Ok(if failed { Code::Failed } else { Code::Ok })
+    l.close().await;
+    Ok(verdict(failed))
 }
 
 /// One table for the whole fleet; also used by the demo's live view.
@@ -288,127 +272,93 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
-    let r = resolve(g, &a.sel, true)?;
-    let store = open_store(g).await?;
-    let p = pool(&store, a.fanout.max(1));
-    let bar = if std::io::stderr().is_terminal() && !g.json {
-        let b = indicatif::ProgressBar::new(r.targets.len() as u64);
+    let l = lifeline(g)?.with_bmc_options(|o| o.fanout = a.fanout.max(1));
+    let sel = select(&l, &a.sel, true)?;
+    let bar = (std::io::stderr().is_terminal() && !g.json).then(|| {
+        let b = indicatif::ProgressBar::new(sel.bmcs.len() as u64);
         b.set_style(
             indicatif::ProgressStyle::with_template("{spinner} sweeping [{bar:30}] {pos}/{len} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        Some(b)
-    } else {
-        None
-    };
+        b
+    });
     let opts = SweepOptions {
         events: a.events,
         per_bmc_timeout: Duration::from_secs(a.per_bmc_timeout.max(1)),
         ..SweepOptions::default()
     };
-    let rows = p
-        .sweep(r.targets, &opts, |row, prog| {
-            if let Some(b) = &bar {
-                b.set_position(prog.done as u64);
-                b.set_message(row.name.clone());
-            }
-        })
-        .await;
+    // Rows are kept as they arrive so that Ctrl-C still shows what was collected.
+    let seen = std::sync::Mutex::new(Vec::<SweepRow>::new());
+    let run = l.sweep(&sel, &opts, |row, prog| {
+        if let Some(b) = &bar {
+            b.set_position(prog.done as u64);
+            b.set_message(row.name.clone());
+        }
+        seen.lock().unwrap_or_else(|p| p.into_inner()).push(row.clone());
+    });
+    let result = tokio::select! {
+        r = run => Some(r?),
+        _ = tokio::signal::ctrl_c() => None,
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    for row in &rows {
-        let _ = store.observe(&row.name, "sweep", &json!(row)).await;
+    let sweep = match result {
+        Some(s) => s,
+        None => Sweep::new(seen.into_inner().unwrap_or_else(|p| p.into_inner()), false),
+    };
+    if !sweep.complete {
+        eprintln!("INCOMPLETE: interrupted after {} of {} BMCs", sweep.rows.len(), sel.bmcs.len());
     }
-    let failed = rows.iter().filter(|r| !r.ok()).count();
     if g.json {
-        print_json(&rows)?;
+        print_json(&sweep.rows)?;
     } else {
-        println!("{}", sweep_table(&rows));
-        println!("{} BMCs, {} unreachable or failing", rows.len(), failed);
+        outln!("{}", sweep_table(&sweep.rows));
+        outln!("{} BMCs, {} unreachable, failing or critical", sweep.rows.len(), sweep.failing);
     }
-    store.close().await;
-    Ok(if failed > 0 { Code::Failed } else { Code::Ok })
+    l.close().await;
+    Ok(verdict(sweep.failing > 0 || !sweep.complete))
 }
 
 pub async fn bmc(g: &Global, c: BmcCmd) -> CmdResult {
     match c {
         BmcCmd::Trust(a) => {
-            let r = resolve(g, &a.sel, false)?;
-            let store = open_store(g).await?;
-            let pins = StorePins(store.clone());
+            let l = lifeline(g)?;
+            let sel = select(&l, &a.sel, false)?;
+            let rows = l.bmc_trust(&sel).await?;
             let mut failed = false;
-            let mut out = Vec::new();
-            for t in &r.targets {
-                let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
-                let res = lifeline_redfish::trust(
-                    &rt,
-                    &pins,
-                    t.tls_pin,
-                    &lifeline_redfish::ClientOptions::default(),
-                )
-                .await;
-                let detail = match &res {
-                    Ok(o) => json!({ "previous": o.previous, "current": o.current }),
-                    Err(e) => json!({ "error": chain(e) }),
-                };
-                store
-                    .audit(&lifeline_store::AuditEntry {
-                        actor: actor(),
-                        action: "bmc.trust".into(),
-                        target: t.name.clone(),
-                        outcome: if res.is_ok() { "ok".into() } else { "failed".into() },
-                        detail: detail.clone(),
-                        request_id: None,
-                    })
-                    .await?;
-                match &res {
+            for r in &rows {
+                failed |= row_error(g, r)?;
+                match &r.result {
                     Ok(o) if !g.json => match o.previous {
                         Some(prev) if prev != o.current => {
-                            println!("{}: re-pinned {} (was {prev})", t.name, o.current)
+                            outln!("{}: re-pinned {} (was {prev})", o.bmc, o.current)
                         }
-                        Some(_) => println!("{}: pin unchanged {}", t.name, o.current),
-                        None => println!("{}: pinned {}", t.name, o.current),
+                        Some(_) => outln!("{}: pin unchanged {}", o.bmc, o.current),
+                        None => outln!("{}: pinned {}", o.bmc, o.current),
                     },
-                    Err(e) if !g.json => println!("{}: error: {}", t.name, chain(e)),
                     _ => {}
                 }
-                failed |= res.is_err();
-                out.push(json!({ "bmc": t.name, "result": detail }));
             }
             if g.json {
-                print_json(&out)?;
+                print_json(&rows)?;
             }
-            store.close().await;
-            Ok(if failed { Code::Failed } else { Code::Ok })
+            l.close().await;
+            Ok(verdict(failed))
         }
     }
 }
 
-pub async fn hygiene(g: &Global, sel: crate::args::BmcSel, max_attempts: usize) -> CmdResult {
+pub async fn hygiene(g: &Global, sel: BmcSel, max_attempts: usize) -> CmdResult {
     if !sel.bmc.is_empty() {
         return Err(Exit::usage(anyhow::anyhow!(
             "`audit bmc` tries default passwords and therefore only runs against inventory BMCs, not --bmc URLs"
         )));
     }
-    let r = resolve(g, &sel, true)?;
-    let store = open_store(g).await?;
-    let p = pool(&store, 32);
-    let opts = HygieneOptions { max_failures_per_bmc: max_attempts, ..HygieneOptions::default() };
-    let rows = p.hygiene_audit(r.targets, &opts).await;
-    let bad = rows.iter().filter(|r| r.worst() != Health::Ok).count();
-    for row in &rows {
-        store
-            .audit(&lifeline_store::AuditEntry {
-                actor: actor(),
-                action: "audit.bmc".into(),
-                target: row.bmc.clone(),
-                outcome: row.worst().to_string(),
-                detail: json!({ "attempts": row.attempts.len(), "failed_attempts": row.failed_attempts, "findings": row.findings }),
-                request_id: None,
-            })
-            .await?;
-    }
+    let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 32);
+    let s = select(&l, &sel, true)?;
+    let rows = l.bmc_hygiene(&s, max_attempts).await?;
+    let bad = rows.iter().filter(|r| r.worst() != lifeline_types::Health::Ok).count();
     if g.json {
         print_json(&rows)?;
     } else {
@@ -434,8 +384,8 @@ pub async fn hygiene(g: &Global, sel: crate::args::BmcSel, max_attempts: usize) 
                 f,
             ]);
         }
-        println!("{t}");
+        outln!("{t}");
     }
-    store.close().await;
-    Ok(if bad > 0 { Code::Failed } else { Code::Ok })
+    l.close().await;
+    Ok(verdict(bad > 0))
 }

@@ -1,21 +1,22 @@
 //! `lifeline demo`: the example cluster simulated in this process (real Redfish, IPMI and SSH on loopback)
 //! and a live fleet view over it — what an operator sees on the jump host, runnable anywhere.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use lifeline_bmc::{SweepOptions, SweepRow};
+use lifeline_bmc::SweepOptions;
+use lifeline_engine::ops::sweep::ChangeTracker;
+use lifeline_engine::targets::bmc_target;
+use lifeline_engine::{BmcSelection, SelectedBmc};
 use lifeline_sim::{Fleet, PortPlan, SimOptions};
-use lifeline_store::NewEvent;
 use serde_json::json;
 
 use crate::args::{DemoArgs, Global};
-use crate::cmd::bmc::{pool, sweep_table};
-use crate::cmd::{inventory, sim::wait_for_shutdown};
+use crate::cmd::bmc::sweep_table;
+use crate::cmd::{inventory, lifeline, sim::wait_for_shutdown};
 use crate::exit::{CmdResult, Code, Exit};
 use crate::fleet::{sim_password, spec_from_inventory};
-use crate::targets::target_from_device;
+use crate::outln;
 
 /// Faults injected during the demo, at the given sweep number, so the view has something to show.
 const SCRIPT: &[(u64, &str, &str)] = &[
@@ -46,29 +47,28 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
     };
     let opts = SimOptions { ports, time_scale: a.time_scale, ..SimOptions::default() };
     let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
-    let store = crate::config::open_store(&g).await?;
-    let records: Vec<_> = inv.devices.iter().map(inventory::record).collect();
-    store.sync_devices(&records).await?;
+    let l = lifeline(&g)?.with_bmc_options(|o| o.fanout = 64);
+    l.inventory_sync().await?;
 
     // Targets use the same passwords the simulator serves (the inventory's references, or its fallback).
-    let targets: Vec<_> = inv
+    let bmcs: Vec<SelectedBmc> = inv
         .devices
         .iter()
         .filter_map(|d| {
             let pw = sim_password(&d.bmc.as_ref()?.credential);
-            let mut t = target_from_device(d, pw)?;
+            let mut t = bmc_target(d, pw)?;
             if let Some(e) = fleet.endpoint(d.name.as_str(), lifeline_sim::EndpointKind::Redfish) {
                 t.redfish_port = e.port;
             }
             if let Some(e) = fleet.endpoint(d.name.as_str(), lifeline_sim::EndpointKind::Ipmi) {
                 t.ipmi_port = e.port;
             }
-            Some(t)
+            Some(SelectedBmc { target: t, role: Some(d.role), rack: Some(d.rack.clone()) })
         })
         .collect();
-    let p = pool(&store, 64);
+    let sel = BmcSelection { bmcs, skipped: Vec::new() };
+    let mut tracker = ChangeTracker::default();
     let tty = std::io::stdout().is_terminal() && !g.json;
-    let mut last: HashMap<String, SweepRow> = HashMap::new();
     let mut recent: Vec<String> = Vec::new();
     let stop = wait_for_shutdown();
     tokio::pin!(stop);
@@ -96,42 +96,30 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         }
         let started = std::time::Instant::now();
         let rows = tokio::select! {
-            rows = p.sweep(targets.clone(), &sweep_opts, |_, _| {}) => rows,
+            r = l.sweep(&sel, &sweep_opts, |_, _| {}) => r?.rows,
             _ = &mut stop => break,
         };
-        for row in &rows {
-            for change in changes(last.get(&row.name), row) {
-                let _ = store
-                    .record_event(&NewEvent {
-                        device: Some(row.name.clone()),
-                        source: "sweep".into(),
-                        severity: change.0.into(),
-                        message: change.1.clone(),
-                        data: json!({}),
-                    })
-                    .await;
-                recent.push(format!("{} {}: {}", chrono::Utc::now().format("%H:%M:%S"), row.name, change.1));
-            }
-            last.insert(row.name.clone(), row.clone());
+        for (name, change) in tracker.track(&l, &rows).await? {
+            recent.push(format!("{} {name}: {}", chrono::Utc::now().format("%H:%M:%S"), change.message));
         }
         let keep = recent.len().saturating_sub(10);
         recent.drain(..keep);
         if g.json {
-            println!("{}", serde_json::to_string(&json!({ "sweep": n, "rows": rows, "events": recent }))?);
+            outln!("{}", serde_json::to_string(&json!({ "sweep": n, "rows": rows, "events": recent }))?);
         } else {
             if tty {
-                print!("\x1b[2J\x1b[H");
+                crate::out::text("\x1b[2J\x1b[H")?;
             }
-            println!(
+            outln!(
                 "Lifeline demo — cluster `{}`: {} BMCs simulated on loopback; sweep {n} took {} ms (Ctrl-C to stop)",
                 inv.cluster.name,
                 rows.len(),
                 started.elapsed().as_millis()
             );
-            println!("{}", sweep_table(&rows));
-            println!("events:");
+            outln!("{}", sweep_table(&rows));
+            outln!("events:");
             for e in &recent {
-                println!("  {e}");
+                outln!("  {e}");
             }
         }
         if a.sweeps.is_some_and(|max| n >= max) {
@@ -142,41 +130,9 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
             _ = &mut stop => break,
         }
     }
-    store.close().await;
+    l.close().await;
     fleet.shutdown().await;
     Ok(Code::Ok)
-}
-
-/// What changed for one BMC between two sweeps, as (severity, message).
-fn changes(prev: Option<&SweepRow>, now: &SweepRow) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let Some(prev) = prev else {
-        return out;
-    };
-    if prev.power != now.power {
-        out.push(("info", format!("power {} -> {}", opt(prev.power), opt(now.power))));
-    }
-    if prev.health != now.health {
-        let sev = if now.health == Some(lifeline_types::Health::Critical) { "critical" } else { "warning" };
-        out.push((sev, format!("health {} -> {}", opt(prev.health), opt(now.health))));
-    }
-    if prev.ok() && !now.ok() {
-        out.push(("critical", format!("unreachable: {}", now.errors.join("; "))));
-    }
-    if !prev.ok() && now.ok() {
-        out.push(("info", "reachable again".into()));
-    }
-    let seen: Vec<&str> = prev.events.iter().map(|e| e.id.as_str()).collect();
-    for e in &now.events {
-        if !seen.contains(&e.id.as_str()) {
-            out.push(("warning", format!("SEL: {}", e.message)));
-        }
-    }
-    out
-}
-
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf, Exit> {

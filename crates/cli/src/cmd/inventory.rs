@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use lifeline_inventory::{Device, Inventory, InventoryError, Severity};
-use lifeline_store::DeviceRecord;
+use lifeline_inventory::{Device, Inventory, Severity};
 use serde_json::{Value, json};
 
 use crate::args::{Global, InventoryCmd};
+use crate::cmd::lifeline;
 use crate::cmd::print_json;
-use crate::config::{inventory_path, open_store};
 use crate::exit::{CmdResult, Code, Exit};
+use crate::outln;
 
 pub async fn run(g: &Global, cmd: InventoryCmd) -> CmdResult {
     match cmd {
@@ -21,7 +21,12 @@ pub async fn run(g: &Global, cmd: InventoryCmd) -> CmdResult {
 }
 
 fn check(g: &Global, files: Vec<PathBuf>, strict: bool) -> CmdResult {
-    let files = if files.is_empty() { vec![inventory_path(g)?] } else { files };
+    let files = if files.is_empty() {
+        let l = lifeline(g)?;
+        vec![l.paths.inventory(&l.config)?.to_path_buf()]
+    } else {
+        files
+    };
     let mut failed = false;
     let mut json_out = Vec::new();
     for f in &files {
@@ -44,13 +49,13 @@ fn check(g: &Global, files: Vec<PathBuf>, strict: bool) -> CmdResult {
             }));
         } else {
             for d in &report.diagnostics {
-                println!("{d}");
+                outln!("{d}");
             }
             match &report.inventory {
                 Some(inv) if !bad => {
-                    println!("{}: ok ({} devices, {} warning(s))", f.display(), inv.devices.len(), warnings)
+                    outln!("{}: ok ({} devices, {} warning(s))", f.display(), inv.devices.len(), warnings)
                 }
-                _ => println!("{}: {errors} error(s), {warnings} warning(s)", f.display()),
+                _ => outln!("{}: {errors} error(s), {warnings} warning(s)", f.display()),
             }
         }
     }
@@ -61,18 +66,8 @@ fn check(g: &Global, files: Vec<PathBuf>, strict: bool) -> CmdResult {
 }
 
 /// Loads the configured inventory, mapping "invalid" to exit 1 and "unreadable" to exit 2.
-pub fn load(g: &Global) -> Result<Inventory, Exit> {
-    let path = inventory_path(g)?;
-    match lifeline_inventory::load(&path) {
-        Ok((inv, warnings)) => {
-            for w in warnings {
-                tracing::debug!("{w}");
-            }
-            Ok(inv)
-        }
-        Err(e @ InventoryError::Read { .. }) => Err(Exit::usage(e)),
-        Err(e) => Err(Exit::failed(e)),
-    }
+pub fn load(g: &Global) -> Result<std::sync::Arc<Inventory>, Exit> {
+    Ok(lifeline(g)?.inventory()?)
 }
 
 fn show(g: &Global) -> CmdResult {
@@ -83,17 +78,17 @@ fn show(g: &Global) -> CmdResult {
     }
     let c = &inv.cluster;
     let subnets: Vec<String> = c.oob_subnets.iter().map(|s| s.to_string()).collect();
-    println!("cluster {} — OOB {}", c.name, subnets.join(", "));
+    outln!("cluster {} — OOB {}", c.name, subnets.join(", "));
     if let Some(d) = &c.description {
-        println!("  {d}");
+        outln!("  {d}");
     }
     for site in &inv.sites {
-        println!("site {}", site.name);
+        outln!("site {}", site.name);
         for rack in inv.racks.iter().filter(|r| r.site == site.name) {
             let row = rack.row.as_deref().map(|r| format!(" (row {r})")).unwrap_or_default();
-            println!("  rack {}{row}", rack.name);
+            outln!("  rack {}{row}", rack.name);
             for d in inv.devices.iter().filter(|d| d.rack == rack.name) {
-                println!("    {}", device_line(d));
+                outln!("    {}", device_line(d));
             }
         }
     }
@@ -125,14 +120,7 @@ fn device_line(d: &Device) -> String {
     parts.join("  ")
 }
 
-fn device_json(d: &Device) -> Value {
-    let mut v = serde_json::to_value(d).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert("fabrics".into(), json!(d.fabrics()));
-        m.remove("line");
-    }
-    v
-}
+use lifeline_engine::ops::inventory::device_json;
 
 /// The site → rack → device tree, plus counts per role so scripts need not walk it.
 pub fn tree_json(inv: &Inventory) -> Value {
@@ -165,50 +153,22 @@ pub fn tree_json(inv: &Inventory) -> Value {
     })
 }
 
-/// The store's view of a device.
-pub fn record(d: &Device) -> DeviceRecord {
-    DeviceRecord {
-        name: d.name.to_string(),
-        role: d.role.to_string(),
-        site: d.site.clone(),
-        rack: d.rack.clone(),
-        fabric: d.switch.as_ref().map(|s| s.fabric.to_string()),
-        platform: d.switch.as_ref().map(|s| s.platform.to_string()),
-        bmc_address: d.bmc.as_ref().map(|b| b.address.to_string()),
-        bmc_protocol: d.bmc.as_ref().map(|b| b.protocol.to_string()),
-        mgmt_address: d.management.as_ref().map(|m| m.address.to_string()),
-        spec_json: device_json(d),
-    }
-}
-
 async fn sync(g: &Global) -> CmdResult {
-    let inv = load(g)?;
-    let store = open_store(g).await?;
-    let records: Vec<DeviceRecord> = inv.devices.iter().map(record).collect();
-    let summary = store.sync_devices(&records).await?;
-    store
-        .audit(&lifeline_store::AuditEntry {
-            actor: crate::cmd::actor(),
-            action: "inventory.sync".into(),
-            target: "fleet".into(),
-            outcome: "ok".into(),
-            detail: json!({ "source": inv.source, "summary": summary }),
-            request_id: None,
-        })
-        .await?;
+    let l = lifeline(g)?;
+    let r = l.inventory_sync().await?;
     if g.json {
-        print_json(&json!({ "store": store.location(), "summary": summary }))?;
+        print_json(&json!({ "store": r.store, "summary": r.summary }))?;
     } else {
-        println!(
+        outln!(
             "synced {} devices into {}: {} added, {} updated, {} unchanged, {} removed",
-            records.len(),
-            store.location(),
-            summary.added,
-            summary.updated,
-            summary.unchanged,
-            summary.removed
+            r.devices,
+            r.store,
+            r.summary.added,
+            r.summary.updated,
+            r.summary.unchanged,
+            r.summary.removed
         );
     }
-    store.close().await;
+    l.close().await;
     Ok(Code::Ok)
 }

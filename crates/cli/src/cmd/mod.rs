@@ -1,4 +1,4 @@
-//! One module per verb; each returns an exit code or an `Exit` carrying one.
+//! One module per verb: arguments in, engine operation, rendering out. Exit codes come from `exit.rs`.
 
 mod audit;
 mod backup;
@@ -9,7 +9,9 @@ pub mod inventory;
 pub mod sim;
 mod verify;
 
-use crate::args::{Cli, Command};
+use lifeline_engine::{Identity, Lifeline, Settings};
+
+use crate::args::{Cli, Command, Global};
 use crate::exit::{Code, Exit};
 
 pub async fn run(cli: Cli) -> Code {
@@ -31,48 +33,31 @@ pub async fn run(cli: Cli) -> Code {
     match result {
         Ok(code) => code,
         Err(Exit { code, error }) => {
-            eprintln!("error: {error:#}");
+            if let Some(e) = error {
+                eprintln!("error: {e:#}");
+            }
             code
         }
     }
 }
 
+pub fn settings(g: &Global) -> Settings {
+    Settings {
+        config: g.config.clone(),
+        inventory: g.inventory.clone(),
+        data_dir: g.data_dir.clone(),
+        database_url: g.database_url.clone(),
+    }
+}
+
+/// The engine context for this command, acting as the Unix user.
+pub fn lifeline(g: &Global) -> Result<Lifeline, Exit> {
+    let identity =
+        Identity { actor: lifeline_engine::cli_actor(), request_id: g.request_id.clone(), wait: g.wait };
+    Ok(Lifeline::new(&settings(g), identity)?)
+}
+
 /// Prints a serializable value as pretty JSON on stdout.
 pub fn print_json(v: &impl serde::Serialize) -> Result<(), Exit> {
-    let text = serde_json::to_string_pretty(v)?;
-    println!("{text}");
-    Ok(())
-}
-
-/// Who is acting, for the audit log: the Unix user behind the CLI.
-pub fn actor() -> String {
-    let uid = nix::unistd::getuid();
-    let user = std::env::var("SUDO_USER")
-        .ok()
-        .or_else(|| nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name))
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| format!("uid{uid}"));
-    format!("cli:{user}")
-}
-
-/// Writes one audit row as the current actor. Commands call it before they report success, so nothing
-/// that happened is missing from the log.
-pub async fn audit(
-    store: &lifeline_store::Store,
-    action: &str,
-    target: &str,
-    outcome: &str,
-    detail: serde_json::Value,
-) -> Result<(), Exit> {
-    store
-        .audit(&lifeline_store::AuditEntry {
-            actor: actor(),
-            action: action.into(),
-            target: target.into(),
-            outcome: outcome.into(),
-            detail,
-            request_id: None,
-        })
-        .await?;
-    Ok(())
+    crate::out::json(v)
 }

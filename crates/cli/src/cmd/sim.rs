@@ -24,7 +24,7 @@ pub async fn run(g: &Global, args: SimArgs) -> CmdResult {
                 print_json(&info)?;
             } else {
                 let faults = if info.faults.is_empty() { "none".to_owned() } else { info.faults.join(", ") };
-                println!("{}: power {}, phase {}, faults: {faults}", info.name, info.power, info.phase);
+                crate::outln!("{}: power {}, phase {}, faults: {faults}", info.name, info.power, info.phase);
             }
             Ok(Code::Ok)
         }
@@ -89,13 +89,13 @@ async fn serve(g: &Global, args: SimArgs) -> CmdResult {
     if g.json {
         print_json(&fleet.endpoints())?;
     } else {
-        println!("{:<20} {:<8} {:<22} {:<10} password", "device", "kind", "address", "user");
+        crate::outln!("{:<20} {:<8} {:<22} {:<10} password", "device", "kind", "address", "user");
         for e in fleet.endpoints() {
             let kind = serde_json::to_value(e.kind)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
-            println!(
+            crate::outln!(
                 "{:<20} {:<8} {:<22} {:<10} {}",
                 e.name,
                 kind,
@@ -104,7 +104,7 @@ async fn serve(g: &Global, args: SimArgs) -> CmdResult {
                 e.password
             );
         }
-        println!(
+        crate::outln!(
             "simulated fleet up: {} endpoints; control API {}; Ctrl-C to stop",
             fleet.endpoints().len(),
             fleet.control_url()

@@ -111,7 +111,12 @@ impl Lifeline {
         // Reading sealed copies is always possible once a key exists; writing them unless told not to.
         let raw: Option<Arc<dyn lifeline_netcfg::RawStore>> =
             if seal_raw || sealed.has_key() { Some(Arc::new(sealed)) } else { None };
-        Ok(BackupContext { pins: index.clone(), index, blobs: BlobStore::new(self.paths.data_dir.join("configs")), raw })
+        Ok(BackupContext {
+            pins: index.clone(),
+            index,
+            blobs: BlobStore::new(self.paths.data_dir.join("configs")),
+            raw,
+        })
     }
 
     /// Backs up every target, each under its lease and audited; `on_done` sees each result.
@@ -139,7 +144,12 @@ impl Lifeline {
                     let r = self
                         .guarded(&key, "backup.run", |rid| async move {
                             let intent = audit
-                                .intent("backup.run", &name, Some(&rid), serde_json::json!({ "platform": t.platform }))
+                                .intent(
+                                    "backup.run",
+                                    &name,
+                                    Some(&rid),
+                                    serde_json::json!({ "platform": t.platform }),
+                                )
                                 .await?;
                             let start = Instant::now();
                             let res = lifeline_netcfg::backup::backup_one(&ctx, &t).await;
@@ -147,7 +157,9 @@ impl Lifeline {
                             match res {
                                 Ok(o) => {
                                     let (outcome, version, blob, previous) = match o {
-                                        BackupOutcome::Unchanged { version } => ("unchanged", version, None, None),
+                                        BackupOutcome::Unchanged { version } => {
+                                            ("unchanged", version, None, None)
+                                        }
                                         BackupOutcome::NewVersion { version, blob, previous } => {
                                             ("ok", version, Some(blob.as_str().to_owned()), previous)
                                         }
@@ -172,7 +184,13 @@ impl Lifeline {
                                 }
                                 Err(e) => {
                                     let err = EngineError::failed_by(&name, "backup", e);
-                                    audit.outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() })).await?;
+                                    audit
+                                        .outcome(
+                                            intent,
+                                            Outcome::Failed,
+                                            serde_json::json!({ "error": err.chain() }),
+                                        )
+                                        .await?;
                                     Err(err)
                                 }
                             }
@@ -354,7 +372,9 @@ impl Lifeline {
     pub fn backup_schedule(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Vec<ScheduledBackup>> {
         let cfg = &self.config;
         if cfg.path.is_none() {
-            return Err(EngineError::bad_argument("no server config: pass --config FILE (with [[backup-schedule]] entries)"));
+            return Err(EngineError::bad_argument(
+                "no server config: pass --config FILE (with [[backup-schedule]] entries)",
+            ));
         }
         let inv = self.inventory()?;
         let path = cfg.display_path();

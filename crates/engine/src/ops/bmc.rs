@@ -38,7 +38,10 @@ impl Lifeline {
                 let store = store.clone();
                 async move {
                     let name = bmc.name().to_owned();
-                    let r = bmc.health().await.map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    let r = bmc
+                        .health()
+                        .await
+                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
                     if let Ok(h) = &r
                         && let Err(e) = store.observe(&name, "health", &serde_json::json!(h)).await
                     {
@@ -61,7 +64,10 @@ impl Lifeline {
                 let bmc = pool.bmc(b.target);
                 async move {
                     let name = bmc.name().to_owned();
-                    let r = bmc.events(newest).await.map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    let r = bmc
+                        .events(newest)
+                        .await
+                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
                     Row::new("bmc", name, r)
                 }
             })
@@ -99,9 +105,13 @@ impl Lifeline {
         let mut rows = Vec::new();
         for b in &sel.bmcs {
             let t = &b.target;
-            let intent = audit.intent("bmc.trust", &t.name, None, serde_json::json!({ "url": t.redfish_url() })).await?;
+            let intent = audit
+                .intent("bmc.trust", &t.name, None, serde_json::json!({ "url": t.redfish_url() }))
+                .await?;
             let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
-            let res = lifeline_redfish::trust(&rt, &pins, t.tls_pin, &lifeline_redfish::ClientOptions::default()).await;
+            let res =
+                lifeline_redfish::trust(&rt, &pins, t.tls_pin, &lifeline_redfish::ClientOptions::default())
+                    .await;
             let r = match res {
                 Ok(o) => {
                     let tr = Trusted { bmc: t.name.clone(), previous: o.previous, current: o.current };
@@ -110,7 +120,9 @@ impl Lifeline {
                 }
                 Err(e) => {
                     let err = EngineError::failed_by(&t.name, "trust", e);
-                    audit.outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() })).await?;
+                    audit
+                        .outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() }))
+                        .await?;
                     Err(err)
                 }
             };

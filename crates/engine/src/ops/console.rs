@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lifeline_console::{
-    AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, RescueOptions, Viewer, WriteMode,
+    AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, RescueOptions, Viewer,
+    WriteMode,
 };
 use serde::Serialize;
 
@@ -15,12 +16,20 @@ use crate::context::Lifeline;
 use crate::error::{EngineError, Result, error_chain};
 
 /// An attached console: the viewer for the front end's terminal or WebSocket, and the manager that keeps
-/// the BMC session (shut it down with [`ConsoleSession::close`]).
+/// the BMC session (ended by [`Lifeline::console_detach`]).
 pub struct ConsoleSession {
     pub target: String,
-    pub viewer: Viewer,
+    pub viewer: Option<Viewer>,
     pub stole: bool,
     manager: ConsoleManager,
+}
+
+impl ConsoleSession {
+    /// Takes the viewer out (it moves into the terminal or WebSocket task); the session stays to detach.
+    pub fn split_viewer(mut self) -> (ConsoleSession, Viewer) {
+        let v = self.viewer.take().expect("a session's viewer is taken once");
+        (self, v)
+    }
 }
 
 impl std::fmt::Debug for ConsoleSession {
@@ -56,7 +65,7 @@ impl Lifeline {
         match manager.attach(target, AttachOptions { who: self.actor().to_owned(), mode, steal }).await {
             Ok((viewer, report)) => {
                 let stole = report.as_ref().is_some_and(|r| r.stole);
-                Ok(ConsoleSession { target: target.into(), viewer, stole, manager })
+                Ok(ConsoleSession { target: target.into(), viewer: Some(viewer), stole, manager })
             }
             Err(e) => {
                 manager.shutdown().await;
@@ -66,7 +75,11 @@ impl Lifeline {
                 } else {
                     ""
                 };
-                Err(EngineError::Failed { target: target.into(), what: format!("console: {msg}{hint}"), source: None })
+                Err(EngineError::Failed {
+                    target: target.into(),
+                    what: format!("console: {msg}{hint}"),
+                    source: None,
+                })
             }
         }
     }
@@ -81,12 +94,26 @@ impl Lifeline {
             Ok(s) => {
                 let action = if s.stole { "console.steal" } else { "console.attach" };
                 audit
-                    .record(action, target, Outcome::Ok, None, serde_json::json!({ "stole": s.stole, "mode": mode_word }))
+                    .record(
+                        action,
+                        target,
+                        Outcome::Ok,
+                        None,
+                        serde_json::json!({ "stole": s.stole, "mode": mode_word }),
+                    )
                     .await?;
                 Ok(s)
             }
             Err(e) => {
-                audit.record("console.attach", target, Outcome::Failed, None, serde_json::json!({ "error": e.chain() })).await?;
+                audit
+                    .record(
+                        "console.attach",
+                        target,
+                        Outcome::Failed,
+                        None,
+                        serde_json::json!({ "error": e.chain() }),
+                    )
+                    .await?;
                 Err(e)
             }
         }
@@ -123,16 +150,20 @@ impl Lifeline {
         let audit = self.audit().await?;
         let session = self.console_open(target, WriteMode::Write, steal).await?;
         if session.stole {
-            audit.record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "rescue" })).await?;
+            audit
+                .record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "rescue" }))
+                .await?;
         }
-        let intent = audit.intent("console.rescue", target, None, serde_json::json!({ "bootloader": bootloader })).await?;
+        let intent = audit
+            .intent("console.rescue", target, None, serde_json::json!({ "bootloader": bootloader }))
+            .await?;
         let opts = RescueOptions { wait_for_bootloader: wait, ..RescueOptions::default() };
-        let ConsoleSession { viewer, manager, .. } = session;
+        let (session, viewer) = session.split_viewer();
         let mut e = Expect::new(target, viewer);
         let res = lifeline_console::break_into_rescue(&mut e, bootloader, &opts).await;
         let transcript = e.transcript_text();
         drop(e);
-        manager.shutdown().await;
+        session.manager.shutdown().await;
         let rescue = match &res {
             Ok(r) => Rescue {
                 target: target.into(),

@@ -52,7 +52,13 @@ impl Lifeline {
         let summary = store.sync_devices(&records).await?;
         self.audit()
             .await?
-            .record("inventory.sync", "fleet", Outcome::Ok, None, json!({ "source": inv.source, "summary": summary }))
+            .record(
+                "inventory.sync",
+                "fleet",
+                Outcome::Ok,
+                None,
+                json!({ "source": inv.source, "summary": summary }),
+            )
             .await?;
         Ok(Synced { store: store.location().to_owned(), devices: records.len(), summary })
     }

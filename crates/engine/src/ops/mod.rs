@@ -61,7 +61,11 @@ pub enum Acted<T> {
     Fresh(T),
     /// The request id was seen before (a replay), or the same action finished on the target while this
     /// request waited for it (`coalesced`): nothing was done again.
-    Replayed { request_id: String, outcome: serde_json::Value, coalesced: bool },
+    Replayed {
+        request_id: String,
+        outcome: serde_json::Value,
+        coalesced: bool,
+    },
 }
 
 impl<T: Serialize> Serialize for Acted<T> {
@@ -116,7 +120,10 @@ impl Lifeline {
             Ok(Acquired::DoneBy(done)) => {
                 let outcome = done.outcome.clone().unwrap_or(serde_json::Value::Null);
                 store
-                    .finish_request(&request_id, &serde_json::json!({ "coalesced_with": done.request_id, "outcome": outcome }))
+                    .finish_request(
+                        &request_id,
+                        &serde_json::json!({ "coalesced_with": done.request_id, "outcome": outcome }),
+                    )
                     .await?;
                 return Ok(Acted::Replayed { request_id: done.request_id, outcome, coalesced: true });
             }

@@ -45,7 +45,10 @@ pub struct Schedulers {
 
 impl std::fmt::Debug for Schedulers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Schedulers").field("slurm", &self.slurm.is_some()).field("kube", &self.kube.is_some()).finish()
+        f.debug_struct("Schedulers")
+            .field("slurm", &self.slurm.is_some())
+            .field("kube", &self.kube.is_some())
+            .finish()
     }
 }
 
@@ -58,17 +61,20 @@ pub struct Drained {
     pub errors: Vec<String>,
 }
 
-/// One node's verification (and re-admission when asked).
+/// One node's verification (and re-admission when asked). A report that could not be obtained is verdict
+/// `error` with the reason in `error`: never a pass, never re-admitted.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verified {
     pub node: String,
     pub verdict: Verdict,
-    pub digest: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub digest: Option<String>,
     pub summary: String,
     pub readmitted: bool,
     pub decisions: Vec<Decision>,
     pub errors: Vec<String>,
-    pub report: Report,
+    pub report: Option<Report>,
 }
 
 impl Verified {
@@ -123,11 +129,15 @@ fn decision_outcome(d: &Decision) -> Outcome {
 }
 
 fn action_of(d: &Decision) -> String {
-    format!("readmit.{}", serde_json::to_value(d.action).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default())
+    format!(
+        "readmit.{}",
+        serde_json::to_value(d.action).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    )
 }
 
 fn summary_line(r: &Report) -> String {
-    let problems: Vec<String> = r.problems().map(|c| format!("{} {}: {}", c.id, c.subject, c.message)).collect();
+    let problems: Vec<String> =
+        r.problems().map(|c| format!("{} {}: {}", c.id, c.subject, c.message)).collect();
     if problems.is_empty() { format!("all {} checks passed", r.checks.len()) } else { problems.join("; ") }
 }
 
@@ -146,7 +156,8 @@ impl Lifeline {
                     let audit = audit.clone();
                     let name = name.clone();
                     async move {
-                        let mut out = Drained { node: name.clone(), decisions: Vec::new(), errors: Vec::new() };
+                        let mut out =
+                            Drained { node: name.clone(), decisions: Vec::new(), errors: Vec::new() };
                         if let Some(slurm) = &s.slurm {
                             match slurm.drain(&name, reason, digest).await {
                                 Ok(dec) => out.decisions.push(dec),
@@ -160,11 +171,19 @@ impl Lifeline {
                             }
                         }
                         for dec in &out.decisions {
-                            audit.record(&action_of(dec), &name, decision_outcome(dec), Some(&rid), dec).await?;
+                            audit
+                                .record(&action_of(dec), &name, decision_outcome(dec), Some(&rid), dec)
+                                .await?;
                         }
                         for e in &out.errors {
                             audit
-                                .record("readmit.drain", &name, Outcome::Error, Some(&rid), serde_json::json!({ "error": e, "reason": reason }))
+                                .record(
+                                    "readmit.drain",
+                                    &name,
+                                    Outcome::Error,
+                                    Some(&rid),
+                                    serde_json::json!({ "error": e, "reason": reason }),
+                                )
                                 .await?;
                         }
                         Ok(out)
@@ -202,8 +221,24 @@ impl Lifeline {
             let report = match report_for(&inv, d, source, single).await {
                 Ok(r) => r,
                 Err(msg) => {
-                    audit.record("verify", &name, Outcome::Error, None, serde_json::json!({ "error": msg })).await?;
-                    rows.push(Row::new("node", name.clone(), Err(EngineError::Failed { target: name, what: msg, source: None })));
+                    audit
+                        .record("verify", &name, Outcome::Error, None, serde_json::json!({ "error": msg }))
+                        .await?;
+                    rows.push(Row::new(
+                        "node",
+                        name.clone(),
+                        Ok(Verified {
+                            node: name,
+                            verdict: Verdict::Error,
+                            error: Some(msg),
+                            digest: None,
+                            summary: String::new(),
+                            readmitted: false,
+                            decisions: Vec::new(),
+                            errors: Vec::new(),
+                            report: None,
+                        }),
+                    ));
                     continue;
                 }
             };
@@ -221,7 +256,8 @@ impl Lifeline {
                     serde_json::json!({ "verdict": report.verdict, "digest": report.digest, "summary": report.summary, "problems": summary }),
                 )
                 .await?;
-            let just = Justification { report_digest: report.digest.clone(), passed, summary: summary.clone() };
+            let just =
+                Justification { report_digest: report.digest.clone(), passed, summary: summary.clone() };
             let mut decisions = Vec::new();
             let mut errors: Vec<String> = Vec::new();
             if let Some(s) = readmit
@@ -244,7 +280,13 @@ impl Lifeline {
                 }
                 for e in &errors {
                     audit
-                        .record("readmit.resume", &name, Outcome::Error, None, serde_json::json!({ "error": e, "report_digest": just.report_digest }))
+                        .record(
+                            "readmit.resume",
+                            &name,
+                            Outcome::Error,
+                            None,
+                            serde_json::json!({ "error": e, "report_digest": just.report_digest }),
+                        )
                         .await?;
                 }
             }
@@ -257,12 +299,13 @@ impl Lifeline {
                 Ok(Verified {
                     node: name,
                     verdict: report.verdict,
-                    digest: report.digest.clone(),
+                    error: None,
+                    digest: Some(report.digest.clone()),
                     summary,
                     readmitted,
                     decisions,
                     errors,
-                    report,
+                    report: Some(report),
                 }),
             ));
         }
@@ -271,9 +314,15 @@ impl Lifeline {
 }
 
 /// Gets one node's report from the chosen source.
-async fn report_for(inv: &Inventory, d: &Device, source: &ReportSource, single: bool) -> std::result::Result<Report, String> {
+async fn report_for(
+    inv: &Inventory,
+    d: &Device,
+    source: &ReportSource,
+    single: bool,
+) -> std::result::Result<Report, String> {
     let name = d.name.to_string();
-    let policy = Policy::from_inventory(inv, &name).map_err(|e| format!("policy for `{name}`: {}", error_chain(&e)))?;
+    let policy = Policy::from_inventory(inv, &name)
+        .map_err(|e| format!("policy for `{name}`: {}", error_chain(&e)))?;
     let text = match source {
         ReportSource::NodeState { dir, interval } => {
             let tree = dir.join(&name);
@@ -302,7 +351,9 @@ async fn report_for(inv: &Inventory, d: &Device, source: &ReportSource, single: 
                     path.display()
                 ));
             };
-            tokio::fs::read_to_string(&file).await.map_err(|e| format!("reading report {}: {e}", file.display()))?
+            tokio::fs::read_to_string(&file)
+                .await
+                .map_err(|e| format!("reading report {}: {e}", file.display()))?
         }
         ReportSource::Ssh { command, options } => run_agent_over_ssh(d, &policy, command, options).await?,
     };
@@ -322,7 +373,10 @@ async fn run_agent_over_ssh(
     extra: &[String],
 ) -> std::result::Result<String, String> {
     let fe = d.frontend.as_ref().and_then(|f| f.address.as_ref()).ok_or_else(|| {
-        format!("`{}` has no frontend address in the inventory: cannot reach its agent over SSH (use --reports)", d.name)
+        format!(
+            "`{}` has no frontend address in the inventory: cannot reach its agent over SSH (use --reports)",
+            d.name
+        )
     })?;
     let user = d.frontend.as_ref().and_then(|f| f.ssh_user.clone());
     let dest = match user {
@@ -358,7 +412,6 @@ async fn run_agent_over_ssh(
     }
 }
 
-
 /// `done`, `already done`, `refused: held by "admin: bad DIMM"`, … for people.
 pub fn outcome_text(o: &Decided) -> String {
     match o {
@@ -369,5 +422,3 @@ pub fn outcome_text(o: &Decided) -> String {
         Decided::RefusedReportNotPassing => "refused: the report did not pass".into(),
     }
 }
-
-
