@@ -29,6 +29,8 @@ pub fn bin_relative_example() -> std::path::PathBuf {
 
 fn main() -> std::process::ExitCode {
     let args = args::Cli::parse();
+    // Everything Lifeline writes (the store, console logs, config blobs, keys) is private to its user.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     // Several TLS stacks are linked (reqwest, kube, russh); pick one crypto provider for the process so
     // none of them has to guess. An error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();

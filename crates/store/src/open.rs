@@ -70,7 +70,14 @@ impl Store {
             read_only = crate::files::check_sqlite_file(&path)?;
             if read_only {
                 tracing::warn!(file = %path.display(), "the store is read-only: reads work, actions that must be audited are refused");
-                url = format!("{url}?mode=ro");
+                // A WAL database opened read-only still wants to write its -shm index; `immutable` reads the
+                // file as it is. Writes not yet checkpointed (a crash) sit in the -wal file and are missed:
+                // say so.
+                let wal = path.with_extension("db-wal");
+                if std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false) {
+                    tracing::warn!(wal = %wal.display(), "the read-only store has uncheckpointed writes that are not shown");
+                }
+                url = format!("{url}?mode=ro&immutable=1");
             } else {
                 crate::files::private_file(&path)
                     .map_err(|source| StoreError::DataDir { path: path.clone(), source })?;

@@ -19,6 +19,6 @@ pub use ipmi_sim::{IPMI_SIM_BASE_PORT, IpmiSims, have, peers_dir, skip_or_fail};
 pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, postgres_url};
-pub use sim::{SimProcess, output_json, output_text};
+pub use sim::{SimProcess, http_get, output_json, output_text};
 pub use sshd::{Sshd, start_sshd, start_sshd_in};
 pub use wait::{wait_until, wait_until_async};

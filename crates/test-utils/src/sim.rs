@@ -85,6 +85,40 @@ impl SimProcess {
             .expect("run lifeline")
     }
 
+    /// The same command as [`SimProcess::lifeline`], started without waiting (concurrency tests).
+    pub fn spawn_lifeline(&self, args: &[&str]) -> Child {
+        Command::new(lifeline_bin())
+            .args(args)
+            .arg("--inventory")
+            .arg(&self.inventory)
+            .arg("--data-dir")
+            .arg(&self.data)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("LIFELINE_DATABASE_URL")
+            .env_remove("LIFELINE_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start lifeline")
+    }
+
+    /// The simulator's control API base URL (`http://ADDR:PORT`), from the endpoints file.
+    pub fn control_url(&self) -> String {
+        let eps: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.endpoints).unwrap()).unwrap();
+        let c = eps.as_array().unwrap().iter().find(|e| e["kind"] == "control").expect("control endpoint");
+        format!("http://{}:{}", c["address"].as_str().unwrap(), c["port"])
+    }
+
+    /// What the simulated device was made to do (`GET /devices/NAME/actions`): power and BMC actions
+    /// actually executed, in order.
+    pub fn actions(&self, device: &str) -> Vec<serde_json::Value> {
+        let body = http_get(&format!("{}/devices/{device}/actions", self.control_url()));
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        v.as_array().cloned().unwrap_or_else(|| panic!("not an array: {v}"))
+    }
+
     /// Injects a fault (or `clear`) through the simulator's control API; panics if it is refused.
     pub fn fault(&self, device: &str, fault: &str) {
         let o =
@@ -111,4 +145,19 @@ pub fn output_text(o: &Output) -> String {
 /// stdout parsed as JSON, with the whole output in the panic message when it is not.
 pub fn output_json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(o)))
+}
+
+/// A plain HTTP/1.0 GET on loopback (the simulator's control API), returning the body.
+pub fn http_get(url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http:// URL");
+    let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
+    let mut s = std::net::TcpStream::connect(host).unwrap_or_else(|e| panic!("connect {host}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "GET {url}: {head}");
+    body.to_owned()
 }
