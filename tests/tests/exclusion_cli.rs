@@ -65,7 +65,12 @@ fn twenty_concurrent_power_cycles_execute_once_per_bmc() {
             .iter()
             .filter(|o| o.status.code() == Some(1) && String::from_utf8_lossy(&o.stderr).contains("is busy"))
             .count();
-        assert_eq!(ok.len(), 1, "{node}: exactly one process acts: {}", outs.iter().map(output_text).collect::<String>());
+        assert_eq!(
+            ok.len(),
+            1,
+            "{node}: exactly one process acts: {}",
+            outs.iter().map(output_text).collect::<String>()
+        );
         assert_eq!(busy, 19, "{node}: the others report the conflict naming the holder");
         assert_eq!(json(ok[0])[0]["confirmed"], true, "{}", output_text(ok[0]));
         assert_eq!(executed(&sim, node, witness), 1, "{node}: {:?}", sim.actions(node));

@@ -74,9 +74,7 @@ impl Lifeline {
     }
 
     pub fn from_parts(config: LoadedConfig, paths: Paths, identity: Identity) -> Lifeline {
-        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
-        let tag = &uuid::Uuid::new_v4().simple().to_string()[..6];
-        let holder = format!("{} (pid {} on {host}) #{tag}", identity.actor, std::process::id());
+        let holder = crate::lease::holder_name(&identity.actor);
         Lifeline {
             config,
             paths,

@@ -118,6 +118,17 @@ impl Leases {
                     // This holder (a runbook run, say) already owns the target: its steps act under it.
                     return Ok(Acquired::Lease(LeaseGuard::nested(held)));
                 }
+                LeaseAttempt::Held(held) if holder_is_dead_here(&held.holder) => {
+                    // Its process on this host is gone (killed, crashed): no need to wait for the expiry.
+                    if let Some(lease) = self
+                        .store
+                        .take_over_lease(target, held.fence, &self.holder, request_id, action, ttl_ms)
+                        .await?
+                    {
+                        interrupted(audit, &held).await;
+                        return Ok(Acquired::Lease(LeaseGuard::start(self.store.clone(), lease, self.ttl)));
+                    }
+                }
                 LeaseAttempt::Held(held) => {
                     let Some(deadline) = deadline else {
                         return Err(EngineError::Busy { target: target.into(), holder: holder_of(&held) });
@@ -133,6 +144,31 @@ impl Leases {
             }
         }
     }
+}
+
+/// This process's holder name: `ACTOR (pid PID on HOST) #TAG`.
+pub fn holder_name(actor: &str) -> String {
+    let host = this_host();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..6];
+    format!("{actor} (pid {} on {host}) #{tag}", std::process::id())
+}
+
+fn this_host() -> String {
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default()
+}
+
+/// Whether a holder named by [`holder_name`] is a process on this host that no longer exists. Another
+/// host's holder, or a name we cannot read, is never presumed dead: only its expiry frees it.
+fn holder_is_dead_here(holder: &str) -> bool {
+    let Some(rest) = holder.rsplit_once(" (pid ").map(|(_, r)| r) else { return false };
+    let Some((pid, rest)) = rest.split_once(" on ") else { return false };
+    let Some((host, _)) = rest.split_once(") #") else { return false };
+    let Ok(pid) = pid.parse::<i32>() else { return false };
+    if host != this_host() || pid == i32::try_from(std::process::id()).unwrap_or(-1) {
+        return false;
+    }
+    // Signal 0 checks existence; EPERM means it exists under another user.
+    matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
 }
 
 /// The dead holder's request gets its ending: we cannot know what it did, only that it stopped.
@@ -233,5 +269,52 @@ impl Drop for LeaseGuard {
                 let _ = store.release_lease(&l.target, &l.holder, l.fence).await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_local_holders_are_recognised_and_others_are_not() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let host = this_host();
+        assert!(holder_is_dead_here(&format!("cli:a (pid {pid} on {host}) #abc123")));
+        let alive = std::os::unix::process::parent_id();
+        assert!(!holder_is_dead_here(&format!("cli:a (pid {alive} on {host}) #abc123")));
+        assert!(!holder_is_dead_here(&format!("cli:a (pid {pid} on another-host) #abc123")));
+        assert!(!holder_is_dead_here("runbook:7"));
+        assert!(holder_name("cli:x").starts_with(&format!("cli:x (pid {} on {host}) #", std::process::id())));
+    }
+
+    #[tokio::test]
+    async fn a_dead_holders_lease_is_taken_over_at_once_and_audited() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let dead = format!("cli:a (pid {pid} on {}) #dead00", this_host());
+        let LeaseAttempt::Acquired { .. } =
+            store.try_lease("n1", &dead, "r-dead", "power.cycle", 60_000).await.unwrap()
+        else {
+            panic!("free lease not taken")
+        };
+        let audit = AuditService::new(store.clone(), "cli:b");
+        let leases = Leases::new(store.clone(), holder_name("cli:b"));
+        let Acquired::Lease(g) = leases.acquire("n1", "power.cycle", "r-new", &audit).await.unwrap() else {
+            panic!("not acquired")
+        };
+        assert_eq!(g.fence(), 2);
+        g.release().await;
+        let rows = store.audit_log(Some("n1"), 10).await.unwrap();
+        assert!(
+            rows.iter()
+                .any(|r| r.entry.outcome == "interrupted" && r.entry.request_id.as_deref() == Some("r-dead")),
+            "{rows:?}"
+        );
     }
 }

@@ -134,6 +134,36 @@ impl Store {
         }
     }
 
+    /// Takes over a lease whose holder is known to be gone (a dead process on this host), only if it is
+    /// still the lease with `fence` (nobody else took it meanwhile).
+    pub async fn take_over_lease(
+        &self,
+        target: &str,
+        fence: i64,
+        holder: &str,
+        request_id: &str,
+        action: &str,
+        ttl_ms: i64,
+    ) -> Result<Option<LeaseRow>, StoreError> {
+        let now = now_ms();
+        let q = self.sql(&format!(
+            "UPDATE leases SET holder = ?, request_id = ?, action = ?, acquired_at = ?, expires_at = ?, \
+             fence = fence + 1 WHERE target = ? AND fence = ? RETURNING {LEASE_COLUMNS}"
+        ));
+        let row = sqlx::query(&q)
+            .bind(holder.to_owned())
+            .bind(request_id.to_owned())
+            .bind(action.to_owned())
+            .bind(now)
+            .bind(now + ttl_ms)
+            .bind(target.to_owned())
+            .bind(fence)
+            .fetch_optional(&self.pool)
+            .await
+            .op("lease.take_over")?;
+        row.as_ref().map(lease_row).transpose()
+    }
+
     /// Extends a lease we still hold. `false` means it was lost (expired and taken by someone else).
     pub async fn renew_lease(
         &self,
