@@ -409,6 +409,16 @@ impl<C: ConsoleIo> Expect<C> {
         }
     }
 
+    /// Whether the console went away.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The unmatched output since the last [`Expect::clear_stream`], as text.
+    pub fn stream_text(&self) -> String {
+        String::from_utf8_lossy(&self.stream).into_owned()
+    }
+
     /// Drop unmatched stream bytes (so the next stream match only sees new output).
     pub fn clear_stream(&mut self) {
         self.stream.clear();

@@ -14,6 +14,7 @@
 //!   runbook steps, and bootloader profiles (ONIE, U-Boot, GRUB, Aboot) that look before they type.
 
 pub mod attach;
+pub mod boot_loop;
 pub mod error;
 pub mod escape;
 pub mod expect;

@@ -115,6 +115,7 @@ pub async fn break_into_rescue<C: ConsoleIo>(
     let mut last_miss = String::new();
     for attempt in 1..=attempts {
         e.note(format!("{bootloader:?}: attempt {attempt} of {attempts}, goal: {}", bootloader.goal()));
+        await_bootloader(e, opts.wait_for_bootloader).await?;
         let r = match bootloader {
             Bootloader::Aboot => aboot(e, opts).await,
             Bootloader::UBoot => uboot(e, opts).await,
@@ -138,6 +139,35 @@ pub async fn break_into_rescue<C: ConsoleIo>(
         console: e.console().to_owned(),
         what: format!("{bootloader:?}: missed the bootloader window {attempts} times (last: {last_miss})"),
     })
+}
+
+/// Waits until some bootloader shows on the screen; fails early, saying what repeats, when the console
+/// loops through the same pre-bootloader output (a POST or firmware reset loop: no key can help, and the
+/// whole `within` would otherwise be spent).
+async fn await_bootloader<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<(), ExpectError> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if detect(&e.screen()).is_some() || detect(&e.stream_text()).is_some() {
+            return Ok(());
+        }
+        if let Some(block) = crate::boot_loop::repeating_block(&e.stream_text()) {
+            let what = format!(
+                "the console repeats the same output without reaching a bootloader (a POST or firmware reset \
+                 loop?); each cycle begins: {}",
+                block.join(" | ")
+            );
+            e.note(what.clone());
+            return Err(ExpectError::Profile { console: e.console().to_owned(), what });
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            // The profile's own wait reports the timeout with the screen it saw.
+            return Ok(());
+        }
+        if !e.read_some(left.min(Duration::from_millis(500))).await && e.is_closed() {
+            return Ok(());
+        }
+    }
 }
 
 /// A GRUB menu as read off the screen.

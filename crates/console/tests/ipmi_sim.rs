@@ -328,3 +328,47 @@ async fn onie_profile_over_ipmi_sim_sol() {
     rescue_over_real_sol(lifeline_sim::bootloader::Flavor::OnieGrub, lifeline_console::Bootloader::Onie)
         .await;
 }
+
+/// A host that resets in POST and never reaches a bootloader, printed through a real BMC's SOL: the GRUB
+/// rescue fails within two cycles, naming what repeats, instead of waiting out its 300 s.
+#[tokio::test]
+async fn a_post_loop_fails_the_rescue_early_with_what_was_seen() {
+    let Some(b) = IpmiSim::start() else { return };
+    let mut serial = TcpStream::connect(b.serial).await.unwrap();
+    let looping = tokio::spawn(async move {
+        for cycle in 0u32.. {
+            let post = format!(
+                "\r\nAMI BIOS v2.21 (C) 2026\r\nCPU0: Intel Xeon Platinum 8480+\r\nMemory test: {}K OK\r\n\
+                 PCIe slot 3: link training failed\r\nWatchdog reset (cycle {cycle})\r\n",
+                2_097_152 + cycle
+            );
+            if serial.write_all(post.as_bytes()).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path());
+    m.add("n1", Arc::new(transport("n1", &b))).unwrap();
+    let (v, _) = m
+        .attach("n1", AttachOptions { who: "t".into(), mode: WriteMode::Write, steal: false })
+        .await
+        .unwrap();
+    let mut e = lifeline_console::Expect::new("n1", v);
+    let opts = lifeline_console::RescueOptions {
+        wait_for_bootloader: Duration::from_secs(300),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let err = lifeline_console::break_into_rescue(&mut e, lifeline_console::Bootloader::Grub, &opts)
+        .await
+        .expect_err("a POST loop cannot be rescued");
+    let took = started.elapsed();
+    let msg = err.to_string();
+    assert!(took < Duration::from_secs(20), "took {took:?}: {msg}");
+    assert!(msg.contains("without reaching a bootloader") && msg.contains("AMI BIOS"), "{msg}");
+    drop(e);
+    m.shutdown().await;
+    looping.abort();
+}
