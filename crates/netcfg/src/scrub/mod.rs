@@ -109,7 +109,6 @@ impl Kind {
 }
 
 struct CompiledLine {
-    kind: Kind,
     section: Option<Pattern>,
     pattern: Pattern,
 }
@@ -132,11 +131,7 @@ fn compile(set: &RuleSet) -> Compiled {
             .lines
             .iter()
             .flat_map(|chunk| chunk.iter())
-            .map(|r: &LineRule| CompiledLine {
-                kind: r.kind,
-                section: r.section.map(p),
-                pattern: p(r.pattern),
-            })
+            .map(|r: &LineRule| CompiledLine { section: r.section.map(p), pattern: p(r.pattern) })
             .collect(),
         blocks: set
             .blocks
