@@ -362,3 +362,87 @@ proptest! {
         }
     }
 }
+
+/// The kinds of secret each platform's rules cover, as a table (printed with `--nocapture`), and the
+/// ones issue 18 requires.
+#[test]
+fn coverage_per_platform() {
+    use lifeline_netcfg::scrub::{Kind, coverage};
+    let mut table =
+        String::from("| secret kind | IOS | NX-OS | EOS | SONiC | Cumulus |\n|---|---|---|---|---|---|\n");
+    let order = [Platform::Ios, Platform::Nxos, Platform::Eos, Platform::Sonic, Platform::Cumulus];
+    for k in Kind::ALL {
+        table.push_str(&format!("| {} |", k.label()));
+        for p in order {
+            table.push_str(if coverage(p).contains(k) { " yes |" } else { " – |" });
+        }
+        table.push('\n');
+    }
+    println!("{table}");
+    let required = |p: Platform| -> Vec<Kind> {
+        use Kind::*;
+        match p {
+            Platform::Ios => vec![
+                EnableSecret,
+                UserSecret,
+                KeyChain,
+                Tacacs,
+                Radius,
+                SnmpCommunity,
+                SnmpV3,
+                Bgp,
+                Ospf,
+                Isis,
+                Eigrp,
+                Ntp,
+                Ppp,
+                Isakmp,
+                Wireless,
+                Dot1x,
+                PrivateKey,
+                Certificate,
+            ],
+            Platform::Nxos => {
+                vec![
+                    EnableSecret,
+                    UserSecret,
+                    KeyChain,
+                    Tacacs,
+                    Radius,
+                    SnmpCommunity,
+                    SnmpV3,
+                    Bgp,
+                    Ospf,
+                    Ntp,
+                    PrivateKey,
+                ]
+            }
+            Platform::Eos => vec![
+                EnableSecret,
+                UserSecret,
+                Tacacs,
+                Radius,
+                SnmpCommunity,
+                SnmpV3,
+                Bgp,
+                Ospf,
+                Isis,
+                Ntp,
+                Dot1x,
+                Macsec,
+                Isakmp,
+                PrivateKey,
+            ],
+            Platform::Sonic => vec![Tacacs, Radius, SnmpCommunity, SnmpV3, Bgp, Ntp, Macsec, PrivateKey],
+            Platform::Cumulus => {
+                vec![UserSecret, Tacacs, Radius, SnmpCommunity, SnmpV3, Bgp, Ospf, Ntp, Dot1x]
+            }
+        }
+    };
+    for p in order {
+        let have = coverage(p);
+        for k in required(p) {
+            assert!(have.contains(&k), "{p}: {} not covered", k.label());
+        }
+    }
+}
