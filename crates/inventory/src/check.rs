@@ -740,6 +740,13 @@ impl Validator<'_, '_> {
             at,
         );
         let ssh_host_key = self.fingerprint(m.ssh_host_key.as_ref(), "management.ssh-host-key");
+        let (timeouts, problems) = crate::timeouts::check(
+            m.timeouts.as_ref().map(|t| t.get_ref()),
+            defaults.timeouts.as_ref().map(|t| t.get_ref()),
+        );
+        for (offset, msg) in problems {
+            self.cx.err(offset, format!("[device.management] of `{device}`: {msg}"));
+        }
         Some(Management {
             address: address?,
             port,
@@ -747,6 +754,7 @@ impl Validator<'_, '_> {
             credential: credential?,
             ssh_host_key,
             legacy_ssh: m.legacy_ssh.unwrap_or(false),
+            timeouts,
         })
     }
 

@@ -10,6 +10,7 @@ mod location;
 mod model;
 mod raw;
 mod select;
+mod timeouts;
 
 use std::path::{Path, PathBuf};
 

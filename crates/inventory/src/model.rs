@@ -7,6 +7,8 @@ use ipnet::IpNet;
 use lifeline_types::{BmcProtocol, CredentialRef, DeviceName, Fabric, Fingerprint, Platform, Role, Tier};
 use serde::Serialize;
 
+pub use crate::timeouts::{DurationError, SshTimeouts, format_duration, parse_duration};
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Inventory {
     /// The file this was loaded from.
@@ -139,6 +141,8 @@ pub struct Management {
     pub ssh_host_key: Option<Fingerprint>,
     /// Old SSH algorithms explicitly allowed for this switch.
     pub legacy_ssh: bool,
+    /// Per-step SSH limits (`None` fields: the backup driver's defaults).
+    pub timeouts: SshTimeouts,
 }
 
 #[derive(Debug, Clone, Serialize)]

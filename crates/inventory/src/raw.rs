@@ -52,6 +52,26 @@ pub struct RawBmcDefaults {
 pub struct RawMgmtDefaults {
     pub username: Option<S<String>>,
     pub credential: Option<S<String>>,
+    pub timeouts: Option<S<RawTimeouts>>,
+}
+
+/// `30s`, `2m`, `500ms`… or a bare number of seconds.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawDuration {
+    Seconds(i64),
+    Text(String),
+}
+
+/// SSH step timeouts of a switch (see `timeouts.rs`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct RawTimeouts {
+    pub connect: Option<S<RawDuration>>,
+    pub auth: Option<S<RawDuration>>,
+    pub prompt: Option<S<RawDuration>>,
+    pub command: Option<S<RawDuration>>,
+    pub total: Option<S<RawDuration>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +137,7 @@ pub struct RawManagement {
     pub ssh_host_key: Option<S<String>>,
     /// Allow old SSH algorithms (diffie-hellman-group14-sha1, ssh-rsa, CBC) for this switch only.
     pub legacy_ssh: Option<bool>,
+    pub timeouts: Option<S<RawTimeouts>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -209,3 +209,65 @@ proptest! {
         let _ = check_str(Path::new("x.toml"), &text);
     }
 }
+
+#[test]
+fn switch_ssh_timeouts_per_device_and_default() {
+    use std::time::Duration;
+    let t = example();
+    let t = edit(
+        &t,
+        "management = { address = \"127.10.2.1\" }",
+        "management = { address = \"127.10.2.1\", timeouts = { command = \"5m\", total = \"10m\", prompt = 15 } }",
+    );
+    let t = edit(&t, "[defaults.management]\n", "[defaults.management]\ntimeouts = { connect = \"3s\" }\n");
+    let r = check_str(Path::new("inv.toml"), &t);
+    let errs: Vec<_> = r.errors().collect();
+    assert!(errs.is_empty(), "{errs:#?}");
+    let inv = r.inventory.unwrap();
+    let with = inv
+        .devices
+        .iter()
+        .find(|d| d.management.as_ref().is_some_and(|m| m.address.to_string() == "127.10.2.1"));
+    let m = with.unwrap().management.as_ref().unwrap();
+    assert_eq!(m.timeouts.command, Some(Duration::from_secs(300)));
+    assert_eq!(m.timeouts.total, Some(Duration::from_secs(600)));
+    assert_eq!(m.timeouts.prompt, Some(Duration::from_secs(15)));
+    assert_eq!(m.timeouts.connect, Some(Duration::from_secs(3)), "the default applies");
+    assert_eq!(m.timeouts.auth, None);
+    let json = serde_json::to_value(m.timeouts).unwrap();
+    assert_eq!(json["command"], "5m");
+    // Every other switch gets the default connect timeout only.
+    let other = inv
+        .devices
+        .iter()
+        .find(|d| d.management.as_ref().is_some_and(|m| m.address.to_string() == "127.10.2.2"));
+    assert_eq!(other.unwrap().management.as_ref().unwrap().timeouts.command, None);
+}
+
+#[test]
+fn bad_switch_ssh_timeouts_are_reported_where_written() {
+    let base = example();
+    let bad = edit(
+        &base,
+        "management = { address = \"127.10.2.1\" }",
+        "management = { address = \"127.10.2.1\", timeouts = { command = \"5x\", auth = 0, prompt = \"2h\" } }",
+    );
+    let errs = errors(&bad);
+    let line = line_of(&bad, "timeouts = { command");
+    for needle in ["`5x` is not a duration", "a timeout of `0` is zero", "longer than the 1h limit"] {
+        assert!(
+            errs.iter().any(|e| e.contains(needle) && e.contains(&format!(":{line}:"))),
+            "{needle}: {errs:#?}"
+        );
+    }
+    let short = edit(
+        &base,
+        "management = { address = \"127.10.2.1\" }",
+        "management = { address = \"127.10.2.1\", timeouts = { command = \"2m\", total = \"30s\" } }",
+    );
+    let errs = errors(&short);
+    assert!(
+        errs.iter().any(|e| e.contains("timeouts.total (30s) is shorter than timeouts.command (2m)")),
+        "{errs:#?}"
+    );
+}

@@ -188,7 +188,7 @@ pub(crate) async fn ready_shell(
     session: &Session,
     driver: &dyn Driver,
 ) -> Result<crate::ssh::Shell, SshError> {
-    let mut sh = session.shell(driver.prompt()).await?;
+    let mut sh = session.shell(driver.prompt(), driver.platform()).await?;
     if driver.needs_enable() && !sh.privileged() {
         let t = session.target();
         let pw = match (&t.enable_password, &t.auth) {

@@ -9,7 +9,8 @@
 //! - [`platform`]: one driver per network OS (fetch, volatile lines, completeness, restore plan);
 //! - [`scrub`]: secret masking (pure);
 //! - [`blobs`], [`index`]: content-addressed config blobs and the version index trait;
-//! - [`backup`], [`restore`]: orchestration; [`diff`], [`git_export`], [`schedule`].
+//! - [`backup`], [`restore`]: orchestration; [`diff`], [`git_export`], [`schedule`];
+//! - [`show`]: one version's text (scrubbed or sealed raw) and the history with digests.
 
 pub mod backup;
 pub mod blobs;
@@ -20,6 +21,7 @@ pub mod platform;
 pub mod restore;
 pub mod schedule;
 pub mod scrub;
+pub mod show;
 pub mod ssh;
 pub mod text;
 
@@ -30,4 +32,4 @@ pub use index::{
     VersionRecord,
 };
 pub use platform::{Driver, driver_for};
-pub use ssh::{AlgorithmProfile, SshAuth, SshError, SshTarget, Timeouts, Transport};
+pub use ssh::{AlgorithmProfile, SshAuth, SshError, SshTarget, TimeoutOverrides, Timeouts, Transport};

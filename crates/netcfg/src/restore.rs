@@ -173,7 +173,7 @@ async fn restore_inner(
         return Ok(report);
     }
     let content = match (&version.raw, opts.allow_scrubbed) {
-        (Some(raw), _) => driver.canonical(raw),
+        (Some(raw), _) => driver.restorable(raw),
         (None, true) => version.normalised.clone(),
         (None, false) => {
             return Err(RestoreError::NoRaw { device, version: version.record.version });

@@ -1,9 +1,43 @@
 //! Terminal text clean-up for interactive shells.
 //!
 //! Why: a PTY shell gives back what a human would see — echoed commands, `\r\n`, ANSI colour and
-//! cursor escapes, backspaces, `--More--` pager residue and the trailing prompt. Drivers want only the
+//! cursor escapes, backspaces, pager prompts and the trailing prompt. Drivers want only the
 //! command's output, so these pure functions turn one into the other. They must never panic on
 //! arbitrary bytes (property-tested) because switch firmware sends odd things.
+//!
+//! Pager prompts are removed only where the shell saw the pager stop and answered it
+//! ([`remove_pages`], given the byte ranges the shell recorded), never by searching the text: a
+//! `description uplink -- More -- to spine1` is configuration, and the stored copy must be what the
+//! switch holds. Trailing whitespace is kept here too; only the comparison copy trims it (see
+//! [`crate::platform::Driver::canonical`]).
+
+use std::sync::LazyLock;
+
+use regex::bytes::Regex;
+
+/// What a pager writes after a key press to erase its prompt: carriage returns, runs of spaces
+/// ended by a carriage return or backspaces, backspace runs, "erase line" / "cursor left" escapes.
+static ERASE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\A(?:\r|\x1b\[[0-9]*[KD]|\x08+ *\x08*| +(?:\r|\x08+))*").expect("erase regex")
+});
+
+/// The raw bytes of a shell session with each answered pager prompt (`pages`: byte ranges of the
+/// line the pager wrote, in order) and the erase sequence that followed it removed. Nothing else
+/// is touched.
+pub fn remove_pages(buf: &[u8], pages: &[(usize, usize)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(buf.len());
+    let mut at = 0;
+    for &(start, end) in pages {
+        if start < at || end > buf.len() || start > end {
+            continue;
+        }
+        out.extend_from_slice(&buf[at..start]);
+        let erase = ERASE.find(&buf[end..]).map_or(0, |m| m.end());
+        at = end + erase;
+    }
+    out.extend_from_slice(&buf[at.min(buf.len())..]);
+    out
+}
 
 /// Remove ANSI/VT100 escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ST`, two-byte
 /// `ESC x`), apply backspaces, and drop other C0 control characters except `\n` and `\t`.
@@ -70,29 +104,10 @@ pub fn normalise_newlines(input: &str) -> String {
     out
 }
 
-/// Full clean-up of a shell transcript: newlines, escapes, pager residue.
+/// Full clean-up of a shell transcript (pager prompts already removed by [`remove_pages`]):
+/// newlines and terminal escapes. Content, including pager-like words in it, is kept.
 pub fn clean_transcript(raw: &str) -> String {
-    let text = normalise_newlines(raw);
-    let text = strip_terminal(&text);
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let stripped = strip_pager_marker(line);
-        out.push_str(&stripped);
-    }
-    out
-}
-
-/// A pager marker left in a line (`--More--`, ` --More-- `, `-- More --`) is removed; what follows
-/// it on the same line is the real content.
-fn strip_pager_marker(line: &str) -> String {
-    for marker in [" --More-- ", "--More--", "-- More --", "<--- More --->"] {
-        if let Some(pos) = line.find(marker) {
-            let rest = &line[pos + marker.len()..];
-            let before = &line[..pos];
-            return format!("{before}{}", rest.trim_start_matches(' '));
-        }
-    }
-    line.to_owned()
+    strip_terminal(&normalise_newlines(raw))
 }
 
 /// Given a cleaned transcript of one command (echo + output + prompt), return just the output:
@@ -129,10 +144,24 @@ mod tests {
     }
 
     #[test]
-    fn pager_residue_is_removed() {
-        let raw = "line1\r\n --More-- \r         \rline2\r\nleaf1#";
-        assert_eq!(clean_transcript(raw), "line1\nline2\nleaf1#");
-        assert_eq!(clean_transcript("a\n --More-- b\n"), "a\nb\n");
+    fn pages_are_removed_only_where_the_pager_stopped() {
+        // IOS style: CR, spaces, CR.
+        let raw = b"line1\r\n --More-- \r         \r line2   \r\nleaf1#";
+        let page = (7, 7 + " --More-- ".len());
+        let text = String::from_utf8(remove_pages(raw, &[page])).unwrap();
+        assert_eq!(clean_transcript(&text), "line1\n line2   \nleaf1#");
+        // Backspace style with an escape-coloured prompt.
+        let raw = b"a\n\x1b[7m--More--\x1b[m\x08\x08\x08\x08\x08\x08\x08\x08        \x08\x08\x08\x08\x08\x08\x08\x08 b\n";
+        let text = String::from_utf8(remove_pages(raw, &[(2, 2 + 15)])).unwrap();
+        assert_eq!(clean_transcript(&text), "a\n b\n");
+        // Content that looks like a pager prompt, where the pager did not stop, is kept.
+        let content = " description uplink -- More -- to spine1\n description --More--\n";
+        assert_eq!(
+            clean_transcript(&String::from_utf8(remove_pages(content.as_bytes(), &[])).unwrap()),
+            content
+        );
+        // Out-of-range pages are ignored rather than panicking.
+        assert_eq!(remove_pages(b"abc", &[(2, 9), (1, 0)]), b"abc");
     }
 
     #[test]
@@ -152,8 +181,14 @@ mod tests {
         }
 
         #[test]
-        fn plain_text_is_unchanged(s in "[a-zA-Z0-9 #!.:$/\n]{0,200}") {
-            prop_assert_eq!(clean_transcript(&s), s);
+        fn plain_text_is_unchanged(s in "[a-zA-Z0-9 #!.:$/\n-]{0,200}") {
+            prop_assert_eq!(clean_transcript(&s), s.clone());
+            prop_assert_eq!(remove_pages(s.as_bytes(), &[]), s.as_bytes());
+        }
+
+        #[test]
+        fn remove_pages_never_panics(b in prop::collection::vec(any::<u8>(), 0..200), p in prop::collection::vec((0usize..220, 0usize..220), 0..4)) {
+            let _ = remove_pages(&b, &p);
         }
     }
 }

@@ -162,3 +162,35 @@ async fn cut_connection_stores_nothing_and_fails_the_device() {
     // No blob was written either (not even a partial one).
     assert!(!dir.path().join("blobs").exists(), "a blob was written for a cut transfer");
 }
+
+#[tokio::test]
+async fn a_switch_declared_with_the_wrong_platform_fails_within_seconds() {
+    let Some(rows) = peer_endpoints("switches") else { return };
+    for (fakenos, declared, expected) in [
+        ("sonic_like", Platform::Ios, "expected an IOS prompt, saw `"),
+        ("cisco_ios", Platform::Sonic, "expected a SONiC prompt, saw `"),
+    ] {
+        let Some(r) = rows.iter().find(|r| r[5] == fakenos) else { continue };
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = common::ctx(dir.path(), false);
+        let t = common::target(
+            &r[0],
+            &r[1],
+            r[2].parse().unwrap(),
+            &r[3],
+            SshAuth::Password(r[4].clone()),
+            declared,
+        );
+        let start = std::time::Instant::now();
+        let err = backup_one(&ctx, &t).await.unwrap_err();
+        let took = start.elapsed();
+        assert!(
+            matches!(err, BackupError::Ssh(SshError::PromptMismatch { .. })),
+            "{fakenos}: {}",
+            err.chain()
+        );
+        assert!(err.to_string().contains(expected), "{fakenos}: {err}");
+        assert!(took < std::time::Duration::from_secs(8), "{fakenos}: took {took:?}");
+        eprintln!("{fakenos} declared {declared}: {err} ({took:?})");
+    }
+}

@@ -120,3 +120,25 @@ async fn exec_transfer_cut_halfway_stores_nothing() {
     assert!(ctx.index.list(&DeviceName::new("spine9").unwrap()).await.unwrap().is_empty());
     assert!(!dir.path().join("blobs").exists());
 }
+
+#[tokio::test]
+async fn raw_copy_keeps_trailing_whitespace_and_pager_like_content() {
+    let config = "! Command: show running-config\n! Time: Mon Jan  1 00:00:00 2024\nhostname spine9   \n\
+                  interface Ethernet1\n   description uplink -- More -- to spine1\n   description pad \t\n!\nend\n";
+    let Some(sshd) = start_sshd(config, "", "ed25519") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), true);
+    backup_one(&ctx, &target(&sshd, "spine9")).await.unwrap();
+    let device = DeviceName::new("spine9").unwrap();
+    let v = ctx.index.latest(&device).await.unwrap().unwrap();
+    let stored = String::from_utf8(ctx.blobs.get(&v.blob).await.unwrap()).unwrap();
+    // The comparison copy trims trailing whitespace (documented); the content stays.
+    assert!(
+        stored.contains("hostname spine9\n")
+            && stored.contains("   description uplink -- More -- to spine1\n")
+    );
+    let sealed = ctx.raw.as_ref().unwrap().unseal(&device, &v.blob).await.unwrap().unwrap();
+    assert_eq!(sealed, config, "the sealed raw copy is what the switch printed");
+    let restorable = lifeline_netcfg::driver_for(Platform::Eos).restorable(&sealed);
+    assert_eq!(restorable, &config[config.find("hostname").unwrap()..], "a restore pushes it byte for byte");
+}

@@ -263,3 +263,83 @@ async fn ios_pager_is_paged_through() {
     assert!(!text.contains("More"), "{text}");
     let _ = driver_for(Platform::Ios);
 }
+
+/// A site-like IOS config whose content looks like pager prompts, several pages long. (The sim
+/// trims trailing whitespace when it loads a config; `openssh.rs` checks that the raw copy keeps it.)
+fn tricky_ios_config() -> String {
+    let mut c = String::from(
+        "hostname leaf10\n!\ninterface Ethernet1\n description uplink -- More -- to spine1\n description --More--\n!\n",
+    );
+    for i in 2..40 {
+        c.push_str(&format!("interface Ethernet{i}\n description rack {i} -- More --\n mtu 9000\n!\n"));
+    }
+    c.push_str("end\n");
+    c
+}
+
+#[tokio::test]
+async fn pager_prompts_are_removed_only_where_the_pager_stopped() {
+    use lifeline_netcfg::blobs::BlobId;
+    use lifeline_netcfg::index::VersionRecord;
+    use lifeline_netcfg::platform::normalise;
+    use lifeline_netcfg::restore::LoadedVersion;
+
+    let s = sim("leaf10", Platform::Ios).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), true);
+    let plain = target_for(&s, "leaf10", Transport::Shell);
+    // Put the config on the switch with our own restore (from a raw copy, so byte-exact).
+    let raw = tricky_ios_config();
+    let driver = Ios::new(Platform::Ios);
+    let normalised = normalise(&driver, &raw);
+    let version = LoadedVersion {
+        record: VersionRecord {
+            device: DeviceName::new("leaf10").unwrap(),
+            version: 1,
+            platform: Platform::Ios,
+            blob: BlobId::of(normalised.as_bytes()),
+            size: normalised.len() as u64,
+            taken_at: chrono::Utc::now(),
+            raw_sealed: true,
+        },
+        normalised: normalised.clone(),
+        raw: Some(raw.clone()),
+    };
+    let report = restore(&ctx, &plain, &version, RestoreOptions::default()).await.unwrap();
+    assert!(report.verified, "{report:?}");
+    assert_eq!(s.state.running_config(), raw, "restore pushes the raw text");
+
+    // Back it up with paging left on: the sim pages every 23 lines.
+    let mut paged = plain.clone();
+    paged.driver = Some(Arc::new(IosWithPaging(Ios::new(Platform::Ios))));
+    backup_one(&ctx, &paged).await.unwrap();
+    let stored = latest_text(&ctx, "leaf10").await;
+    assert_eq!(stored, normalised, "every line kept across the page breaks");
+    assert!(stored.contains(" description uplink -- More -- to spine1\n description --More--\n"));
+    let v = ctx.index.latest(&DeviceName::new("leaf10").unwrap()).await.unwrap().unwrap();
+    let sealed = ctx.raw.as_ref().unwrap().unseal(&v.device, &v.blob).await.unwrap().unwrap();
+    assert!(sealed.contains(" description uplink -- More -- to spine1\n"), "{sealed}");
+    assert!(sealed.contains(" description --More--\n"), "{sealed}");
+    assert!(sealed.contains(" description rack 39 -- More --\n"), "{sealed}");
+    assert!(!sealed.contains(" --More-- "), "the pager's own prompts are gone:\n{sealed}");
+    assert_eq!(driver.restorable(&sealed), raw, "a restore from the sealed copy is faithful");
+}
+
+#[tokio::test]
+async fn a_platform_mismatch_fails_within_seconds_naming_both_prompts() {
+    let s = sim("sonic", Platform::Sonic).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = common::ctx(dir.path(), false);
+    let mut t = target_for(&s, "sonic", Transport::Auto);
+    t.platform = Platform::Ios;
+    let start = std::time::Instant::now();
+    let err = backup_one(&ctx, &t).await.unwrap_err();
+    let took = start.elapsed();
+    assert!(
+        matches!(&err, BackupError::Ssh(SshError::PromptMismatch { expected: Platform::Ios, .. })),
+        "{}",
+        err.chain()
+    );
+    assert!(err.to_string().contains("expected an IOS prompt, saw `admin@sonic:~$`"), "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}

@@ -78,11 +78,20 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     fn exec_supported(&self) -> bool {
         true
     }
-    /// Turn the command's output into the config text (strip banners, canonicalise).
+    /// Turn the command's output into the text that is compared, diffed and stored scrubbed (strip
+    /// banners, canonicalise). Trailing whitespace is trimmed here, and only here: two fetches of
+    /// the same config must compare equal whatever the terminal padded. The sealed raw copy and
+    /// what a restore pushes ([`Driver::restorable`]) keep it.
     fn canonical(&self, output: &str) -> String {
         let mut s: String = output.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
         s.push('\n');
         s.trim_start_matches('\n').to_owned()
+    }
+    /// The config text a restore pushes, from the sealed raw copy: volatile header lines and
+    /// leading blank lines dropped, every other byte (trailing whitespace included) as fetched.
+    fn restorable(&self, raw: &str) -> String {
+        let kept: String = raw.split_inclusive('\n').filter(|l| !self.is_volatile(l)).collect();
+        kept.trim_start_matches(['\n', '\r']).to_owned()
     }
     /// A line that changes by itself and must not count as a config change.
     fn is_volatile(&self, line: &str) -> bool;

@@ -88,6 +88,10 @@ impl Driver for Sonic {
             Err(_) => output.to_owned(),
         }
     }
+    fn restorable(&self, raw: &str) -> String {
+        // The JSON, without any warning printed before it; canonical JSON is the same document.
+        self.canonical(raw)
+    }
     fn is_volatile(&self, _line: &str) -> bool {
         false
     }

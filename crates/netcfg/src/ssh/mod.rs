@@ -57,26 +57,86 @@ impl SshAuth {
     }
 }
 
-/// Per-device time limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Per-device time limits, one per step of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Timeouts {
     /// TCP connect + SSH handshake (key exchange, host-key check).
     pub connect: Duration,
     pub auth: Duration,
+    /// From opening the shell to the first prompt (banners included). A device that falls silent
+    /// showing a prompt of another platform fails after [`PROMPT_SETTLE`] instead.
+    pub prompt: Duration,
     /// One command, from sending it to its prompt/exit status (also the idle limit while reading).
     pub command: Duration,
     /// A whole fetch or restore of one device.
     pub total: Duration,
 }
 
+/// How long a device that shows a foreign prompt (and says nothing more) is given before the login
+/// fails with [`SshError::PromptMismatch`].
+pub const PROMPT_SETTLE: Duration = Duration::from_millis(1500);
+
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(10),
             auth: Duration::from_secs(15),
+            prompt: Duration::from_secs(20),
             command: Duration::from_secs(60),
             total: Duration::from_secs(180),
         }
+    }
+}
+
+/// Per-device overrides of [`Timeouts`] (the inventory's `[device.management.timeouts]`); `None`
+/// keeps the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeoutOverrides {
+    pub connect: Option<Duration>,
+    pub auth: Option<Duration>,
+    pub prompt: Option<Duration>,
+    pub command: Option<Duration>,
+    pub total: Option<Duration>,
+}
+
+impl Timeouts {
+    /// Apply a device's overrides.
+    pub fn with(self, o: &TimeoutOverrides) -> Timeouts {
+        Timeouts {
+            connect: o.connect.unwrap_or(self.connect),
+            auth: o.auth.unwrap_or(self.auth),
+            prompt: o.prompt.unwrap_or(self.prompt),
+            command: o.command.unwrap_or(self.command),
+            total: o.total.unwrap_or(self.total),
+        }
+    }
+
+    /// A per-run limit (`backup run --timeout D`, like RANCID's `-t`): every step gets `step`, and
+    /// the whole-device limit grows to at least `step` so a long `show running-config` is not cut
+    /// by the default total. It wins over the inventory.
+    pub fn with_step_limit(self, step: Duration) -> Timeouts {
+        Timeouts { connect: step, auth: step, prompt: step, command: step, total: self.total.max(step) }
+    }
+
+    /// Defaults, then the device's inventory overrides, then the run's `--timeout`.
+    pub fn resolve(device: &TimeoutOverrides, run: Option<Duration>) -> Timeouts {
+        let t = Timeouts::default().with(device);
+        match run {
+            Some(step) => t.with_step_limit(step),
+            None => t,
+        }
+    }
+}
+
+/// How a platform's prompt is named in messages ("expected an IOS prompt").
+pub fn prompt_name(platform: lifeline_types::Platform) -> &'static str {
+    use lifeline_types::Platform::*;
+    match platform {
+        Ios => "an IOS",
+        Nxos => "an NX-OS",
+        Eos => "an EOS",
+        Sonic => "a SONiC",
+        Cumulus => "a Cumulus",
     }
 }
 
@@ -154,6 +214,11 @@ pub enum SshError {
     },
     #[error("{device}: the server refused the exec request for `{command}`")]
     ExecRefused { device: DeviceName, command: String },
+    #[error(
+        "{device}: expected {} prompt, saw `{saw}` (is the inventory platform right?)",
+        prompt_name(*expected)
+    )]
+    PromptMismatch { device: DeviceName, expected: lifeline_types::Platform, saw: String },
     #[error("{device}: `{command}` did not finish within {after:?}")]
     CommandTimeout { device: DeviceName, command: String, after: Duration },
     #[error("{device}: connection closed before `{command}` finished ({received} bytes received)")]
@@ -178,6 +243,7 @@ impl SshError {
             | SshError::Auth { device, .. }
             | SshError::Channel { device, .. }
             | SshError::ExecRefused { device, .. }
+            | SshError::PromptMismatch { device, .. }
             | SshError::CommandTimeout { device, .. }
             | SshError::ClosedEarly { device, .. }
             | SshError::ExitStatus { device, .. }
@@ -328,13 +394,18 @@ impl Session {
         }
     }
 
-    /// Open an interactive PTY shell and wait for the first prompt.
-    pub async fn shell(&self, prompt: &regex::Regex) -> Result<Shell, SshError> {
+    /// Open an interactive PTY shell and wait for the first prompt of `platform` (`prompt`); a
+    /// device that shows another prompt fails fast with [`SshError::PromptMismatch`].
+    pub async fn shell(
+        &self,
+        prompt: &regex::Regex,
+        platform: lifeline_types::Platform,
+    ) -> Result<Shell, SshError> {
         let ch = self.handle.channel_open_session().await.map_err(|e| self.chan_err(e))?;
         ch.request_pty(false, "vt100", 200, 0, 0, 0, &[]).await.map_err(|e| self.chan_err(e))?;
         ch.request_shell(false).await.map_err(|e| self.chan_err(e))?;
         let mut sh = Shell::new(ch, self.target.device.clone(), prompt.clone(), self.target.timeouts.command);
-        sh.wait_first_prompt().await?;
+        sh.wait_first_prompt(platform, self.target.timeouts.prompt).await?;
         Ok(sh)
     }
 
@@ -392,4 +463,32 @@ async fn authenticate(
         }
     };
     if ok { Ok(()) } else { Err(SshError::AuthRejected { device, user, method: target.auth.method() }) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_resolve_defaults_then_device_then_run() {
+        let d = Timeouts::default();
+        assert_eq!(Timeouts::resolve(&TimeoutOverrides::default(), None), d);
+        let dev = TimeoutOverrides {
+            command: Some(Duration::from_secs(300)),
+            total: Some(Duration::from_secs(600)),
+            ..Default::default()
+        };
+        let t = Timeouts::resolve(&dev, None);
+        assert_eq!(
+            (t.connect, t.command, t.total),
+            (d.connect, Duration::from_secs(300), Duration::from_secs(600))
+        );
+        // `--timeout 5s` wins over the inventory for every step; the total never shrinks below it.
+        let t = Timeouts::resolve(&dev, Some(Duration::from_secs(5)));
+        let five = Duration::from_secs(5);
+        assert_eq!((t.connect, t.auth, t.prompt, t.command), (five, five, five, five));
+        assert_eq!(t.total, Duration::from_secs(600));
+        let t = Timeouts::resolve(&TimeoutOverrides::default(), Some(Duration::from_secs(900)));
+        assert_eq!(t.total, Duration::from_secs(900));
+    }
 }

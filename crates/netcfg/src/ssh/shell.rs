@@ -3,8 +3,10 @@
 //! Why prompt-driven: a CLI gives no "end of output" marker; the only reliable one is the prompt
 //! coming back. After the first prompt we learn the device's own prompt prefix (`leaf1#` →
 //! `leaf1`), so a config line that merely ends in `#` or `>` does not end a command early. A
-//! `--More--` pager seen at the end of the output is answered with a space, in case disabling paging
-//! did not work on this device.
+//! `--More--` pager is answered with a space, in case disabling paging did not work on this device:
+//! only a last line that is nothing but a pager prompt and after which the device stays silent
+//! counts, and the shell remembers where that line was so exactly it (and the pager's erase
+//! sequence) is removed from the output — never a `-- More --` that is part of the config.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -16,11 +18,16 @@ use russh::{Channel, ChannelMsg};
 use tokio::time::{Instant, timeout_at};
 
 use super::SshError;
-use crate::text::{clean_transcript, normalise_newlines, output_between, strip_terminal};
+use crate::text::{clean_transcript, normalise_newlines, output_between, remove_pages, strip_terminal};
 
+/// A whole line that is a pager prompt (IOS/NX-OS/EOS `--More--`, other CLIs, `less`).
 static PAGER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:--More--|-- More --|<--- More --->|\(END\)|lines \d+-\d+) ?\z").expect("pager")
+    Regex::new(r"\A\s*(?:--More--|-- More --|<--- More --->|--More-- \(\d+%\)|\(END\)|lines \d+-\d+(?:/\d+)?(?: \(END\))?)\s*\z")
+        .expect("pager")
 });
+/// How long the device must stay silent after a pager-looking last line before it is answered (a
+/// pager waits for a key; a config line that happens to look like one is followed by more output).
+const PAGER_SETTLE: Duration = Duration::from_millis(60);
 static PASSWORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)password: ?\z").expect("password"));
 
 /// How much of the end of the output is examined for a prompt.
@@ -32,6 +39,8 @@ pub struct Shell {
     prompt: Regex,
     command_timeout: Duration,
     buf: Vec<u8>,
+    /// Byte ranges of `buf` where the pager wrote its prompt and was answered.
+    pages: Vec<(usize, usize)>,
     /// Bytes received over the whole session (for "closed early" reports).
     received: usize,
     /// The last prompt seen (to know whether the session is already privileged).
@@ -62,6 +71,7 @@ impl Shell {
             prompt,
             command_timeout,
             buf: Vec::new(),
+            pages: Vec::new(),
             received: 0,
             last_prompt: String::new(),
         }
@@ -78,7 +88,20 @@ impl Shell {
 
     /// Read until the prompt (or one of `answers`) is at the end of the output.
     async fn read_until(&mut self, what: &str, answers: &[&Regex]) -> Result<Seen, SshError> {
-        let deadline = Instant::now() + self.command_timeout;
+        self.read_until_within(what, answers, self.command_timeout, None).await
+    }
+
+    /// [`Shell::read_until`] with an explicit limit; with `foreign: Some(platform)`, a device that
+    /// stops talking with a non-empty last line that is not our prompt fails after
+    /// [`super::PROMPT_SETTLE`] with [`SshError::PromptMismatch`] instead of waiting out `limit`.
+    async fn read_until_within(
+        &mut self,
+        what: &str,
+        answers: &[&Regex],
+        limit: Duration,
+        foreign: Option<lifeline_types::Platform>,
+    ) -> Result<Seen, SshError> {
+        let deadline = Instant::now() + limit;
         loop {
             let tail = self.tail();
             if self.prompt.is_match(&tail) {
@@ -88,39 +111,90 @@ impl Shell {
             if let Some(i) = answers.iter().position(|r| r.is_match(&tail)) {
                 return Ok(Seen::Answer(i));
             }
-            // The pager marker is looked for before clean-up (which removes pager residue).
-            let start = self.buf.len().saturating_sub(64);
-            let raw_tail = strip_terminal(&normalise_newlines(&String::from_utf8_lossy(&self.buf[start..])));
-            if PAGER.is_match(&raw_tail) {
-                // Drop the marker so it is not matched again, then ask for the next page.
-                let cut = self.buf.iter().rposition(|&b| b == b'\n').map(|p| p + 1).unwrap_or(0);
-                self.buf.truncate(cut);
-                self.send(b" ").await?;
-            }
-            let msg = timeout_at(deadline, self.ch.wait()).await.map_err(|_| SshError::CommandTimeout {
-                device: self.device.clone(),
-                command: what.to_owned(),
-                after: self.command_timeout,
-            })?;
-            match msg {
-                Some(ChannelMsg::Data { data }) | Some(ChannelMsg::ExtendedData { data, .. }) => {
-                    self.received += data.len();
-                    self.buf.extend_from_slice(&data);
+            if let Some(line_start) = self.pager_line() {
+                match timeout_at(Instant::now() + PAGER_SETTLE, self.ch.wait()).await {
+                    // Silence: the pager is waiting. Remember its line, ask for the next page.
+                    Err(_) => {
+                        self.pages.push((line_start, self.buf.len()));
+                        self.send(b" ").await?;
+                    }
+                    // More output: it was content that looks like a pager prompt.
+                    Ok(msg) => {
+                        self.take(what, msg)?;
+                        continue;
+                    }
                 }
-                Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => {
-                    return Err(SshError::ClosedEarly {
+            }
+            let last = tail.rsplit('\n').next().unwrap_or("").trim().to_owned();
+            let wait_until = match foreign {
+                Some(_) if !last.is_empty() => deadline.min(Instant::now() + super::PROMPT_SETTLE),
+                _ => deadline,
+            };
+            match timeout_at(wait_until, self.ch.wait()).await {
+                Ok(msg) => self.take(what, msg)?,
+                Err(_) if wait_until < deadline => {
+                    return Err(SshError::PromptMismatch {
                         device: self.device.clone(),
-                        command: what.to_owned(),
-                        received: self.received,
+                        expected: foreign.expect("settle only when checking the prompt"),
+                        saw: last,
                     });
                 }
-                Some(_) => {}
+                Err(_) => {
+                    return Err(SshError::CommandTimeout {
+                        device: self.device.clone(),
+                        command: what.to_owned(),
+                        after: limit,
+                    });
+                }
             }
         }
     }
 
-    pub(crate) async fn wait_first_prompt(&mut self) -> Result<(), SshError> {
-        self.read_until("<login>", &[]).await?;
+    /// Append one channel message's data; a closed channel is an error.
+    fn take(&mut self, what: &str, msg: Option<ChannelMsg>) -> Result<(), SshError> {
+        match msg {
+            Some(ChannelMsg::Data { data }) | Some(ChannelMsg::ExtendedData { data, .. }) => {
+                self.received += data.len();
+                self.buf.extend_from_slice(&data);
+                Ok(())
+            }
+            Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => Err(SshError::ClosedEarly {
+                device: self.device.clone(),
+                command: what.to_owned(),
+                received: self.received,
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Where the last line starts, if that line (not yet answered) is nothing but a pager prompt.
+    fn pager_line(&self) -> Option<usize> {
+        let answered = self.pages.last().map_or(0, |p| p.1);
+        let start = self.buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1).max(answered);
+        let line = &self.buf[start..];
+        if line.is_empty() || line.len() > 80 {
+            return None;
+        }
+        let text = strip_terminal(&normalise_newlines(&String::from_utf8_lossy(line)));
+        PAGER.is_match(&text).then_some(start)
+    }
+
+    /// The session's output so far as text: answered pager prompts removed, escapes cleaned.
+    fn transcript(&self) -> String {
+        clean_transcript(&String::from_utf8_lossy(&remove_pages(&self.buf, &self.pages)))
+    }
+
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.pages.clear();
+    }
+
+    pub(crate) async fn wait_first_prompt(
+        &mut self,
+        platform: lifeline_types::Platform,
+        limit: Duration,
+    ) -> Result<(), SshError> {
+        self.read_until_within("<login>", &[], limit, Some(platform)).await?;
         // Learn this device's prompt: its text up to the first mode/privilege character.
         let tail = self.tail();
         let last = tail.rsplit('\n').next().unwrap_or("").trim();
@@ -138,7 +212,7 @@ impl Shell {
                 self.received += data.len();
             }
         }
-        self.buf.clear();
+        self.clear();
         Ok(())
     }
 
@@ -153,7 +227,7 @@ impl Shell {
         command: &str,
         answers: &[(Regex, String)],
     ) -> Result<String, SshError> {
-        self.buf.clear();
+        self.clear();
         self.send(format!("{command}\n").as_bytes()).await?;
         let res: Vec<&Regex> = answers.iter().map(|(r, _)| r).collect();
         let mut rounds = 0;
@@ -175,8 +249,7 @@ impl Shell {
                 }
             }
         }
-        let transcript = clean_transcript(&String::from_utf8_lossy(&self.buf));
-        Ok(output_between(&transcript, command))
+        Ok(output_between(&self.transcript(), command))
     }
 
     /// Whether the last prompt was a privileged one (`#`).
@@ -186,10 +259,10 @@ impl Shell {
 
     /// `enable`, answering a password prompt if one comes.
     pub async fn enable(&mut self, password: &str) -> Result<(), SshError> {
-        self.buf.clear();
+        self.clear();
         self.send(b"enable\n").await?;
         if let Seen::Answer(_) = self.read_until("enable", &[&PASSWORD]).await? {
-            self.buf.clear();
+            self.clear();
             self.send(format!("{password}\n").as_bytes()).await?;
             self.read_until("enable", &[]).await?;
         }
@@ -205,7 +278,7 @@ impl Shell {
 
     /// Send `intro`, the lines of `body`, then `end`, and wait for the prompt; returns the transcript.
     pub async fn block(&mut self, intro: &str, body: &str, end: &str) -> Result<String, SshError> {
-        self.buf.clear();
+        self.clear();
         let mut payload = String::with_capacity(body.len() + intro.len() + 16);
         payload.push_str(intro);
         payload.push('\n');
@@ -219,7 +292,7 @@ impl Shell {
         }
         self.send(payload.as_bytes()).await?;
         self.read_until(intro, &[]).await?;
-        Ok(clean_transcript(&String::from_utf8_lossy(&self.buf)))
+        Ok(self.transcript())
     }
 
     /// Ask the CLI to end the session (best effort).

@@ -43,6 +43,7 @@ pub fn target(
             timeouts: Timeouts {
                 connect: Duration::from_secs(10),
                 auth: Duration::from_secs(10),
+                prompt: Duration::from_secs(20),
                 command: Duration::from_secs(20),
                 total: Duration::from_secs(60),
             },
