@@ -42,7 +42,7 @@ fn outcomes(v: &Value) -> Vec<(String, String)> {
 
 fn latest_blob(sim: &SimProcess, switch: &str) -> String {
     let v = json(&run(sim, &["backup", "history", switch, "--json"]));
-    v.as_array().unwrap().last().unwrap()["blob"].as_str().unwrap().to_owned()
+    v.as_array().unwrap().last().unwrap()["sha256"].as_str().unwrap().to_owned()
 }
 
 #[test]

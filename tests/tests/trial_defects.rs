@@ -57,6 +57,20 @@ fn default_backups_restore_and_dry_run_agrees_with_restore() {
     assert!(o.status.success(), "{}", output_text(&o));
     assert_eq!(json(&o)["detail"]["verified"], true, "{}", output_text(&o));
 
+    // One version printed: the scrubbed copy by default, the sealed raw copy on request (audited).
+    let shown = json(&sim.lifeline(&["backup", "show", "leaf", "--json"]));
+    let raw = json(&sim.lifeline(&["backup", "show", "leaf", "--raw", "--json"]));
+    assert_eq!((shown["version"].as_u64(), shown["raw"].as_bool()), (Some(1), Some(false)), "{shown}");
+    assert_eq!(raw["raw"], true);
+    assert!(!shown["text"].as_str().unwrap().is_empty() && !raw["text"].as_str().unwrap().is_empty());
+    let h = json(&sim.lifeline(&["backup", "history", "leaf", "--json"]));
+    assert_eq!(h[0]["sha256"], shown["sha256"], "{h}");
+    assert!(h[0]["size"].as_u64().unwrap() > 0 && h[0]["taken_at"].is_string(), "{h}");
+    let audit = json(&sim.lifeline(&["audit", "log", "--json", "--target", "leaf"]));
+    assert!(audit.as_array().unwrap().iter().any(|r| r["action"] == "backup.show-raw"), "{audit}");
+    let o = sim.lifeline(&["backup", "run", "leaf", "--timeout", "30s", "--json"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+
     // The seal key lives where it was put, not in the data directory; files are private.
     assert!(keys.path().join("seal.key").exists());
     assert!(!sim.data.join("seal.key").exists());

@@ -357,6 +357,14 @@ pub enum BackupCmd {
     },
     /// Versions of one switch.
     History { switch: String },
+    /// Print one version: the scrubbed copy, or with `--raw` the sealed copy with its secrets (audited).
+    Show {
+        switch: String,
+        #[arg(long)]
+        version: Option<u32>,
+        #[arg(long)]
+        raw: bool,
+    },
     /// Unified diff between two versions (default: the last two; one version: that one against the latest).
     Diff { switch: String, v1: Option<u32>, v2: Option<u32> },
     /// Write every switch's versions to a git repository: one file per switch, one commit per change.

@@ -215,9 +215,20 @@ fn switch_target(d: &Device) -> std::result::Result<BackupTarget, String> {
         enable_password: None,
         algorithms: m.legacy_ssh.then_some(AlgorithmProfile::LEGACY),
         transport: Transport::Auto,
-        timeouts: Timeouts::default(),
+        timeouts: Timeouts::resolve(&overrides(&m.timeouts), None),
     };
     Ok(BackupTarget::new(ssh, sw.platform))
+}
+
+/// The inventory's per-switch SSH limits as netcfg's overrides.
+fn overrides(t: &lifeline_inventory::SshTimeouts) -> lifeline_netcfg::TimeoutOverrides {
+    lifeline_netcfg::TimeoutOverrides {
+        connect: t.connect,
+        auth: t.auth,
+        prompt: t.prompt,
+        command: t.command,
+        total: t.total,
+    }
 }
 
 /// A device's place, for result rows.

@@ -73,11 +73,15 @@ impl Store {
                 // A WAL database opened read-only still wants to write its -shm index; `immutable` reads the
                 // file as it is. Writes not yet checkpointed (a crash) sit in the -wal file and are missed:
                 // say so.
+                // With a -wal file present SQLite can read it (and its -shm index) read-only; without one
+                // there is nothing uncheckpointed to miss.
                 let wal = path.with_extension("db-wal");
-                if std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false) {
-                    tracing::warn!(wal = %wal.display(), "the read-only store has uncheckpointed writes that are not shown");
-                }
-                url = format!("{url}?mode=ro&immutable=1");
+                let shm = path.with_extension("db-shm");
+                url = if wal.exists() && shm.exists() {
+                    format!("{url}?mode=ro")
+                } else {
+                    format!("{url}?mode=ro&immutable=1")
+                };
             } else {
                 crate::files::private_file(&path)
                     .map_err(|source| StoreError::DataDir { path: path.clone(), source })?;
@@ -156,6 +160,10 @@ impl Store {
 
     /// Closes the pool, waiting for connections to finish (SQLite checkpoints the WAL on last close).
     pub async fn close(&self) {
+        if self.backend == Backend::Sqlite && !self.read_only {
+            // Fold the WAL into the file now, so that a copy of the file (or a read-only reader) has it all.
+            let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await;
+        }
         self.pool.close().await;
     }
 

@@ -125,7 +125,7 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             } else {
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED)
-                    .set_header(vec!["version", "taken", "platform", "bytes", "raw kept", "blob"]);
+                    .set_header(vec!["version", "taken", "platform", "bytes", "raw kept", "sha256"]);
                 for v in &versions {
                     t.add_row(vec![
                         format!("v{}", v.version),
@@ -133,10 +133,22 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
                         v.platform.to_string(),
                         v.size.to_string(),
                         if v.raw_sealed { "sealed".into() } else { "no".into() },
-                        v.blob.as_str()[..12].to_owned(),
+                        v.sha256.chars().take(12).collect(),
                     ]);
                 }
                 outln!("{t}");
+            }
+            Code::Ok
+        }
+        BackupCmd::Show { switch, version, raw } => {
+            let v = l.backup_show(&switch, version, raw).await?;
+            if g.json {
+                print_json(&v)?;
+            } else {
+                out::text(&v.text)?;
+                if !v.text.ends_with('\n') {
+                    outln!();
+                }
             }
             Code::Ok
         }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use lifeline_netcfg::{BackupContext, BackupOutcome, BackupTarget, BlobStore, VersionIndex, VersionRecord};
+use lifeline_netcfg::show::{HistoryEntry, Which};
+use lifeline_netcfg::{BackupContext, BackupOutcome, BackupTarget, BlobStore};
 use lifeline_types::{DeviceName, Platform};
 use serde::Serialize;
 
@@ -81,6 +82,19 @@ pub struct Restore {
     pub steps: Vec<String>,
 }
 
+/// `backup show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownVersion {
+    pub switch: String,
+    pub version: u32,
+    pub platform: Platform,
+    /// SHA-256 of the scrubbed copy (the blob's name).
+    pub sha256: String,
+    /// The sealed raw text (secrets included) rather than the scrubbed copy.
+    pub raw: bool,
+    pub text: String,
+}
+
 /// `backup trust`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SwitchTrust {
@@ -135,8 +149,8 @@ impl Lifeline {
         let rows = futures::stream::iter(targets)
             .map(|mut t| {
                 let (ctx, audit) = (ctx.clone(), audit.clone());
-                if let Some(to) = opts.timeout {
-                    t.ssh.timeouts.total = to;
+                if let Some(step) = opts.timeout {
+                    t.ssh.timeouts = t.ssh.timeouts.with_step_limit(step);
                 }
                 async move {
                     let name = t.device().to_string();
@@ -207,12 +221,11 @@ impl Lifeline {
         Ok(crate::ops::power::order(rows, &refs))
     }
 
-    /// Versions of a switch, oldest first; `NotFound` when there are none.
-    pub async fn backup_history(&self, switch: &str) -> Result<Vec<VersionRecord>> {
+    /// Versions of a switch, oldest first, each with its digest, size and time; `NotFound` when none.
+    pub async fn backup_history(&self, switch: &str) -> Result<Vec<HistoryEntry>> {
         let store = self.store().await?.clone();
         let dev = device_name(switch)?;
-        let versions = StoreIndex(store)
-            .list(&dev)
+        let versions = lifeline_netcfg::show::history(&StoreIndex(store), &dev)
             .await
             .map_err(|e| EngineError::failed_by(switch, "reading the version index", e))?;
         if versions.is_empty() {
@@ -222,6 +235,48 @@ impl Lifeline {
             });
         }
         Ok(versions)
+    }
+
+    /// One version's text: the scrubbed comparison copy, or (`raw`) the sealed copy with its secrets, which
+    /// is audited before it is returned.
+    pub async fn backup_show(&self, switch: &str, version: Option<u32>, raw: bool) -> Result<ShownVersion> {
+        let ctx = self.backup_context(false).await?;
+        let dev = device_name(switch)?;
+        let which = if raw { Which::Raw } else { Which::Normalised };
+        if raw {
+            self.audit()
+                .await?
+                .record(
+                    "backup.show-raw",
+                    switch,
+                    Outcome::Ok,
+                    None,
+                    serde_json::json!({ "version": version }),
+                )
+                .await?;
+        }
+        let (rec, text) =
+            lifeline_netcfg::show::show_version(&ctx, &dev, version, which).await.map_err(|e| {
+                use lifeline_netcfg::restore::RestoreError;
+                use lifeline_netcfg::show::ShowError;
+                match e {
+                    ShowError::NoRaw { .. } => {
+                        EngineError::NotFound { target: switch.into(), what: e.to_string() }
+                    }
+                    ShowError::Load(RestoreError::NoSuchVersion { .. } | RestoreError::NoVersions { .. }) => {
+                        EngineError::NotFound { target: switch.into(), what: e.to_string() }
+                    }
+                    e => EngineError::failed_by(switch, "loading the version", e),
+                }
+            })?;
+        Ok(ShownVersion {
+            switch: switch.into(),
+            version: rec.version,
+            platform: rec.platform,
+            sha256: rec.blob.as_str().to_owned(),
+            raw,
+            text,
+        })
     }
 
     /// Diff between two versions (default: the last two).
