@@ -34,7 +34,7 @@ pub enum TransportError {
     HostKeyMismatch { console: String, pinned: String, presented: String },
     #[error("{console}: SSH authentication as `{user}` rejected")]
     AuthRejected { console: String, user: String },
-    #[error("{console}: {stage} took longer than {after:?}")]
+    #[error("{console}: {stage} took longer than {}", lifeline_types::Human(*after))]
     Timeout { console: String, stage: &'static str, after: Duration },
     #[error("{console}: the console link is closed")]
     Closed { console: String },

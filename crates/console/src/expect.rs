@@ -200,7 +200,7 @@ pub enum Dir {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectError {
-    #[error("{console}: none of [{patterns}] seen within {after:?}; screen ends with: {tail:?}")]
+    #[error("{console}: none of [{patterns}] seen within {}; screen ends with: {tail:?}", lifeline_types::Human(*after))]
     Timeout { console: String, patterns: String, after: Duration, tail: String },
     #[error("{console}: the console closed while waiting for [{patterns}]")]
     Closed { console: String, patterns: String },

@@ -244,7 +244,11 @@ async fn wait_menu<C: ConsoleIo>(e: &mut Expect<C>, within: Duration) -> Result<
         Some(m) => Ok(m),
         None => Err(Attempt::Fatal(ExpectError::Profile {
             console: e.console().to_owned(),
-            what: format!("no GRUB menu on screen within {within:?}; screen: {:?}", e.last_line()),
+            what: format!(
+                "no GRUB menu on screen within {}; screen: {:?}",
+                lifeline_types::Human(within),
+                e.last_line()
+            ),
         })),
     }
 }

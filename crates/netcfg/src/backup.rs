@@ -70,7 +70,7 @@ pub enum BackupError {
         #[source]
         source: Incomplete,
     },
-    #[error("{device}: backup not finished within {after:?}")]
+    #[error("{device}: backup not finished within {}", lifeline_types::Human(*after))]
     TotalTimeout { device: DeviceName, after: Duration },
     #[error("{device}: version index")]
     Index {

@@ -50,7 +50,7 @@ pub enum RestoreError {
     Step { device: DeviceName, step: String, message: String },
     #[error("{device}: after restore the running config differs from the version:\n{diff}")]
     VerifyMismatch { device: DeviceName, diff: String },
-    #[error("{device}: restore not finished within {after:?}")]
+    #[error("{device}: restore not finished within {}", lifeline_types::Human(*after))]
     Timeout { device: DeviceName, after: Duration },
 }
 

@@ -34,7 +34,7 @@ pub enum KubeError {
         #[source]
         source: kube::Error,
     },
-    #[error("Kubernetes API call {call} on node {node} timed out after {after:?}")]
+    #[error("Kubernetes API call {call} on node {node} timed out after {}", lifeline_types::Human(*after))]
     Timeout { call: &'static str, node: String, after: Duration },
     #[error("node {node} kept changing under us ({CONFLICT_RETRIES} conflicts)")]
     Conflicts { node: String },

@@ -102,7 +102,7 @@ pub enum SlurmError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{command} timed out after {after:?}")]
+    #[error("{command} timed out after {}", lifeline_types::Human(*after))]
     Timeout { command: String, after: Duration },
     #[error("{command} failed (exit {code:?}): {stderr}")]
     Command { command: String, code: Option<i32>, stderr: String },
@@ -118,7 +118,7 @@ pub enum SlurmError {
     RestStatus { url: String, status: u16, detail: String },
     #[error("cannot parse Slurm's answer about node {node}: {detail}")]
     Parse { node: String, detail: String },
-    #[error("node {node} did not become idle within {after:?} (last seen {last})")]
+    #[error("node {node} did not become idle within {} (last seen {last})", lifeline_types::Human(*after))]
     NotIdle { node: String, after: Duration, last: String },
     #[error("refusing to drain without a reason")]
     EmptyReason,

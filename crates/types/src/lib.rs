@@ -5,11 +5,13 @@
 
 mod credential;
 mod device;
+mod duration;
 mod fingerprint;
 mod state;
 
 pub use credential::{CredentialRef, CredentialRefError};
 pub use device::{BmcProtocol, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
+pub use duration::Human;
 pub use fingerprint::{Fingerprint, FingerprintError};
 pub use state::{Health, PowerAction, PowerState};
 

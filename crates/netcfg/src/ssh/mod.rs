@@ -175,7 +175,7 @@ pub enum SshError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{device}: no SSH handshake with {addr} within {after:?}")]
+    #[error("{device}: no SSH handshake with {addr} within {}", lifeline_types::Human(*after))]
     ConnectTimeout { device: DeviceName, addr: String, after: Duration },
     #[error("{device}: SSH handshake with {addr} failed (no common algorithm? see --legacy-algorithms)")]
     Handshake {
@@ -198,7 +198,7 @@ pub enum SshError {
     },
     #[error("{device}: {method} authentication as `{user}` rejected")]
     AuthRejected { device: DeviceName, user: String, method: &'static str },
-    #[error("{device}: authentication not finished within {after:?}")]
+    #[error("{device}: authentication not finished within {}", lifeline_types::Human(*after))]
     AuthTimeout { device: DeviceName, after: Duration },
     #[error("{device}: authentication failed")]
     Auth {
@@ -219,7 +219,7 @@ pub enum SshError {
         prompt_name(*expected)
     )]
     PromptMismatch { device: DeviceName, expected: lifeline_types::Platform, saw: String },
-    #[error("{device}: `{command}` did not finish within {after:?}")]
+    #[error("{device}: `{command}` did not finish within {}", lifeline_types::Human(*after))]
     CommandTimeout { device: DeviceName, command: String, after: Duration },
     #[error("{device}: connection closed before `{command}` finished ({received} bytes received)")]
     ClosedEarly { device: DeviceName, command: String, received: usize },
