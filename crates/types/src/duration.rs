@@ -13,7 +13,7 @@ impl std::fmt::Display for Human {
             0..=999 => write!(f, "{ms} ms"),
             1_000..=59_999 => {
                 let tenths = (ms + 50) / 100;
-                if tenths % 10 == 0 {
+                if tenths.is_multiple_of(10) {
                     write!(f, "{} s", tenths / 10)
                 } else {
                     write!(f, "{}.{} s", tenths / 10, tenths % 10)
