@@ -8,7 +8,7 @@
 //! task exists only while a transition is in progress (idle hosts cost no task), and it is aborted by the
 //! next power command or when the host is dropped.
 //!
-//! Split by concern: [`config`] (what a host and its BMC are built from, the BMC's fault switches),
+//! Split by concern: `config` (what a host and its BMC are built from, the BMC's fault switches),
 //! `power` (the power state machine and boot sequencing), `faults` (applying and clearing faults),
 //! `tty` (the serial console's login and tiny shell); this file holds the shared state and accessors.
 

@@ -6,9 +6,12 @@
 //! over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
 //! connection and request.
 
+mod chassis;
 mod events;
 pub mod flavor;
+mod logs;
 mod resources;
+mod sessions;
 pub mod tls;
 
 use std::convert::Infallible;
