@@ -61,9 +61,17 @@ fn twenty_concurrent_power_cycles_execute_once_per_bmc() {
     for (node, witness) in [("rf", "power-cycle"), ("ip", "power-off")] {
         let outs = run_all(&sim, 20, &["power", "cycle", node, "--yes", "--json"]);
         let ok: Vec<&Output> = outs.iter().filter(|o| o.status.code() == Some(0)).collect();
+        // Each refused process says who holds the target and what it is doing, with the conflict class.
         let busy = outs
             .iter()
-            .filter(|o| o.status.code() == Some(1) && String::from_utf8_lossy(&o.stderr).contains("is busy"))
+            .filter(|o| o.status.code() == Some(1))
+            .filter(|o| {
+                let row = &json(o)[0];
+                row["class"] == "conflict"
+                    && row["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("is busy") && e.contains("running power.cycle"))
+            })
             .count();
         assert_eq!(
             ok.len(),
@@ -71,7 +79,12 @@ fn twenty_concurrent_power_cycles_execute_once_per_bmc() {
             "{node}: exactly one process acts: {}",
             outs.iter().map(output_text).collect::<String>()
         );
-        assert_eq!(busy, 19, "{node}: the others report the conflict naming the holder");
+        assert_eq!(
+            busy,
+            19,
+            "{node}: the others report the conflict naming the holder: {}",
+            outs.iter().filter(|o| !o.status.success()).map(output_text).next().unwrap_or_default()
+        );
         assert_eq!(json(ok[0])[0]["confirmed"], true, "{}", output_text(ok[0]));
         assert_eq!(executed(&sim, node, witness), 1, "{node}: {:?}", sim.actions(node));
     }

@@ -40,7 +40,7 @@ pub struct RequestRow {
     pub target: String,
     pub action: String,
     pub actor: String,
-    /// `running` or `done`.
+    /// `running`, `done`, or `coalesced` (answered by another request's execution).
     pub state: String,
     pub outcome: Option<serde_json::Value>,
     pub started_at_ms: i64,
@@ -238,10 +238,29 @@ impl Store {
         request_id: &str,
         outcome: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        let q = self.sql(
-            "UPDATE requests SET state = 'done', outcome_json = ?, finished_at = ? WHERE request_id = ?",
-        );
+        self.end_request(request_id, "done", outcome).await
+    }
+
+    /// Records that a request was answered by another one that did the same work while it waited; such a
+    /// request never counts as an execution for [`Store::finished_since`].
+    pub async fn coalesce_request(
+        &self,
+        request_id: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.end_request(request_id, "coalesced", outcome).await
+    }
+
+    async fn end_request(
+        &self,
+        request_id: &str,
+        state: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let q =
+            self.sql("UPDATE requests SET state = ?, outcome_json = ?, finished_at = ? WHERE request_id = ?");
         sqlx::query(&q)
+            .bind(state.to_owned())
             .bind(outcome.to_string())
             .bind(now_ms())
             .bind(request_id.to_owned())

@@ -120,7 +120,7 @@ impl Lifeline {
             Ok(Acquired::DoneBy(done)) => {
                 let outcome = done.outcome.clone().unwrap_or(serde_json::Value::Null);
                 store
-                    .finish_request(
+                    .coalesce_request(
                         &request_id,
                         &serde_json::json!({ "coalesced_with": done.request_id, "outcome": outcome }),
                     )
@@ -159,7 +159,7 @@ async fn replay<T>(
         });
     }
     match prev.outcome {
-        Some(outcome) if prev.state == "done" => {
+        Some(outcome) if prev.state == "done" || prev.state == "coalesced" => {
             Ok(Acted::Replayed { request_id: request_id.into(), outcome, coalesced: false })
         }
         _ => {
