@@ -173,3 +173,38 @@ fn twenty_concurrent_cycles_against_real_ipmi_sim() {
     let count = |s: &str| log.iter().filter(|l| l.contains(s)).count();
     assert_eq!((count("power 0"), count("power 1")), (1, 1), "{log:?}");
 }
+
+/// `power off all` on a terminal lists what will be hit by role and wants the count typed: a stray `y` or
+/// a wrong number does nothing.
+#[test]
+fn a_wide_power_action_wants_the_count_typed() {
+    let sim = start();
+    let cmd = format!(
+        "{} power off all --inventory {} --data-dir {}",
+        lifeline_test_utils::lifeline_bin().display(),
+        sim.inventory.display(),
+        sim.data.display()
+    );
+    for answer in ["y\n", "3\n"] {
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("LIFELINE_BMC_PASSWORD", "s3cret-pw")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        {
+            use std::io::Write;
+            let stdin = child.stdin.as_mut().unwrap();
+            stdin.write_all(answer.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = output_text(&out);
+        assert!(text.contains("gpu-node (2): rf, ip") && text.contains("type 2 to go ahead"), "{text}");
+        assert!(text.contains("not confirmed; nothing was done"), "{answer:?}: {text}");
+    }
+    assert!(sim.actions("rf").is_empty() && sim.actions("ip").is_empty(), "nothing may have been sent");
+}
