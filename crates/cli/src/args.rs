@@ -49,6 +49,10 @@ pub struct Global {
     /// with the holder's name; a wait that ends with the same action done by the holder does not repeat it.
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Option<std::time::Duration>,
+    /// Send `power`, `health` and `sweep` through a running `lifeline serve` at URL instead of acting
+    /// locally (token from LIFELINE_TOKEN or LIFELINE_TOKEN_FILE, never an argument).
+    #[arg(long, global = true, env = "LIFELINE_SERVER", value_name = "URL")]
+    pub server: Option<String>,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -97,6 +101,17 @@ pub enum Command {
     Demo(DemoArgs),
     /// Serve a simulated fleet (Redfish, IPMI + SOL, SSH switches) on loopback, or inject faults into one.
     Sim(SimArgs),
+    /// Run the jump-host service: HTTPS API, scheduled backups, sweeps, always-on console logs, faults.
+    Serve(crate::cmd::server::ServeArgs),
+    /// Local users of `lifeline serve`.
+    #[command(subcommand)]
+    User(crate::cmd::server::UserCmd),
+    /// API tokens for `lifeline serve` (automation, the agent, `--server`).
+    #[command(subcommand)]
+    Token(crate::cmd::server::TokenCmd),
+    /// Fault records opened by the server's rules.
+    #[command(subcommand)]
+    Fault(crate::cmd::server::FaultCmd),
 }
 
 #[derive(Debug, Args)]

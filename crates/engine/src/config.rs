@@ -26,6 +26,44 @@ pub struct ServerConfig {
     /// Switch backup schedules, one per device group (run by `lifeline serve`; shown by `backup schedule`).
     #[serde(default)]
     pub backup_schedule: Vec<toml::Spanned<BackupSchedule>>,
+
+    // --- `lifeline serve` only (issue 12); the CLI reads and ignores these ---
+    /// `[server]`: listener, TLS, scheduler intervals.
+    #[serde(default)]
+    pub server: ServeSection,
+    /// `[[webhook]]`: where fault notifications are posted (JSON, retried).
+    #[serde(default)]
+    pub webhook: Vec<Webhook>,
+}
+
+/// `[server]` of `lifeline.toml`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServeSection {
+    /// `ADDR:PORT` (default `127.0.0.1:7443`); `--listen` overrides.
+    pub listen: Option<String>,
+    /// The operator's certificate chain and key (PEM); without them a self-signed pair is made on first
+    /// start and kept under the data directory.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// How often the whole fleet is swept (power, health, newest SEL entries), e.g. `60s`; `0s` disables.
+    pub sweep_interval: Option<String>,
+    /// Keep a session open and logged on every console of the inventory (default true).
+    pub console_logging: Option<bool>,
+    /// How long a browser session lasts (default `12h`).
+    pub session_ttl: Option<String>,
+    /// A switch whose scheduled backup failed this many times in a row gets a fault (default 3).
+    pub backup_failures_fault: Option<u32>,
+}
+
+/// `[[webhook]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Webhook {
+    pub url: String,
+    /// Which notifications (`fault`); empty: all.
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 /// `[[backup-schedule]]`: when to back up which switches.
@@ -108,6 +146,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ServerConfig> {
         inventory: fix(cfg.inventory),
         data_dir: fix(cfg.data_dir),
         seal_key: fix(cfg.seal_key),
+        server: ServeSection {
+            tls_cert: fix(cfg.server.tls_cert.clone()),
+            tls_key: fix(cfg.server.tls_key.clone()),
+            ..cfg.server.clone()
+        },
         ..cfg
     })
 }

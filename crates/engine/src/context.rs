@@ -99,7 +99,22 @@ impl Lifeline {
         self
     }
 
-    /// A context for another actor over the same store and inventory (a runbook run inside the server).
+    /// A context for another actor over the same configuration, store and inventory (a web user's request
+    /// inside the server, a runbook run). The BMC pool is not shared: its audit sink writes as the actor.
+    pub fn with_identity(&self, identity: Identity) -> Lifeline {
+        let holder = crate::lease::holder_name(&identity.actor);
+        Lifeline {
+            config: self.config.clone(),
+            paths: self.paths.clone(),
+            identity,
+            holder,
+            bmc_options: self.bmc_options.clone(),
+            store: self.store.clone(),
+            inventory: self.inventory.clone(),
+            bmc_pool: OnceLock::new(),
+        }
+    }
+
     pub fn identity(&self) -> &Identity {
         &self.identity
     }

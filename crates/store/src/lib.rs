@@ -14,6 +14,7 @@ mod leases;
 mod open;
 mod pins;
 mod records;
+mod users;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
@@ -23,6 +24,7 @@ pub use leases::{LeaseAttempt, LeaseRow, RequestRow};
 pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
+pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.
 pub fn now_ms() -> i64 {

@@ -6,6 +6,8 @@ pub mod bmc;
 mod console;
 mod demo;
 pub mod inventory;
+mod remote;
+pub mod server;
 pub mod sim;
 mod verify;
 
@@ -15,6 +17,11 @@ use crate::args::{Cli, Command, Global};
 use crate::exit::{Code, Exit};
 
 pub async fn run(cli: Cli) -> Code {
+    if let Some(url) = cli.global.server.clone()
+        && let Some(r) = remote::run(&cli.global, &url, &cli.command).await
+    {
+        return finish(r);
+    }
     let result = match cli.command {
         Command::Inventory(c) => inventory::run(&cli.global, c).await,
         Command::Audit(c) => audit::run(&cli.global, c).await,
@@ -29,7 +36,15 @@ pub async fn run(cli: Cli) -> Code {
         Command::Sel(a) => bmc::sel(&cli.global, a).await,
         Command::Sweep(a) => bmc::sweep(&cli.global, a).await,
         Command::Bmc(c) => bmc::bmc(&cli.global, c).await,
+        Command::Serve(a) => server::serve(&cli.global, a).await,
+        Command::User(c) => server::user(&cli.global, c).await,
+        Command::Token(c) => server::token(&cli.global, c).await,
+        Command::Fault(c) => server::fault(&cli.global, c).await,
     };
+    finish(result)
+}
+
+fn finish(result: crate::exit::CmdResult) -> Code {
     match result {
         Ok(code) => code,
         Err(Exit { code, error }) => {

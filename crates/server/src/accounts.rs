@@ -1,0 +1,147 @@
+//! Account management shared by the API (`/api/v1/users`, `/api/v1/tokens`) and the CLI (`lifeline user
+//! …`, `lifeline token …`, which work on the store directly, without a running server). Every change is
+//! audited as whoever made it.
+
+use std::time::Duration;
+
+use lifeline_engine::{AuditService, EngineError, Outcome};
+use lifeline_store::{Store, TokenRow, UserRow};
+use serde::Serialize;
+
+use crate::auth::{self, Role};
+
+/// Usernames: what fits an audit actor and a URL path.
+pub fn valid_username(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+}
+
+fn check_password(pw: &str) -> Result<(), EngineError> {
+    if pw.chars().count() < 8 {
+        return Err(EngineError::bad_argument("a password needs at least 8 characters"));
+    }
+    Ok(())
+}
+
+async fn hash(pw: &str) -> Result<String, EngineError> {
+    let pw = pw.to_owned();
+    tokio::task::spawn_blocking(move || auth::hash_password(&pw))
+        .await
+        .map_err(|e| EngineError::internal("hashing a password", e))?
+        .map_err(|e| EngineError::internal("hashing a password", e.to_string()))
+}
+
+pub async fn user_add(
+    store: &Store,
+    audit: &AuditService,
+    name: &str,
+    role: Role,
+    password: &str,
+) -> Result<UserRow, EngineError> {
+    if !valid_username(name) {
+        return Err(EngineError::bad_argument(format!(
+            "user name `{name}`: letters, digits, `-_.@`, at most 64"
+        )));
+    }
+    check_password(password)?;
+    let h = hash(password).await?;
+    if !store.user_add(name, role.as_str(), &h).await? {
+        audit
+            .record("user.add", name, Outcome::Refused, None, serde_json::json!({ "reason": "exists" }))
+            .await?;
+        return Err(EngineError::Refused {
+            target: name.into(),
+            reason: "a user of that name exists".into(),
+        });
+    }
+    audit.record("user.add", name, Outcome::Ok, None, serde_json::json!({ "role": role })).await?;
+    store.user(name).await?.ok_or_else(|| EngineError::NotFound { target: name.into(), what: "user".into() })
+}
+
+pub async fn user_passwd(
+    store: &Store,
+    audit: &AuditService,
+    name: &str,
+    password: &str,
+) -> Result<(), EngineError> {
+    check_password(password)?;
+    let h = hash(password).await?;
+    if !store.user_set_password(name, &h).await? {
+        return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
+    }
+    audit.record("user.passwd", name, Outcome::Ok, None, serde_json::json!({})).await
+}
+
+pub async fn user_disable(
+    store: &Store,
+    audit: &AuditService,
+    name: &str,
+    disabled: bool,
+) -> Result<(), EngineError> {
+    if !store.user_set_disabled(name, disabled).await? {
+        return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
+    }
+    let action = if disabled { "user.disable" } else { "user.enable" };
+    audit.record(action, name, Outcome::Ok, None, serde_json::json!({})).await
+}
+
+/// A created token: the secret is in this value only.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CreatedToken {
+    pub id: String,
+    pub user: String,
+    pub role: Role,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Shown once; Lifeline keeps only its hash.
+    pub token: String,
+}
+
+/// A token for `user` with `role` (default and ceiling: the user's role) expiring after `expires`.
+pub async fn token_create(
+    store: &Store,
+    audit: &AuditService,
+    user: &str,
+    role: Option<Role>,
+    expires: Option<Duration>,
+) -> Result<CreatedToken, EngineError> {
+    let u = store
+        .user(user)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: user.into(), what: "no such user".into() })?;
+    if u.disabled {
+        return Err(EngineError::Refused { target: user.into(), reason: "the user is disabled".into() });
+    }
+    let user_role = Role::parse(&u.role).ok_or_else(|| EngineError::internal("user role", u.role.clone()))?;
+    let role = role.unwrap_or(user_role);
+    if role > user_role {
+        return Err(EngineError::Refused {
+            target: user.into(),
+            reason: format!("a token cannot have more than its user's role ({})", user_role.as_str()),
+        });
+    }
+    let expires_at =
+        expires.map(|d| chrono::Utc::now() + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
+    let (row, secret): (TokenRow, String) =
+        auth::new_token(user, role, expires_at.map(|t| t.timestamp_millis()));
+    store.token_create(&row).await?;
+    audit
+        .record(
+            "token.create",
+            user,
+            Outcome::Ok,
+            None,
+            serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
+        )
+        .await?;
+    Ok(CreatedToken { id: row.id, user: user.into(), role, expires_at, token: secret })
+}
+
+pub async fn token_revoke(store: &Store, audit: &AuditService, id: &str) -> Result<(), EngineError> {
+    let t = store
+        .token(id)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: id.into(), what: "no such token".into() })?;
+    store.token_revoke(id).await?;
+    audit.record("token.revoke", &t.username, Outcome::Ok, None, serde_json::json!({ "id": id })).await
+}

@@ -1,0 +1,148 @@
+//! Users and API tokens (admin only).
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::Method;
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json};
+use serde::Deserialize;
+
+use crate::access::{Route, admin, route};
+use crate::accounts::{self, CreatedToken};
+use crate::auth::{Caller, Role};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        route(Method::GET, "/api/v1/users", admin(), "admin", "Local users.", get(users)),
+        route(Method::POST, "/api/v1/users", admin(), "admin", "Add a user.", post(user_add))
+            .body("UserCreate"),
+        route(
+            Method::POST,
+            "/api/v1/users/{name}/password",
+            admin(),
+            "admin",
+            "Set a user's password (ends their sessions).",
+            post(passwd),
+        )
+        .body("PasswordRequest"),
+        route(
+            Method::POST,
+            "/api/v1/users/{name}/disable",
+            admin(),
+            "admin",
+            "Disable a user (ends sessions, revokes tokens).",
+            post(disable),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/tokens",
+            admin(),
+            "admin",
+            "API tokens (never their secrets).",
+            get(tokens),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/tokens",
+            admin(),
+            "admin",
+            "Create a token: its secret is in this response only.",
+            post(token_create),
+        )
+        .body("TokenCreate"),
+        route(
+            Method::DELETE,
+            "/api/v1/tokens/{id}",
+            admin(),
+            "admin",
+            "Revoke a token.",
+            delete(token_revoke),
+        ),
+    ]
+}
+
+async fn users(State(s): State<AppState>) -> ApiResult<Json<Vec<lifeline_store::UserRow>>> {
+    Ok(Json(s.store.users().await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct UserCreate {
+    pub name: String,
+    pub role: Role,
+    pub password: String,
+}
+
+async fn user_add(
+    State(s): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Json(r): Json<UserCreate>,
+) -> ApiResult<Json<lifeline_store::UserRow>> {
+    let audit = s.audit_as(&c.actor()).await?;
+    Ok(Json(accounts::user_add(&s.store, &audit, &r.name, r.role, &r.password).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct PasswordRequest {
+    pub password: String,
+}
+
+async fn passwd(
+    State(s): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path(name): Path<String>,
+    Json(r): Json<PasswordRequest>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let audit = s.audit_as(&c.actor()).await?;
+    accounts::user_passwd(&s.store, &audit, &name, &r.password).await?;
+    Ok(Json(serde_json::json!({ "user": name, "password": "changed" })))
+}
+
+async fn disable(
+    State(s): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let audit = s.audit_as(&c.actor()).await?;
+    accounts::user_disable(&s.store, &audit, &name, true).await?;
+    Ok(Json(serde_json::json!({ "user": name, "disabled": true })))
+}
+
+async fn tokens(State(s): State<AppState>) -> ApiResult<Json<Vec<lifeline_store::TokenRow>>> {
+    Ok(Json(s.store.tokens(None).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct TokenCreate {
+    pub user: String,
+    pub role: Option<Role>,
+    /// e.g. `90d`, `12h`; none: no expiry.
+    pub expires: Option<String>,
+}
+
+async fn token_create(
+    State(s): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Json(r): Json<TokenCreate>,
+) -> ApiResult<Json<CreatedToken>> {
+    let expires: Option<Duration> = r
+        .expires
+        .as_deref()
+        .map(humantime::parse_duration)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("expires: {e}")))?;
+    let audit = s.audit_as(&c.actor()).await?;
+    Ok(Json(accounts::token_create(&s.store, &audit, &r.user, r.role, expires).await?))
+}
+
+async fn token_revoke(
+    State(s): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let audit = s.audit_as(&c.actor()).await?;
+    accounts::token_revoke(&s.store, &audit, &id).await?;
+    Ok(Json(serde_json::json!({ "id": id, "revoked": true })))
+}

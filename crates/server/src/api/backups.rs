@@ -1,0 +1,145 @@
+//! Switch configuration backups: history, diff, run now, restore (with dry run), host-key trust, schedule.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method};
+use axum::routing::{get, post};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::access::{Route, admin, operator, route, viewer};
+use crate::api::engine;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        route(
+            Method::GET,
+            "/api/v1/backups/schedule",
+            viewer(),
+            "backups",
+            "Each switch's next scheduled backup.",
+            get(schedule),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/backups/run",
+            operator(),
+            "backups",
+            "Back up switches now (`targets`, default all).",
+            post(run),
+        )
+        .body("TargetsRequest"),
+        route(
+            Method::GET,
+            "/api/v1/backups/{switch}",
+            viewer(),
+            "backups",
+            "Versions of a switch's configuration, oldest first.",
+            get(history),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/backups/{switch}/diff",
+            viewer(),
+            "backups",
+            "Diff between two versions (`?from=&to=`, default the last two).",
+            get(diff),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/backups/{switch}/restore",
+            operator(),
+            "backups",
+            "Restore a version (`dry_run` shows the diff and checks everything first).",
+            post(restore),
+        )
+        .body("RestoreRequest"),
+        route(
+            Method::POST,
+            "/api/v1/backups/{switch}/trust",
+            admin(),
+            "backups",
+            "Re-pin the switch's SSH host key after an intended change.",
+            post(trust),
+        ),
+    ]
+}
+
+async fn schedule(
+    State(s): State<AppState>,
+) -> ApiResult<Json<Vec<lifeline_engine::ops::backup::ScheduledBackup>>> {
+    Ok(Json(s.base.backup_schedule(s.clock.now())?))
+}
+
+async fn run(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Option<Json<super::devices::TargetsRequest>>,
+) -> ApiResult<Json<Value>> {
+    let req = body.map(|b| b.0).unwrap_or_default();
+    let l = engine(&s, &caller, &headers)?;
+    let targets = l.select_switches(&req.targets)?;
+    let rows = l.backup_run(targets, &Default::default(), |_| {}).await?;
+    for r in &rows {
+        s.metrics.backups.inc(&[("trigger", "api"), ("result", if r.is_ok() { "ok" } else { "failed" })]);
+    }
+    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+}
+
+async fn history(State(s): State<AppState>, Path(switch): Path<String>) -> ApiResult<Json<Value>> {
+    let v = s.base.backup_history(&switch).await?;
+    Ok(Json(serde_json::to_value(&v).unwrap_or(Value::Null)))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DiffQuery {
+    pub from: Option<u32>,
+    pub to: Option<u32>,
+}
+
+async fn diff(
+    State(s): State<AppState>,
+    Path(switch): Path<String>,
+    Query(q): Query<DiffQuery>,
+) -> ApiResult<Json<lifeline_engine::ops::backup::BackupDiff>> {
+    Ok(Json(s.base.backup_diff(&switch, q.from, q.to).await?))
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct RestoreRequest {
+    /// Default: the newest version.
+    pub version: Option<u32>,
+    /// Another switch to restore onto (a spare); default: the same one.
+    pub to: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Push the scrubbed copy when no sealed raw copy exists (secrets become `<removed>`).
+    #[serde(default)]
+    pub allow_scrubbed: bool,
+}
+
+async fn restore(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(switch): Path<String>,
+    body: Option<Json<RestoreRequest>>,
+) -> ApiResult<Json<Value>> {
+    let r = body.map(|b| b.0).unwrap_or_default();
+    let l = engine(&s, &caller, &headers)?;
+    let out = l.backup_restore(&switch, r.version, r.to.as_deref(), r.dry_run, r.allow_scrubbed).await?;
+    Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
+}
+
+async fn trust(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(switch): Path<String>,
+) -> ApiResult<Json<lifeline_engine::ops::backup::SwitchTrust>> {
+    Ok(Json(engine(&s, &caller, &headers)?.backup_trust(&switch).await?))
+}

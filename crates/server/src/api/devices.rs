@@ -1,0 +1,252 @@
+//! Devices: the inventory with the last observed power, health and reachability; per-BMC health, SEL,
+//! power status and actions (audited as the web user), BMC certificate trust; fleet sweeps and events.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method};
+use axum::routing::{get, post};
+use axum::{Extension, Json};
+use lifeline_types::PowerAction;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::access::{Route, admin, operator, route, viewer};
+use crate::api::engine;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        route(Method::GET, "/api/v1/devices", viewer(), "devices", "Every inventory device with its last observed power, health and reachability.", get(list)),
+        route(Method::GET, "/api/v1/devices/{name}", viewer(), "devices", "One device: inventory fields and last observations.", get(show)),
+        route(Method::GET, "/api/v1/devices/{name}/health", viewer(), "devices", "Read the BMC's sensors and health rollup now.", get(health)),
+        route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)),
+        route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)),
+        route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest"),
+        route(Method::POST, "/api/v1/devices/{name}/trust", admin(), "devices", "Re-pin the BMC's TLS certificate after an intended replacement.", post(trust)),
+        route(Method::GET, "/api/v1/health", viewer(), "devices", "Health of every BMC (or `?targets=a,b`).", get(fleet_health)),
+        route(Method::POST, "/api/v1/sweep", operator(), "devices", "Sweep the fleet (or `targets`) now: power, health, newest SEL entries.", post(sweep)).body("TargetsRequest"),
+        route(Method::GET, "/api/v1/events", viewer(), "devices", "Events after an id (`?after=ID&limit=N`): SEL entries, sweep changes.", get(events)),
+    ]
+}
+
+/// One row of `GET /api/v1/devices`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeviceSummary {
+    pub name: String,
+    pub role: String,
+    pub rack: String,
+    pub bmc: Option<String>,
+    pub protocol: Option<String>,
+    /// Last observed power state (`on`, `off`, …), `null` when never observed.
+    pub power: Option<String>,
+    /// Last observed health rollup (`ok`, `warning`, `critical`, `unknown`).
+    pub health: Option<String>,
+    /// Whether the BMC answered in the last sweep.
+    pub reachable: Option<bool>,
+    pub observed_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub open_faults: usize,
+}
+
+fn ms(v: i64) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp_millis(v)
+}
+
+async fn summary(
+    s: &AppState,
+    d: &lifeline_inventory::Device,
+    faults: &[lifeline_store::FaultRow],
+) -> ApiResult<DeviceSummary> {
+    let name = d.name.to_string();
+    let sweep = s.store.latest_observation(&name, "sweep").await?;
+    let health = s.store.latest_observation(&name, "health").await?;
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let (mut power, mut h, mut reachable, mut at) = (None, None, None, None);
+    if let Some(o) = &sweep {
+        power = str_of(&o.value, "power");
+        h = str_of(&o.value, "health");
+        reachable = Some(o.value.get("errors").and_then(Value::as_array).is_none_or(|e| e.is_empty()));
+        at = Some(o.observed_at_ms);
+    }
+    if let Some(o) = &health
+        && at.is_none_or(|t| o.observed_at_ms > t)
+    {
+        h = str_of(&o.value, "health").or(h);
+        at = Some(o.observed_at_ms);
+    }
+    Ok(DeviceSummary {
+        role: d.role.to_string(),
+        rack: d.rack.clone(),
+        bmc: d.bmc.as_ref().map(|b| b.address.to_string()),
+        protocol: d.bmc.as_ref().map(|b| b.protocol.to_string()),
+        power,
+        health: h,
+        reachable,
+        observed_at: at.and_then(ms),
+        open_faults: faults.iter().filter(|f| f.device == name).count(),
+        name,
+    })
+}
+
+async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<DeviceSummary>>> {
+    let inv = s.base.inventory()?;
+    let faults = s.store.faults(Some("open"), 100_000).await?;
+    let mut out = Vec::with_capacity(inv.devices.len());
+    for d in &inv.devices {
+        out.push(summary(&s, d, &faults).await?);
+    }
+    Ok(Json(out))
+}
+
+fn device<'a>(
+    inv: &'a lifeline_inventory::Inventory,
+    name: &str,
+) -> ApiResult<&'a lifeline_inventory::Device> {
+    inv.devices
+        .iter()
+        .find(|d| d.name.as_str() == name)
+        .ok_or_else(|| ApiError::Engine(lifeline_engine::EngineError::UnknownDevice { name: name.into() }))
+}
+
+async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+    let inv = s.base.inventory()?;
+    let d = device(&inv, &name)?;
+    let faults = s.store.faults(Some("open"), 100_000).await?;
+    let sum = summary(&s, d, &faults).await?;
+    let mut v = lifeline_engine::ops::inventory::device_json(d);
+    if let Value::Object(m) = &mut v {
+        m.insert("observed".into(), serde_json::to_value(sum).unwrap_or(Value::Null));
+    }
+    Ok(Json(v))
+}
+
+/// The one row of a single-target engine result, or its error.
+fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResult<T> {
+    let row = rows.into_iter().next().ok_or_else(|| ApiError::NotFound { what: "BMC", name: name.into() })?;
+    Ok(row.result?)
+}
+
+async fn health(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<lifeline_bmc::HealthSummary>> {
+    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    Ok(Json(one(s.base.health(&sel).await?, &name)?))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SelQuery {
+    pub newest: Option<usize>,
+}
+
+async fn sel(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<SelQuery>,
+) -> ApiResult<Json<lifeline_bmc::EventLog>> {
+    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    Ok(Json(one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?))
+}
+
+async fn power_status(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<lifeline_engine::ops::power::PowerStatus>> {
+    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    Ok(Json(one(s.base.power_status(&sel).await?, &name)?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct PowerRequest {
+    /// `on`, `off`, `cycle`, `reset`, `soft`.
+    pub action: String,
+}
+
+async fn power(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Json(req): Json<PowerRequest>,
+) -> ApiResult<Json<Value>> {
+    let action: PowerAction = req.action.parse().map_err(|_| {
+        ApiError::bad_request(format!("unknown power action `{}` (on, off, cycle, reset, soft)", req.action))
+    })?;
+    let l = engine(&s, &caller, &headers)?;
+    let sel = l.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let res = l.power(&sel, action).await.and_then(|rows| {
+        rows.into_iter()
+            .next()
+            .map(|r| r.result)
+            .unwrap_or_else(|| Err(lifeline_engine::EngineError::UnknownDevice { name: name.clone() }))
+    });
+    let result = match &res {
+        Ok(o) if o.confirmed() => "ok",
+        Ok(_) => "unconfirmed",
+        Err(_) => "failed",
+    };
+    s.metrics.power_actions.inc(&[("action", action.as_str()), ("result", result)]);
+    let out = res?;
+    Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
+}
+
+async fn trust(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> ApiResult<Json<lifeline_engine::ops::bmc::Trusted>> {
+    let l = engine(&s, &caller, &headers)?;
+    let sel = l.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    Ok(Json(one(l.bmc_trust(&sel).await?, &name)?))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TargetsQuery {
+    /// Comma-separated selectors (names, racks, roles, globs); default: the whole fleet.
+    pub targets: Option<String>,
+}
+
+fn selectors(t: Option<&str>) -> Vec<String> {
+    t.map(|t| t.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+async fn fleet_health(State(s): State<AppState>, Query(q): Query<TargetsQuery>) -> ApiResult<Json<Value>> {
+    let sel = s.base.select_bmcs(&selectors(q.targets.as_deref()), &[], true)?;
+    let rows = s.base.health(&sel).await?;
+    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct TargetsRequest {
+    /// Selectors (names, racks, roles, globs); empty: the whole fleet.
+    #[serde(default)]
+    pub targets: Vec<String>,
+}
+
+async fn sweep(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Option<Json<TargetsRequest>>,
+) -> ApiResult<Json<lifeline_engine::ops::sweep::Sweep>> {
+    let req = body.map(|b| b.0).unwrap_or_default();
+    let l = engine(&s, &caller, &headers)?;
+    let sel = l.select_bmcs(&req.targets, &[], true)?;
+    let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
+    Ok(Json(sweep))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    pub after: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+async fn events(
+    State(s): State<AppState>,
+    Query(q): Query<EventsQuery>,
+) -> ApiResult<Json<Vec<lifeline_store::EventRow>>> {
+    Ok(Json(s.store.events_after(q.after.unwrap_or(0), q.limit.unwrap_or(500).clamp(1, 10_000)).await?))
+}

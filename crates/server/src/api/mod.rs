@@ -1,0 +1,56 @@
+//! The JSON API under `/api/v1`, one module per concern. Each module contributes its rows to the route
+//! table ([`routes`]); handlers are thin: read the request, call the engine as the caller, return its
+//! `Serialize` result. Runbook routes slot in as one more module's `routes()` appended here.
+
+pub mod admin;
+pub mod audit;
+pub mod backups;
+pub mod consoles;
+pub mod devices;
+pub mod faults;
+pub mod session;
+pub mod system;
+
+use axum::http::HeaderMap;
+
+use crate::access::Route;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Every route of the server (health probes, the API), in documentation order.
+pub fn routes() -> Vec<Route> {
+    let mut r = Vec::new();
+    r.extend(system::routes());
+    r.extend(session::routes());
+    r.extend(devices::routes());
+    r.extend(backups::routes());
+    r.extend(consoles::routes());
+    r.extend(faults::routes());
+    r.extend(audit::routes());
+    r.extend(admin::routes());
+    r
+}
+
+/// The `Idempotency-Key` header: the engine's request id, so a retried POST returns the first outcome.
+pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => {
+            let s = v.to_str().map_err(|_| ApiError::bad_request("Idempotency-Key must be visible ASCII"))?;
+            if s.is_empty() || s.len() > 200 {
+                return Err(ApiError::bad_request("Idempotency-Key must be 1 to 200 characters"));
+            }
+            Ok(Some(s.to_owned()))
+        }
+    }
+}
+
+/// The engine context for this request.
+pub fn engine(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+) -> ApiResult<lifeline_engine::Lifeline> {
+    Ok(state.engine_for(caller, idempotency_key(headers)?))
+}

@@ -1,0 +1,82 @@
+//! Probes and documents: `/healthz` (the process answers), `/readyz` (store and inventory usable),
+//! `/metrics` (Prometheus), `/api/v1/openapi.json`.
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, http::Method};
+
+use crate::access::{Access, Route, route};
+use crate::state::AppState;
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        route(
+            Method::GET,
+            "/healthz",
+            Access::Public,
+            "system",
+            "The process is up (no authentication).",
+            get(healthz),
+        ),
+        route(
+            Method::GET,
+            "/readyz",
+            Access::Public,
+            "system",
+            "The store and the inventory answer.",
+            get(readyz),
+        ),
+        route(
+            Method::GET,
+            "/metrics",
+            Access::Public,
+            "system",
+            "Prometheus metrics (`lifeline_*`).",
+            get(metrics),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/openapi.json",
+            Access::Public,
+            "system",
+            "This API's OpenAPI document.",
+            get(openapi),
+        ),
+    ]
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
+    if !s.ready.load(Ordering::Relaxed) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "starting\n".to_owned());
+    }
+    if let Err(e) = s.store.user("").await {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("store: {}\n", lifeline_engine::error_chain(&e)));
+    }
+    if let Err(e) = s.base.inventory() {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("inventory: {}\n", e.chain()));
+    }
+    (StatusCode::OK, "ready\n".to_owned())
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    let n = s
+        .consoles
+        .list()
+        .iter()
+        .filter(|c| matches!(c.status, lifeline_console::ConsoleStatus::Connected { .. }))
+        .count();
+    s.metrics.console_sessions.store(n as u64, Ordering::Relaxed);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
+}
+
+async fn openapi() -> Json<serde_json::Value> {
+    Json(crate::openapi::document_json())
+}

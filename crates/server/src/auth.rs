@@ -1,0 +1,331 @@
+//! Who is calling: local users with argon2id password hashes, browser sessions (an HttpOnly,
+//! SameSite=Strict cookie, `Secure` under TLS, with a double-submit CSRF token for every mutating request),
+//! and API tokens (`Authorization: Bearer`, stored as SHA-256, shown once, with a role and an expiry).
+//! Failed logins are rate-limited per user and per address, in memory (a restart forgets, which only
+//! helps the legitimate user).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use lifeline_store::{Store, TokenRow};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::error::{ApiError, ApiResult};
+
+pub const SESSION_COOKIE: &str = "lifeline_session";
+pub const CSRF_COOKIE: &str = "lifeline_csrf";
+pub const CSRF_HEADER: &str = "x-csrf-token";
+const TOKEN_PREFIX: &str = "llt_";
+
+/// What a caller may do; each role includes the ones below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Reads everything except users and tokens of others.
+    Viewer,
+    /// Acts: power, console write, backups run and restore, fault ack, agent reports.
+    Operator,
+    /// Manages users, tokens, BMC trust.
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "viewer" => Some(Role::Viewer),
+            "operator" => Some(Role::Operator),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// How the caller proved who they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A browser session; mutating requests need the CSRF header.
+    Session {
+        csrf: String,
+    },
+    Token {
+        id: String,
+    },
+}
+
+/// An authenticated caller, put into the request's extensions by the access layer.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: String,
+    pub role: Role,
+    pub via: Via,
+    pub addr: Option<IpAddr>,
+}
+
+impl Caller {
+    /// The audit actor: `web:<user>`.
+    pub fn actor(&self) -> String {
+        format!("web:{}", self.user)
+    }
+}
+
+pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
+    let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+    Ok(argon2::Argon2::default().hash_password(password.as_bytes(), &salt)?.to_string())
+}
+
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash)
+        .map(|h| argon2::Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+        .unwrap_or(false)
+}
+
+/// A hash a login for an unknown user is checked against, so that both take the same time.
+fn dummy_hash() -> &'static str {
+    static H: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    H.get_or_init(|| hash_password("lifeline-no-such-user").unwrap_or_default())
+}
+
+pub fn random_secret(bytes: usize) -> String {
+    let mut b = vec![0u8; bytes];
+    rand::fill(&mut b[..]);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+}
+
+/// Equal without an early exit (timing does not tell how much of a secret matched).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub fn sha256_hex(s: &str) -> String {
+    hex::encode(sha2::Sha256::digest(s.as_bytes()))
+}
+
+/// A new API token: the row to store and the secret to show once.
+pub fn new_token(username: &str, role: Role, expires_at_ms: Option<i64>) -> (TokenRow, String) {
+    let mut idb = [0u8; 5];
+    rand::fill(&mut idb);
+    let id = hex::encode(idb);
+    let secret = format!("{TOKEN_PREFIX}{id}_{}", random_secret(32));
+    let row = TokenRow {
+        id,
+        token_hash: sha256_hex(&secret),
+        username: username.into(),
+        role: role.as_str().into(),
+        created_at_ms: lifeline_store::now_ms(),
+        expires_at_ms,
+        revoked_at_ms: None,
+    };
+    (row, secret)
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Resolves the caller from a bearer token or the session cookie; `None` when neither is present.
+pub async fn authenticate(
+    store: &Store,
+    headers: &HeaderMap,
+    addr: Option<IpAddr>,
+) -> ApiResult<Option<Caller>> {
+    if let Some(auth) = headers.get(axum::http::header::AUTHORIZATION) {
+        let token = auth
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or(ApiError::Unauthenticated)?;
+        return token_caller(store, token, addr).await.map(Some);
+    }
+    let Some(sid) = cookie(headers, SESSION_COOKIE) else { return Ok(None) };
+    let Some(s) = store.session(&sha256_hex(sid)).await? else { return Err(ApiError::Unauthenticated) };
+    let user = store.user(&s.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
+    let role = Role::parse(&user.role).ok_or(ApiError::Unauthenticated)?;
+    Ok(Some(Caller { user: user.name, role, via: Via::Session { csrf: s.csrf }, addr }))
+}
+
+async fn token_caller(store: &Store, token: &str, addr: Option<IpAddr>) -> ApiResult<Caller> {
+    let id = token
+        .strip_prefix(TOKEN_PREFIX)
+        .and_then(|r| r.split_once('_'))
+        .map(|(id, _)| id)
+        .ok_or(ApiError::Unauthenticated)?;
+    let row = store.token(id).await?.ok_or(ApiError::Unauthenticated)?;
+    let now = lifeline_store::now_ms();
+    // Constant-time comparison of the hashes (the id lookup already leaked only the public part).
+    let same = constant_time_eq(row.token_hash.as_bytes(), sha256_hex(token).as_bytes());
+    if !same || row.revoked_at_ms.is_some() || row.expires_at_ms.is_some_and(|e| e <= now) {
+        return Err(ApiError::Unauthenticated);
+    }
+    let user = store.user(&row.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
+    // A token never carries more than its user has now.
+    let role = Role::parse(&row.role).min(Role::parse(&user.role)).ok_or(ApiError::Unauthenticated)?;
+    Ok(Caller { user: user.name, role, via: Via::Token { id: row.id }, addr })
+}
+
+/// The double-submit check for a cookie-authenticated mutating request.
+pub fn check_csrf(caller: &Caller, headers: &HeaderMap) -> ApiResult<()> {
+    let Via::Session { csrf } = &caller.via else { return Ok(()) };
+    let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let cookie_val = cookie(headers, CSRF_COOKIE).unwrap_or("");
+    let ok = !sent.is_empty() && constant_time_eq(sent.as_bytes(), csrf.as_bytes()) && sent == cookie_val;
+    if ok { Ok(()) } else { Err(ApiError::Csrf) }
+}
+
+/// Failed logins per user and per address in a sliding window.
+#[derive(Debug)]
+pub struct LoginLimiter {
+    window: Duration,
+    per_user: usize,
+    per_addr: usize,
+    failures: Mutex<HashMap<String, Vec<Instant>>>,
+}
+
+impl Default for LoginLimiter {
+    fn default() -> Self {
+        LoginLimiter {
+            window: Duration::from_secs(300),
+            per_user: 5,
+            per_addr: 20,
+            failures: Mutex::default(),
+        }
+    }
+}
+
+impl LoginLimiter {
+    pub fn new(window: Duration, per_user: usize, per_addr: usize) -> Self {
+        LoginLimiter { window, per_user, per_addr, failures: Mutex::default() }
+    }
+
+    fn keys(user: &str, addr: Option<IpAddr>) -> [(String, bool); 2] {
+        [
+            (format!("user {user}"), true),
+            (format!("address {}", addr.map(|a| a.to_string()).unwrap_or_default()), false),
+        ]
+    }
+
+    /// Refuses when either key has too many recent failures.
+    pub fn check(&self, user: &str, addr: Option<IpAddr>) -> ApiResult<()> {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        for (key, is_user) in Self::keys(user, addr) {
+            let limit = if is_user { self.per_user } else { self.per_addr };
+            if let Some(v) = f.get_mut(&key) {
+                v.retain(|t| now.duration_since(*t) < self.window);
+                if v.len() >= limit {
+                    let oldest = v.first().copied().unwrap_or(now);
+                    let retry = self.window.saturating_sub(now.duration_since(oldest)).as_secs().max(1);
+                    return Err(ApiError::RateLimited { key, retry_after_s: retry });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn failed(&self, user: &str, addr: Option<IpAddr>) {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        for (key, _) in Self::keys(user, addr) {
+            f.entry(key).or_default().push(Instant::now());
+        }
+    }
+
+    pub fn succeeded(&self, user: &str) {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&format!("user {user}"));
+    }
+}
+
+/// Checks a username and password; the limiter sees every failure.
+pub async fn login(
+    store: &Store,
+    limiter: &LoginLimiter,
+    user: &str,
+    password: &str,
+    addr: Option<IpAddr>,
+) -> ApiResult<(String, Role)> {
+    limiter.check(user, addr)?;
+    let row = store.user(user).await?;
+    let hash = row.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| dummy_hash().to_owned());
+    let password = password.to_owned();
+    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);
+    match row {
+        Some(u) if ok && !u.disabled => {
+            limiter.succeeded(user);
+            let role = Role::parse(&u.role).ok_or(ApiError::Unauthenticated)?;
+            Ok((u.name, role))
+        }
+        _ => {
+            limiter.failed(user, addr);
+            Err(ApiError::Unauthenticated)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_round_trip_and_wrong_password() {
+        let h = hash_password("s3cret").unwrap();
+        assert!(h.starts_with("$argon2id$"), "{h}");
+        assert!(verify_password("s3cret", &h));
+        assert!(!verify_password("s3cre", &h));
+        assert!(!verify_password("s3cret", "not a hash"));
+    }
+
+    #[test]
+    fn limiter_blocks_per_user_and_per_address() {
+        let l = LoginLimiter::new(Duration::from_secs(60), 2, 3);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        l.failed("bob", Some(a));
+        assert!(l.check("bob", Some(a)).is_ok());
+        l.failed("bob", Some(a));
+        assert!(matches!(l.check("bob", Some(a)), Err(ApiError::RateLimited { .. })));
+        // Another user from the same address: one more failure allowed, then the address is blocked.
+        assert!(l.check("eve", Some(a)).is_ok());
+        l.failed("eve", Some(a));
+        assert!(matches!(l.check("carol", Some(a)), Err(ApiError::RateLimited { .. })));
+        assert!(l.check("carol", Some("10.0.0.2".parse().unwrap())).is_ok());
+    }
+
+    #[test]
+    fn csrf_needs_header_equal_to_cookie_and_session() {
+        let c = Caller {
+            user: "a".into(),
+            role: Role::Operator,
+            via: Via::Session { csrf: "tok".into() },
+            addr: None,
+        };
+        let mut h = HeaderMap::new();
+        assert!(check_csrf(&c, &h).is_err());
+        h.insert(CSRF_HEADER, "tok".parse().unwrap());
+        assert!(check_csrf(&c, &h).is_err(), "no cookie");
+        h.insert(axum::http::header::COOKIE, "lifeline_csrf=tok; other=1".parse().unwrap());
+        assert!(check_csrf(&c, &h).is_ok());
+        h.insert(CSRF_HEADER, "nope".parse().unwrap());
+        assert!(check_csrf(&c, &h).is_err());
+        let t = Caller { via: Via::Token { id: "x".into() }, ..c };
+        assert!(check_csrf(&t, &HeaderMap::new()).is_ok(), "bearer tokens are not ambient");
+    }
+}

@@ -1,0 +1,188 @@
+//! The CLI's `--server URL` mode: a verb sent through a running server instead of acting locally. The
+//! token comes from `$LIFELINE_TOKEN` or a file (`$LIFELINE_TOKEN_FILE`, default
+//! `~/.config/lifeline/token`), never from an argument (arguments are visible in `ps`). HTTPS is verified
+//! against a pinned certificate fingerprint (`$LIFELINE_SERVER_FINGERPRINT`, as `lifeline serve` prints
+//! it), since the default certificate is self-signed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no API token: set LIFELINE_TOKEN or put it in {path} (`lifeline token create --user NAME`)")]
+    NoToken { path: PathBuf },
+    #[error("cannot read the token file {path}")]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "an https:// server needs its certificate fingerprint in LIFELINE_SERVER_FINGERPRINT (printed by `lifeline serve`)"
+    )]
+    NoFingerprint,
+    #[error("building the HTTP client")]
+    Build(#[source] reqwest::Error),
+    #[error("{url}")]
+    Http {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error body.
+    #[error("{message}")]
+    Api { status: u16, class: String, message: String },
+}
+
+fn token() -> Result<String, ClientError> {
+    if let Ok(t) = std::env::var("LIFELINE_TOKEN")
+        && !t.trim().is_empty()
+    {
+        return Ok(t.trim().to_owned());
+    }
+    let path = std::env::var_os("LIFELINE_TOKEN_FILE").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+            .unwrap_or_default()
+            .join("lifeline/token")
+    });
+    match std::fs::read_to_string(&path) {
+        Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_owned()),
+        Ok(_) => Err(ClientError::NoToken { path }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ClientError::NoToken { path }),
+        Err(source) => Err(ClientError::TokenFile { path, source }),
+    }
+}
+
+/// Accepts exactly the certificate with the pinned SHA-256 fingerprint.
+#[derive(Debug)]
+struct Pinned {
+    fingerprint: String,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+fn normalise(fp: &str) -> String {
+    fp.trim().trim_start_matches("sha256:").replace(':', "").to_ascii_uppercase()
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if normalise(&crate::tls::fingerprint(end_entity.as_ref())) == normalise(&self.fingerprint) {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General(
+                "the server's certificate does not match LIFELINE_SERVER_FINGERPRINT".into(),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A client for one server.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(url: &str) -> Result<Client, ClientError> {
+        let token = token()?;
+        let mut b = reqwest::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .connect_timeout(Duration::from_secs(10));
+        if url.starts_with("https://") {
+            let fp = std::env::var("LIFELINE_SERVER_FINGERPRINT").map_err(|_| ClientError::NoFingerprint)?;
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| ClientError::Api { status: 0, class: "usage".into(), message: e.to_string() })?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Pinned { fingerprint: fp, provider }))
+                .with_no_client_auth();
+            b = b.tls_backend_preconfigured(cfg);
+        }
+        Ok(Client {
+            base: url.trim_end_matches('/').to_owned(),
+            token,
+            http: b.build().map_err(ClientError::Build)?,
+        })
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, url: &str) -> Result<serde_json::Value, ClientError> {
+        let resp = req
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|source| ClientError::Http { url: url.into(), source })?;
+        let status = resp.status().as_u16();
+        let body: serde_json::Value = resp.json().await.unwrap_or(serde_json::Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        Err(ClientError::Api {
+            status,
+            class: body.get("class").and_then(|v| v.as_str()).unwrap_or("failed").to_owned(),
+            message: body
+                .get("message")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("HTTP {status}")),
+        })
+    }
+
+    pub async fn get(&self, path: &str) -> Result<serde_json::Value, ClientError> {
+        let url = format!("{}{path}", self.base);
+        self.send(self.http.get(&url), &url).await
+    }
+
+    /// POST with an optional idempotency key (the CLI's `--request-id`).
+    pub async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        request_id: Option<&str>,
+    ) -> Result<serde_json::Value, ClientError> {
+        let url = format!("{}{path}", self.base);
+        let mut req = self.http.post(&url).json(body);
+        if let Some(id) = request_id {
+            req = req.header("Idempotency-Key", id);
+        }
+        self.send(req, &url).await
+    }
+}

@@ -1,0 +1,129 @@
+//! The server's one error response. Every handler returns [`ApiError`]; the HTTP status comes from the
+//! engine's [`ErrorClass`] here and nowhere else, so the CLI's exit codes and the API's statuses never
+//! disagree about what kind of failure something is.
+//!
+//! | class         | status | why                                                                    |
+//! |---------------|--------|------------------------------------------------------------------------|
+//! | `usage`       | 400    | the request is wrong                                                   |
+//! | `not-found`   | 404    | it names nothing that exists                                           |
+//! | `refused`     | 422    | well-formed and authorised, but a rule of the engine said no (403 is    |
+//! |               |        | kept for "your role may not", so a client can tell the two apart)      |
+//! | `conflict`    | 409    | another actor holds the target, or a replay's outcome is unknown       |
+//! | `failed`      | 502    | the work reached a BMC or switch and it did not succeed                 |
+//! | `unavailable` | 503    | Lifeline itself cannot work (store, audit log)                          |
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use lifeline_engine::{EngineError, ErrorClass};
+use serde::Serialize;
+
+/// An API failure: an engine error, or one of the server's own (authentication, authorisation, limits).
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("authentication required")]
+    Unauthenticated,
+    #[error("role `{role}` may not {what}")]
+    Forbidden { role: &'static str, what: String },
+    #[error(
+        "missing or wrong CSRF token (send the `X-CSRF-Token` header with the value of the `lifeline_csrf` cookie)"
+    )]
+    Csrf,
+    #[error("too many failed logins for {key}; retry in {retry_after_s} s")]
+    RateLimited { key: String, retry_after_s: u64 },
+    #[error("{message}")]
+    BadRequest { message: String },
+    #[error("{what} `{name}` not found")]
+    NotFound { what: &'static str, name: String },
+}
+
+/// The JSON body of every error.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// `usage`, `not-found`, `refused`, `conflict`, `failed`, `unavailable`, `unauthenticated`, `forbidden`,
+    /// `rate-limited`.
+    pub class: String,
+    pub message: String,
+}
+
+/// The one class → status mapping.
+pub fn status_of(class: ErrorClass) -> StatusCode {
+    match class {
+        ErrorClass::Usage => StatusCode::BAD_REQUEST,
+        ErrorClass::NotFound => StatusCode::NOT_FOUND,
+        ErrorClass::Refused => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::Failed => StatusCode::BAD_GATEWAY,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::BadRequest { message: message.into() }
+    }
+
+    pub fn status_and_class(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Engine(e) => (status_of(e.class()), e.class().as_str()),
+            ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            ApiError::Forbidden { .. } | ApiError::Csrf => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
+            ApiError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "usage"),
+            ApiError::NotFound { .. } => (StatusCode::NOT_FOUND, "not-found"),
+        }
+    }
+}
+
+impl From<lifeline_store::StoreError> for ApiError {
+    fn from(e: lifeline_store::StoreError) -> Self {
+        ApiError::Engine(EngineError::Store(e))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, class) = self.status_and_class();
+        let message = match &self {
+            ApiError::Engine(e) => e.chain(),
+            other => other.to_string(),
+        };
+        if status.is_server_error() {
+            tracing::warn!(%status, "{message}");
+        }
+        let mut resp = (status, axum::Json(ErrorBody { class: class.into(), message })).into_response();
+        if let ApiError::RateLimited { retry_after_s, .. } = self
+            && let Ok(v) = retry_after_s.to_string().parse()
+        {
+            resp.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_class_has_its_status() {
+        let pairs = [
+            (ErrorClass::Usage, 400),
+            (ErrorClass::NotFound, 404),
+            (ErrorClass::Refused, 422),
+            (ErrorClass::Conflict, 409),
+            (ErrorClass::Failed, 502),
+            (ErrorClass::Unavailable, 503),
+        ];
+        for (c, s) in pairs {
+            assert_eq!(status_of(c).as_u16(), s, "{c:?}");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Fault rules: observations become fault records. One open record per (kind, device); a repeat bumps its
+//! count, a condition that clears resolves it. New faults are posted to the webhooks.
+//!
+//! Kinds: `bmc-unreachable`, `health-critical`, `sel-critical` (from sweeps), `backup-failed` (N scheduled
+//! failures in a row), `agent-report` (an in-band agent said a node fails).
+
+use std::sync::atomic::Ordering;
+
+use lifeline_bmc::SweepRow;
+use lifeline_engine::{AuditService, EngineError, Outcome};
+use lifeline_store::{FaultRow, Store};
+use lifeline_types::Health;
+
+use crate::state::AppState;
+
+pub async fn raise(
+    s: &AppState,
+    kind: &str,
+    device: &str,
+    severity: &str,
+    message: &str,
+    detail: serde_json::Value,
+) -> Result<FaultRow, EngineError> {
+    let (f, new) = s.store.fault_raise(kind, device, severity, message, &detail).await?;
+    if new {
+        tracing::warn!(%kind, %device, "fault: {message}");
+        let _ = s
+            .store
+            .record_event(&lifeline_store::NewEvent {
+                device: Some(device.into()),
+                source: "lifeline".into(),
+                severity: severity.into(),
+                message: format!("fault {kind}: {message}"),
+                data: serde_json::json!({ "fault": f.id }),
+            })
+            .await;
+        crate::webhook::notify(s, "fault", serde_json::json!({ "event": "fault", "fault": f }));
+    }
+    refresh_gauge(s).await;
+    Ok(f)
+}
+
+pub async fn resolve(s: &AppState, kind: &str, device: &str) -> Result<(), EngineError> {
+    if s.store.fault_resolve(kind, device).await? > 0 {
+        refresh_gauge(s).await;
+    }
+    Ok(())
+}
+
+async fn refresh_gauge(s: &AppState) {
+    if let Ok(open) = s.store.faults(Some("open"), 1_000_000).await {
+        s.metrics.open_faults.store(open.len() as u64, Ordering::Relaxed);
+    }
+}
+
+pub async fn ack(store: &Store, audit: &AuditService, id: i64) -> Result<FaultRow, EngineError> {
+    let f = store
+        .fault(id)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: id.to_string(), what: "no such fault".into() })?;
+    if !store.fault_ack(id, audit.actor()).await? {
+        return Err(EngineError::Refused {
+            target: f.device,
+            reason: format!("fault {id} is {}, not open", f.state),
+        });
+    }
+    audit
+        .record("fault.ack", &f.device, Outcome::Ok, None, serde_json::json!({ "fault": id, "kind": f.kind }))
+        .await?;
+    store
+        .fault(id)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: id.to_string(), what: "no such fault".into() })
+}
+
+/// The sweep rules, for one swept BMC.
+pub async fn from_sweep_row(s: &AppState, row: &SweepRow) -> Result<(), EngineError> {
+    let d = &row.name;
+    if row.ok() {
+        resolve(s, "bmc-unreachable", d).await?;
+    } else if row.power.is_none() && row.health.is_none() {
+        raise(
+            s,
+            "bmc-unreachable",
+            d,
+            "critical",
+            &row.errors.join("; "),
+            serde_json::json!({ "errors": row.errors }),
+        )
+        .await?;
+    }
+    match row.health {
+        Some(Health::Critical) => {
+            let msg =
+                if row.alerts.is_empty() { "health critical".to_owned() } else { row.alerts.join("; ") };
+            raise(s, "health-critical", d, "critical", &msg, serde_json::json!({ "alerts": row.alerts }))
+                .await?;
+        }
+        Some(_) => resolve(s, "health-critical", d).await?,
+        None => {}
+    }
+    let critical: Vec<&lifeline_bmc::EventEntry> =
+        row.events.iter().filter(|e| e.severity == Health::Critical).collect();
+    if let Some(e) = critical.first() {
+        raise(s, "sel-critical", d, "critical", &e.message, serde_json::json!({ "entries": critical }))
+            .await?;
+    }
+    Ok(())
+}
+
+pub async fn agent_report(
+    s: &AppState,
+    node: &str,
+    passed: bool,
+    report: &serde_json::Value,
+) -> Result<Option<FaultRow>, EngineError> {
+    if passed {
+        resolve(s, "agent-report", node).await?;
+        return Ok(None);
+    }
+    let summary =
+        report.get("summary").and_then(|v| v.as_str()).unwrap_or("the in-band agent reports failing checks");
+    Ok(Some(raise(s, "agent-report", node, "critical", summary, report.clone()).await?))
+}

@@ -1,0 +1,34 @@
+//! # lifeline-server: `lifeline serve`, the jump-host service
+//!
+//! An axum application over the engine (`lifeline-engine`), shaped like omicron's `gateway`: one shared
+//! context ([`state::AppState`]) handed to every handler and scheduled job, thin handlers that call the
+//! engine as the caller (`web:<user>`, the `Idempotency-Key` as request id), and one error mapping
+//! ([`error`]) from the engine's error classes to HTTP statuses.
+//!
+//! - [`access`]: the route table — every route with the least role that may call it; the router, the
+//!   access layer and the OpenAPI document ([`openapi`]) are built from it.
+//! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens, login rate limits.
+//! - [`api`]: the JSON API under `/api/v1`, one module per concern (a runbook module slots in there).
+//! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
+//!   they see into fault records, [`webhook`] tells the outside.
+//! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop.
+//! - [`client`]: the CLI's `--server URL` mode.
+
+pub mod access;
+pub mod accounts;
+pub mod api;
+pub mod auth;
+pub mod client;
+pub mod error;
+pub mod faults;
+pub mod metrics;
+pub mod openapi;
+pub mod scheduler;
+pub mod serve;
+pub mod state;
+pub mod tls;
+pub mod webhook;
+
+pub use auth::Role;
+pub use serve::{ServeError, ServeOptions, serve};
+pub use state::{AppState, Clock, SystemClock};

@@ -1,0 +1,128 @@
+//! `/metrics` in the Prometheus text format. A handful of counters and gauges kept in atomics (no metrics
+//! framework: the set is small and fixed, and every name starts with `lifeline_`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters by label set, e.g. power actions by `(action, result)`.
+#[derive(Debug, Default)]
+pub struct Labelled(Mutex<BTreeMap<Vec<(&'static str, String)>, u64>>);
+
+impl Labelled {
+    pub fn inc(&self, labels: &[(&'static str, &str)]) {
+        let key = labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
+    }
+
+    pub fn set(&self, labels: &[(&'static str, &str)], v: u64) {
+        let key = labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, v);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str, kind: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in self.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let l: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"")))
+                .collect();
+            let _ = writeln!(out, "{name}{{{}}} {v}", l.join(","));
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub http_requests: Labelled,
+    pub power_actions: Labelled,
+    pub backups: Labelled,
+    pub logins: Labelled,
+    pub bmc_reachable: Labelled,
+    pub sweeps: AtomicU64,
+    pub sweep_duration_ms: AtomicU64,
+    pub sweep_devices: AtomicU64,
+    pub sweep_failing: AtomicU64,
+    pub console_sessions: AtomicU64,
+    pub console_viewers: AtomicU64,
+    pub open_faults: AtomicU64,
+    pub webhook_failures: AtomicU64,
+}
+
+impl Metrics {
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        self.http_requests.render(
+            &mut o,
+            "lifeline_http_requests_total",
+            "API requests by route and status.",
+            "counter",
+        );
+        self.power_actions.render(
+            &mut o,
+            "lifeline_power_actions_total",
+            "Power actions by action and result.",
+            "counter",
+        );
+        self.backups.render(
+            &mut o,
+            "lifeline_backups_total",
+            "Switch backups by trigger and result.",
+            "counter",
+        );
+        self.logins.render(&mut o, "lifeline_logins_total", "Login attempts by result.", "counter");
+        self.bmc_reachable.render(
+            &mut o,
+            "lifeline_bmc_reachable",
+            "BMCs reachable in the last sweep, by protocol.",
+            "gauge",
+        );
+        let g = |o: &mut String, name: &str, help: &str, kind: &str, v: &AtomicU64| {
+            let _ = writeln!(
+                o,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        };
+        g(&mut o, "lifeline_sweeps_total", "Fleet sweeps run by the scheduler.", "counter", &self.sweeps);
+        g(
+            &mut o,
+            "lifeline_sweep_duration_ms",
+            "Duration of the last sweep.",
+            "gauge",
+            &self.sweep_duration_ms,
+        );
+        g(&mut o, "lifeline_sweep_devices", "BMCs in the last sweep.", "gauge", &self.sweep_devices);
+        g(
+            &mut o,
+            "lifeline_sweep_failing",
+            "BMCs unreachable or critical in the last sweep.",
+            "gauge",
+            &self.sweep_failing,
+        );
+        g(
+            &mut o,
+            "lifeline_console_sessions",
+            "Consoles with an open session.",
+            "gauge",
+            &self.console_sessions,
+        );
+        g(
+            &mut o,
+            "lifeline_console_viewers",
+            "WebSocket console viewers attached.",
+            "gauge",
+            &self.console_viewers,
+        );
+        g(&mut o, "lifeline_open_faults", "Fault records not resolved.", "gauge", &self.open_faults);
+        g(
+            &mut o,
+            "lifeline_webhook_failures_total",
+            "Webhook deliveries that failed every retry.",
+            "counter",
+            &self.webhook_failures,
+        );
+        o
+    }
+}

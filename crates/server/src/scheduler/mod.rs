@@ -1,0 +1,40 @@
+//! Unattended work: scheduled switch backups, fleet sweeps on an interval (power, health and the newest SEL
+//! entries into observations and events, through the fault rules), and the always-on console logger.
+//! Every job stops when the server's shutdown token is cancelled; the time source is the state's clock.
+
+pub mod backups;
+pub mod consoles;
+pub mod sweeps;
+
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+
+use crate::state::AppState;
+
+/// How often the backup scheduler looks at the clock.
+pub const BACKUP_TICK: Duration = Duration::from_secs(5);
+
+/// Starts every job; they end when `state.shutdown` is cancelled.
+pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
+    let s = state.clone();
+    jobs.spawn(async move {
+        let mut b = backups::BackupScheduler::default();
+        loop {
+            if let Err(e) = b.tick(&s).await {
+                tracing::warn!("backup scheduler: {}", e.chain());
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(BACKUP_TICK) => {}
+                _ = s.shutdown.cancelled() => break,
+            }
+        }
+    });
+    if let Some(every) = sweeps::interval(state) {
+        let s = state.clone();
+        jobs.spawn(async move { sweeps::run_every(&s, every).await });
+    }
+    if state.base.config.config.server.console_logging.unwrap_or(true) {
+        consoles::start_all(state).await;
+    }
+}

@@ -1,0 +1,68 @@
+//! Fleet sweeps on an interval: each row is kept as an observation (the device list's power and health),
+//! changes and new SEL entries become events, and the fault rules see every row.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use lifeline_engine::ops::sweep::ChangeTracker;
+
+use crate::state::AppState;
+
+/// The configured interval; `None` when disabled (`0s`) or unparsable (logged).
+pub fn interval(s: &AppState) -> Option<Duration> {
+    let text = s.base.config.config.server.sweep_interval.clone().unwrap_or_else(|| "60s".into());
+    match humantime::parse_duration(&text) {
+        Ok(d) if d.is_zero() => None,
+        Ok(d) => Some(d.max(Duration::from_secs(1))),
+        Err(e) => {
+            tracing::warn!("[server] sweep-interval `{text}`: {e}; sweeps disabled");
+            None
+        }
+    }
+}
+
+pub async fn run_every(s: &AppState, every: Duration) {
+    let mut tracker = ChangeTracker::default();
+    loop {
+        if let Err(e) = sweep_once(s, &mut tracker).await {
+            tracing::warn!("sweep: {}", e.chain());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = s.shutdown.cancelled() => return,
+        }
+    }
+}
+
+pub async fn sweep_once(
+    s: &AppState,
+    tracker: &mut ChangeTracker,
+) -> Result<(), lifeline_engine::EngineError> {
+    let l = &s.base;
+    let sel = match l.select_bmcs(&[], &[], true) {
+        Ok(sel) => sel,
+        Err(e) if e.class() == lifeline_engine::ErrorClass::Usage => return Ok(()), // no BMC at all
+        Err(e) => return Err(e),
+    };
+    let started = Instant::now();
+    let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
+    tracker.track(l, &sweep.rows).await?;
+    let m = &s.metrics;
+    m.sweeps.fetch_add(1, Ordering::Relaxed);
+    m.sweep_duration_ms
+        .store(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    m.sweep_devices.store(sweep.rows.len() as u64, Ordering::Relaxed);
+    m.sweep_failing.store(sweep.failing as u64, Ordering::Relaxed);
+    let mut by_proto: std::collections::BTreeMap<String, u64> = Default::default();
+    for row in &sweep.rows {
+        let p = row.protocol.map(|p| p.to_string()).unwrap_or_else(|| "unknown".into());
+        *by_proto.entry(p).or_default() += u64::from(row.ok());
+        if let Err(e) = crate::faults::from_sweep_row(s, row).await {
+            tracing::warn!(bmc = %row.name, "fault rules: {}", e.chain());
+        }
+    }
+    for (p, n) in by_proto {
+        m.bmc_reachable.set(&[("protocol", &p)], n);
+    }
+    Ok(())
+}

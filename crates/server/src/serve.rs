@@ -1,0 +1,173 @@
+//! `lifeline serve`: build the shared state, bind (HTTPS by default; plain HTTP only on loopback), start
+//! the scheduler, serve until SIGTERM or Ctrl-C, then shut down in order: stop taking requests and let
+//! running ones finish (their leases are released as they end), end WebSocket sessions and scheduled jobs,
+//! close every console session (SOL deactivated) and flush the console logs, close the store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::{AppState, Clock, Inner, SystemClock};
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7443";
+
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub settings: Settings,
+    /// `--listen ADDR:PORT`.
+    pub listen: Option<String>,
+    /// `--plain-http`: refused unless the address is loopback.
+    pub plain_http: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("listen address `{addr}`: expected ADDR:PORT (e.g. 127.0.0.1:7443)")]
+    BadListen { addr: String },
+    #[error(
+        "--plain-http is only allowed on a loopback address, not {addr}: use TLS (the default) elsewhere"
+    )]
+    PlainNotLoopback { addr: SocketAddr },
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("TLS")]
+    Tls(#[from] crate::tls::TlsError),
+    #[error("serving HTTP")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Builds the state every handler and job shares.
+pub async fn state(
+    base: Lifeline,
+    clock: Arc<dyn Clock>,
+    secure_cookies: bool,
+) -> Result<AppState, EngineError> {
+    let store = base.store().await?.clone();
+    let consoles = base.console_manager().await?;
+    let ttl = base
+        .config
+        .config
+        .server
+        .session_ttl
+        .as_deref()
+        .map(humantime::parse_duration)
+        .transpose()
+        .map_err(|e| EngineError::bad_argument(format!("[server] session-ttl: {e}")))?
+        .unwrap_or(Duration::from_secs(12 * 3600));
+    Ok(AppState(Arc::new(Inner {
+        base: Arc::new(base),
+        store,
+        consoles,
+        metrics: Default::default(),
+        limiter: Default::default(),
+        clock,
+        secure_cookies,
+        session_ttl: ttl,
+        shutdown: CancellationToken::new(),
+        ready: Default::default(),
+    })))
+}
+
+/// The application: every route behind its access rule.
+pub fn app(state: AppState) -> axum::Router {
+    crate::access::router(state, crate::api::routes())
+}
+
+async fn terminated() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// Runs the server until SIGTERM / Ctrl-C.
+pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    let base = Lifeline::new(&opts.settings, Identity::new("server"))?;
+    let text = opts
+        .listen
+        .clone()
+        .or_else(|| base.config.config.server.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.into());
+    let addr: SocketAddr = text.parse().map_err(|_| ServeError::BadListen { addr: text.clone() })?;
+    if opts.plain_http && !addr.ip().is_loopback() {
+        return Err(ServeError::PlainNotLoopback { addr });
+    }
+    // Load the inventory now: a broken one fails the start, not the first request.
+    base.inventory()?;
+    let tls = if opts.plain_http {
+        None
+    } else {
+        let srv = &base.config.config.server;
+        Some(crate::tls::identity(
+            srv.tls_cert.as_deref(),
+            srv.tls_key.as_deref(),
+            &base.paths.data_dir,
+            &[addr.ip().to_string()],
+        )?)
+    };
+    let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
+    let tcp =
+        tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let local = tcp.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("lifeline serve: listening on {scheme}://{local}");
+    if let Some(t) = &tls {
+        let how = if t.self_signed { "self-signed, kept at" } else { "from" };
+        println!("certificate: {} ({how} {})", t.fingerprint, t.cert_path.display());
+    }
+    let mut jobs = JoinSet::new();
+    crate::scheduler::start(&st, &mut jobs).await;
+    st.ready.store(true, Ordering::Relaxed);
+    let app = app(st.clone()).into_make_service_with_connect_info::<crate::access::Peer>();
+    let shutdown = {
+        let st = st.clone();
+        async move {
+            terminated().await;
+            tracing::info!("shutting down");
+            st.ready.store(false, Ordering::Relaxed);
+            st.shutdown.cancel();
+        }
+    };
+    let served = match tls {
+        Some(t) => {
+            let l = crate::tls::TlsListener::new(tcp, t.config).map_err(ServeError::Serve)?;
+            axum::serve(l, app).with_graceful_shutdown(shutdown).await
+        }
+        None => axum::serve(tcp, app).with_graceful_shutdown(shutdown).await,
+    };
+    finish(&st, jobs).await;
+    served.map_err(ServeError::Serve)
+}
+
+/// The ordered end: jobs stop (a scheduled backup in flight finishes its attempt or is abandoned after
+/// the limit, its lease expiring), consoles close and flush, the store closes.
+pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
+    st.shutdown.cancel();
+    let drain = async { while jobs.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(20), drain).await.is_err() {
+        tracing::warn!("scheduled jobs did not stop in 20 s; abandoning them");
+        jobs.abort_all();
+    }
+    st.consoles.shutdown().await;
+    st.base.close().await;
+    tracing::info!("stopped");
+}

@@ -1,0 +1,78 @@
+//! The one context every handler and scheduled job shares (modelled on omicron's gateway
+//! `ServerContext`): the engine context, the store, the console manager that logs every console, the
+//! metrics, the login limiter, and the clock. Handlers stay thin: take what they need from here, call the
+//! engine as the caller's identity, return its result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use lifeline_console::ConsoleManager;
+use lifeline_engine::{Identity, Lifeline};
+use lifeline_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{Caller, LoginLimiter};
+use crate::error::ApiResult;
+use crate::metrics::Metrics;
+
+/// Time, injectable so the scheduler's slots can be tested without waiting for them.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// Shared by every request; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct AppState(pub Arc<Inner>);
+
+#[derive(Debug)]
+pub struct Inner {
+    /// The server's own context (actor `server`): reads, scheduler, store.
+    pub base: Arc<Lifeline>,
+    pub store: Store,
+    /// Every console of the inventory, kept open and logged; WebSocket viewers attach here.
+    pub consoles: ConsoleManager,
+    pub metrics: Metrics,
+    pub limiter: LoginLimiter,
+    pub clock: Arc<dyn Clock>,
+    /// Cookies carry `Secure` when the listener is TLS.
+    pub secure_cookies: bool,
+    pub session_ttl: Duration,
+    /// Cancelled on SIGTERM / Ctrl-C: scheduled jobs and WebSocket sessions end.
+    pub shutdown: CancellationToken,
+    /// Set once the store, inventory and listener are up (`/readyz`).
+    pub ready: std::sync::atomic::AtomicBool,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// The engine context for one request: acting as `web:<user>` (or `token:<id>` user), with the
+    /// `Idempotency-Key` as the request id.
+    pub fn engine_for(&self, caller: &Caller, request_id: Option<String>) -> Lifeline {
+        self.base.with_identity(Identity { actor: caller.actor(), request_id, wait: None })
+    }
+
+    /// The engine context for scheduled work.
+    pub fn engine_as(&self, actor: &str) -> Lifeline {
+        self.base.with_identity(Identity::new(actor))
+    }
+
+    pub async fn audit_as(&self, actor: &str) -> ApiResult<lifeline_engine::AuditService> {
+        Ok(lifeline_engine::AuditService::new(self.store.clone(), actor))
+    }
+}

@@ -1,0 +1,22 @@
+//! The committed OpenAPI document is the one the code generates.
+
+#[test]
+fn committed_openapi_matches_the_code() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi.json");
+    let now = lifeline_server::openapi::document_text();
+    if std::env::var_os("LIFELINE_UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == now,
+        "crates/server/openapi.json differs from the code: run `LIFELINE_UPDATE_OPENAPI=1 cargo test -p lifeline-server --test openapi` and commit it"
+    );
+    let v: serde_json::Value = serde_json::from_str(&now).unwrap();
+    let power = &v["paths"]["/api/v1/devices/{name}/power"];
+    assert!(
+        power.get("get").is_some() && power.get("post").is_some(),
+        "both methods of one path are documented"
+    );
+    assert_eq!(v["paths"].as_object().unwrap().len(), 37, "every path of the route table");
+}
