@@ -103,6 +103,10 @@ pub(super) async fn dispatch(
             Method::POST => super::sessions::create_session(bmc, body),
             _ => method_not_allowed("GET, POST"),
         },
+        // DSP0266 allows login on the collection's Members too (bmcweb and iLO accept it).
+        ["SessionService", "Sessions", "Members"] if *method == Method::POST => {
+            super::sessions::create_session(bmc, body)
+        }
         ["SessionService", "Sessions", id] => match *method {
             Method::GET => super::sessions::session_member(bmc, id).unwrap_or_else(|| not_found(path)),
             Method::DELETE => {
@@ -113,6 +117,15 @@ pub(super) async fn dispatch(
             }
             _ => method_not_allowed("GET, DELETE"),
         },
+        ["AccountService"] => get_only(method, || ok(super::accounts::service())),
+        ["AccountService", "Accounts"] => get_only(method, || ok(super::accounts::accounts(bmc))),
+        ["AccountService", "Accounts", id] => {
+            get_only(method, || super::accounts::account(bmc, id).map_or_else(|| not_found(path), ok))
+        }
+        ["AccountService", "Roles"] => get_only(method, || ok(super::accounts::roles())),
+        ["AccountService", "Roles", id] => {
+            get_only(method, || super::accounts::role(id).map_or_else(|| not_found(path), ok))
+        }
         ["Systems"] => get_only(method, || {
             ok(collection(
                 "/redfish/v1/Systems",
@@ -213,7 +226,7 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
     let f = bmc.flavor;
     json!({
         "@odata.id": "/redfish/v1",
-        "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
+        "@odata.type": "#ServiceRoot.v1_17_0.ServiceRoot",
         "Id": "RootService",
         "Name": "Root Service",
         "RedfishVersion": f.redfish_version,
@@ -224,14 +237,16 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
         "Chassis": link("/redfish/v1/Chassis"),
         "Managers": link("/redfish/v1/Managers"),
         "SessionService": link("/redfish/v1/SessionService"),
+        "AccountService": link("/redfish/v1/AccountService"),
         "EventService": link("/redfish/v1/EventService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
             "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
             "FilterQuery": false,
-            "SelectQuery": false,
-            "OnlyMemberQuery": false,
-            "ExcerptQuery": false
+            "SelectQuery": true,
+            "OnlyMemberQuery": true,
+            "ExcerptQuery": false,
+            "TopSkipQuery": true
         }
     })
 }
@@ -242,6 +257,7 @@ pub(super) fn odata_document() -> Value {
         ("Chassis", "/redfish/v1/Chassis"),
         ("Managers", "/redfish/v1/Managers"),
         ("SessionService", "/redfish/v1/SessionService"),
+        ("AccountService", "/redfish/v1/AccountService"),
         ("EventService", "/redfish/v1/EventService"),
     ];
     let mut value = vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
@@ -251,10 +267,15 @@ pub(super) fn odata_document() -> Value {
 
 /// The schemas (and a version namespace of each) this service uses.
 const SCHEMAS: &[(&str, &str)] = &[
-    ("ServiceRoot", "v1_15_0"),
+    ("ServiceRoot", "v1_17_0"),
     ("SessionService", "v1_1_8"),
     ("Session", "v1_6_0"),
     ("SessionCollection", ""),
+    ("AccountService", "v1_15_0"),
+    ("ManagerAccount", "v1_12_0"),
+    ("ManagerAccountCollection", ""),
+    ("Role", "v1_3_2"),
+    ("RoleCollection", ""),
     ("ComputerSystem", "v1_20_0"),
     ("ComputerSystemCollection", ""),
     ("Chassis", "v1_22_0"),
@@ -294,7 +315,7 @@ pub(super) fn metadata() -> Response {
     }
     x.push_str(
         "  <edmx:DataServices>\n    <Schema xmlns=\"http://docs.oasis-open.org/odata/ns/edm\" Namespace=\"Service\">\n      \
-         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_15_0.ServiceContainer\"/>\n    </Schema>\n  \
+         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_17_0.ServiceContainer\"/>\n    </Schema>\n  \
          </edmx:DataServices>\n</edmx:Edmx>\n",
     );
     let mut r = (StatusCode::OK, x).into_response();
