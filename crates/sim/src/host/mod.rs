@@ -98,6 +98,8 @@ pub enum HostError {
     FaultNotApplicable { host: String, fault: String },
     #[error("{host}: no GPU {gpu} (the node has {count})")]
     NoSuchGpu { host: String, gpu: u8, count: usize },
+    #[error("{host}: no PSU {psu} (the machine has {count}, numbered from 1)")]
+    NoSuchPsu { host: String, psu: u8, count: u8 },
     #[error("{host}: no rail `{hca}`")]
     NoSuchRail { host: String, hca: String },
 }
@@ -266,7 +268,22 @@ impl Host {
 
     pub fn sensors(&self) -> Vec<Sensor> {
         let st = self.lock();
-        readings(self.kind, st.phase, &st.node)
+        let mut v = readings(self.kind, st.phase, &st.node);
+        for f in &st.faults {
+            if let Fault::PsuFail { psu } = f {
+                crate::sensors::fail_psu(&mut v, *psu);
+            }
+        }
+        v
+    }
+
+    /// PSUs (numbered from 1) that have lost their input (`psu-fail`).
+    pub fn failed_psus(&self) -> Vec<u8> {
+        let st = self.lock();
+        st.faults
+            .iter()
+            .filter_map(|f| if let Fault::PsuFail { psu } = f { Some(*psu) } else { None })
+            .collect()
     }
 
     /// A copy of the in-band state (GPUs, rails, settings).

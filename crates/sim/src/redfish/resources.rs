@@ -11,6 +11,8 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use lifeline_types::{Health, PowerState};
 use serde_json::{Map, Value, json};
 
+use super::flavor::PowerLayout;
+use super::logs::{Owner, collection_path, has_logs};
 use super::{RedfishBmc, error, events, json_response, lock};
 use crate::actions::Origin;
 use crate::host::{BOOT_TARGETS, BootOverride, HostError, PowerCommand, PowerOutcome};
@@ -145,11 +147,13 @@ pub(super) async fn dispatch(
             }
             reset_system(bmc, body, origin)
         }
-        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && f.sel_under_system => {
-            super::logs::log_services(bmc, method, path, tail, origin)
+        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && has_logs(bmc, Owner::System) => {
+            super::logs::route(bmc, Owner::System, method, path, tail, origin)
         }
-        ["Managers", id, "LogServices", tail @ ..] if *id == f.manager_id && !f.sel_under_system => {
-            super::logs::log_services(bmc, method, path, tail, origin)
+        ["Managers", id, "LogServices", tail @ ..]
+            if *id == f.manager_id && has_logs(bmc, Owner::Manager) =>
+        {
+            super::logs::route(bmc, Owner::Manager, method, path, tail, origin)
         }
         ["Chassis"] => get_only(method, || {
             ok(collection(
@@ -163,8 +167,20 @@ pub(super) async fn dispatch(
         ["Chassis", id, "Thermal"] if *id == f.chassis_id => {
             get_only(method, || ok(super::chassis::thermal(bmc)))
         }
-        ["Chassis", id, "Power"] if *id == f.chassis_id => {
+        ["Chassis", id, "Power"] if *id == f.chassis_id && f.power == PowerLayout::Legacy => {
             get_only(method, || ok(super::chassis::power(bmc)))
+        }
+        ["Chassis", id, "PowerSubsystem", rest @ ..]
+            if *id == f.chassis_id && f.power == PowerLayout::SubsystemOnly =>
+        {
+            get_only(method, || match rest {
+                [] => ok(super::chassis::power_subsystem(bmc)),
+                ["PowerSupplies"] => ok(super::chassis::power_supplies(bmc)),
+                ["PowerSupplies", n] => {
+                    super::chassis::power_supply(bmc, n).map_or_else(|| not_found(path), ok)
+                }
+                _ => not_found(path),
+            })
         }
         ["Chassis", id, "Sensors"] if *id == f.chassis_id => get_only(method, || {
             let base = format!("{}/Sensors", bmc.chassis_path());
@@ -288,6 +304,10 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("LogEntryCollection", ""),
     ("Thermal", "v1_7_1"),
     ("Power", "v1_7_1"),
+    ("PowerSubsystem", "v1_1_0"),
+    ("PowerSupply", "v1_5_0"),
+    ("PowerSupplyCollection", ""),
+    ("Redundancy", ""),
     ("Sensor", "v1_7_0"),
     ("SensorCollection", ""),
     ("EventService", "v1_10_0"),
@@ -378,8 +398,8 @@ fn system(bmc: &RedfishBmc) -> Value {
         },
         "Description": format!("{} GPUs, {} rails", node.gpus.len(), node.rails.len()),
     });
-    if bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::System) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::System));
     }
     v
 }
@@ -528,8 +548,8 @@ fn manager(bmc: &RedfishBmc) -> Value {
             "ManagerForChassis": [link(&bmc.chassis_path())],
         },
     });
-    if !bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::Manager) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::Manager));
     }
     v
 }
