@@ -8,7 +8,8 @@
 //! |---|---|
 //! | `gpu-xid`, `gpu-ecc` (volatile count; pending row remaps are applied) | yes |
 //! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail` | no |
-//! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`) | no (BMC reset clears `sol-stuck` and sessions) |
+//! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`, `redfish-down`) | no (a BMC reset clears `sol-stuck`, `redfish-down` and sessions) |
+//! | `mgmt-down` (switch management port) | a power cycle of the switch through its BMC does |
 
 use std::fmt;
 use std::str::FromStr;
@@ -48,6 +49,12 @@ pub enum Fault {
     PsuFail { psu: u8 },
     /// A switch's running configuration drifts from its backup.
     ConfigChange,
+    /// A switch's management port stops answering SSH (connections get no banner); its BMC and SOL still
+    /// work, so the way back is the console or a power cycle through the BMC.
+    MgmtDown,
+    /// The BMC's Redfish service hangs (connections get no TLS handshake) while IPMI still answers; a BMC
+    /// reset (IPMI `mc reset cold`) brings it back.
+    RedfishDown,
     /// A switch presents a new SSH host key (re-imaged or swapped): a pinned client must refuse it.
     SshKeyChange,
 }
@@ -66,7 +73,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -87,6 +94,8 @@ impl Fault {
             Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
             Fault::SshKeyChange => "ssh-key-change",
+            Fault::MgmtDown => "mgmt-down",
+            Fault::RedfishDown => "redfish-down",
         }
     }
 
@@ -100,6 +109,7 @@ impl Fault {
                 | Fault::TlsCertChange
                 | Fault::SolStuck
                 | Fault::SessionsFull
+                | Fault::RedfishDown
         )
     }
 
@@ -179,6 +189,8 @@ impl FromStr for Fault {
             "boot-loop" => none("boot-loop", value, Fault::BootLoop),
             "config-change" => none("config-change", value, Fault::ConfigChange),
             "ssh-key-change" => none("ssh-key-change", value, Fault::SshKeyChange),
+            "mgmt-down" => none("mgmt-down", value, Fault::MgmtDown),
+            "redfish-down" => none("redfish-down", value, Fault::RedfishDown),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -264,6 +276,8 @@ mod tests {
             ("psu-fail=2", Fault::PsuFail { psu: 2 }),
             ("config-change", Fault::ConfigChange),
             ("ssh-key-change", Fault::SshKeyChange),
+            ("mgmt-down", Fault::MgmtDown),
+            ("redfish-down", Fault::RedfishDown),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
@@ -308,6 +322,8 @@ mod tests {
             (1u8..).prop_map(|psu| Fault::PsuFail { psu }),
             Just(Fault::ConfigChange),
             Just(Fault::SshKeyChange),
+            Just(Fault::MgmtDown),
+            Just(Fault::RedfishDown),
         ]
     }
 

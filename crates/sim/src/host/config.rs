@@ -115,6 +115,7 @@ pub struct BmcFaults {
     pub(super) udp_loss_pct: AtomicU8,
     pub(super) sessions_full: AtomicBool,
     pub(super) sol_stuck: AtomicBool,
+    pub(super) redfish_down: AtomicBool,
     pub(super) cert_generation: AtomicU32,
     /// Bumped by a BMC reset (Redfish `Manager.Reset`, IPMI Cold Reset): front ends drop their sessions.
     pub(super) reset_generation: AtomicU32,
@@ -145,6 +146,10 @@ impl BmcFaults {
     }
     pub fn sol_stuck(&self) -> bool {
         self.sol_stuck.load(Ordering::Relaxed)
+    }
+    /// `redfish-down`: the Redfish service hangs, IPMI does not.
+    pub fn redfish_down(&self) -> bool {
+        self.redfish_down.load(Ordering::Relaxed)
     }
     /// Changes whenever `tls-cert-change` is injected: the Redfish front end then serves a new certificate.
     pub fn cert_generation(&self) -> u32 {

@@ -27,6 +27,7 @@ impl Host {
             }
             Fault::SolStuck => self.faults.sol_stuck.store(true, Ordering::Relaxed),
             Fault::SessionsFull => self.faults.sessions_full.store(true, Ordering::Relaxed),
+            Fault::RedfishDown => self.faults.redfish_down.store(true, Ordering::Relaxed),
             Fault::BootLoop => {
                 st.faults.retain(|f| f != fault);
                 st.faults.push(fault.clone());
@@ -178,7 +179,7 @@ impl Host {
                     );
                 }
             }
-            Fault::ConfigChange | Fault::SshKeyChange => return Err(not_applicable()),
+            Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown => return Err(not_applicable()),
         }
         st.faults.retain(|f| !same_slot(f, fault));
         st.faults.push(fault.clone());
@@ -196,6 +197,7 @@ impl Host {
         f.udp_loss_pct.store(0, Ordering::Relaxed);
         f.sessions_full.store(false, Ordering::Relaxed);
         f.sol_stuck.store(false, Ordering::Relaxed);
+        f.redfish_down.store(false, Ordering::Relaxed);
         let mut st = self.lock();
         st.faults.clear();
         if let Some(bc) = &st.boot_console {

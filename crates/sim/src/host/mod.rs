@@ -331,8 +331,10 @@ impl Host {
     /// A BMC reset: sessions go (front ends watch `reset_generation`), a stuck SOL payload is released.
     pub fn reset_bmc(&self) {
         self.faults.sol_stuck.store(false, Ordering::Relaxed);
+        // The BMC's web server restarts with it.
+        self.faults.redfish_down.store(false, Ordering::Relaxed);
         self.faults.reset_generation.fetch_add(1, Ordering::Relaxed);
-        self.lock().faults.retain(|f| *f != Fault::SolStuck);
+        self.lock().faults.retain(|f| !matches!(f, Fault::SolStuck | Fault::RedfishDown));
         self.faults.changed.notify_waiters();
     }
 

@@ -188,16 +188,23 @@ pub async fn serve(listener: TcpListener, bmc: Arc<RedfishBmc>, cancel: Cancella
     }
 }
 
-/// Holds a request or connection while the BMC is unresponsive (what a hung web server looks like).
+/// The Redfish service does not answer: the whole BMC hangs (`bmc-unresponsive`) or only its web server
+/// (`redfish-down`, IPMI still answers).
+fn down(bmc: &RedfishBmc) -> bool {
+    let f = bmc.host.bmc();
+    f.unresponsive() || f.redfish_down()
+}
+
+/// Holds a request or connection while the service is down (what a hung web server looks like).
 async fn hang(bmc: &RedfishBmc) {
     let deadline = Instant::now() + HANG_LIMIT;
-    while bmc.host.bmc().unresponsive() && Instant::now() < deadline {
+    while down(bmc) && Instant::now() < deadline {
         let _ = tokio::time::timeout(Duration::from_millis(500), bmc.host.bmc().changed()).await;
     }
 }
 
 async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
-    if bmc.host.bmc().unresponsive() {
+    if down(&bmc) {
         hang(&bmc).await;
         return;
     }
@@ -231,7 +238,7 @@ fn is_public(method: &Method, path: &str) -> bool {
 }
 
 async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>, peer: Option<SocketAddr>) -> Response {
-    if bmc.host.bmc().unresponsive() {
+    if down(&bmc) {
         hang(&bmc).await;
     }
     let latency = bmc.latency();
