@@ -107,7 +107,7 @@ pub struct Action {
 }
 
 /// Most entries kept per device (oldest dropped first; `seq` keeps counting).
-const CAPACITY: usize = 4096;
+pub const CAPACITY: usize = 4096;
 
 /// The action log of one device, shared by its BMC and (for a switch) its SSH CLI.
 #[derive(Debug, Default)]

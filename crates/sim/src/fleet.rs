@@ -18,7 +18,7 @@ use crate::actions::{Action, Origin};
 use crate::console::HostKind;
 use crate::control::DeviceInfo;
 use crate::fault::Fault;
-use crate::host::{BmcConfig, BmcIdentity, Host, HostConfig, HostError, PowerCommand, Timings};
+use crate::host::{BmcConfig, BmcIdentity, Host, HostConfig, HostError, HostEvent, PowerCommand, Timings};
 use crate::redfish::{RedfishBmc, TlsError};
 use crate::spec::{BmcSpec, FleetSpec, GpuSpec, SwitchSpec};
 
@@ -223,6 +223,10 @@ impl Devices {
                 if let Some(b) = &s.bmc {
                     faults.extend(b.active_faults().iter().map(Fault::to_string));
                 }
+                // Kept by the switch state (a power cycle through the BMC clears it there).
+                if s.state.mgmt_down() {
+                    faults.push(Fault::MgmtDown.to_string());
+                }
                 DeviceInfo {
                     name: name.to_owned(),
                     kind: "switch".into(),
@@ -255,6 +259,16 @@ impl Devices {
                 s.host.flush_export().await;
             }
             Device::Switch(s) => {
+                if *fault == Fault::RedfishDown {
+                    return Err(DeviceError::NotSupported {
+                        name: name.into(),
+                        what: "redfish-down (no Redfish)".into(),
+                    });
+                }
+                if *fault == Fault::MgmtDown {
+                    s.state.set_mgmt_down(true);
+                    return self.info(name);
+                }
                 let to_bmc = fault.is_bmc_fault() || *fault == Fault::BootLoop;
                 match (&s.bmc, to_bmc) {
                     (Some(b), true) => b.inject(fault)?,
@@ -277,6 +291,9 @@ impl Devices {
                         }
                         if *fault == Fault::SshKeyChange {
                             s.state.rotate_host_key();
+                        }
+                        if let Fault::PfcStorm { port } = fault {
+                            s.state.pfc.start(port);
                         }
                         if *fault == Fault::ConfigChange {
                             let change = s.state.config_change();
@@ -305,6 +322,7 @@ impl Devices {
             }
             Device::Switch(s) => {
                 s.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                s.state.clear_faults();
                 if let Some(b) = &s.bmc {
                     b.clear_faults();
                 }
@@ -489,6 +507,9 @@ impl Fleet {
                 state = state.with_actions(h.actions().clone());
             }
             let state = Arc::new(state);
+            if let Some(h) = &bmc {
+                tasks.spawn(reset_mgmt_on_power_off(h.clone(), state.clone(), cancel.clone()));
+            }
             let addr = SocketAddr::new(sw.address, opts.ports.port(22, sw.ssh_port));
             let listener = bind_tcp(&sw.name, EndpointKind::Ssh, addr).await?;
             endpoints.push(Endpoint {
@@ -547,6 +568,28 @@ impl Fleet {
             write_endpoints(path, &endpoints).await?;
         }
         Ok(RunningFleet { devices, endpoints, control_url, cancel, tasks })
+    }
+}
+
+/// A switch whose management port hung comes back when it loses power (a cycle through its BMC).
+async fn reset_mgmt_on_power_off(
+    bmc: Arc<Host>,
+    state: Arc<crate::switch::SwitchState>,
+    cancel: CancellationToken,
+) {
+    let mut events = bmc.subscribe_events();
+    loop {
+        tokio::select! {
+            e = events.recv() => match e {
+                Ok(HostEvent::Power(lifeline_types::PowerState::Off)) if state.mgmt_down() => {
+                    tracing::info!(switch = %state.name, "power lost: management port back");
+                    state.set_mgmt_down(false);
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = cancel.cancelled() => return,
+        }
     }
 }
 

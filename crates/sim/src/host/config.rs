@@ -57,6 +57,9 @@ impl BmcIdentity {
         let h = name.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
         let (manufacturer, iana, product_id, model, fw, rev, bios) = match flavor {
             RedfishFlavor::Generic => ("Lifeline Sim", 0, 0x0001, "SIM-8GPU", "1.0.0", (1, 0x00), "1.0.0"),
+            RedfishFlavor::PowerSubsystem => {
+                ("Lifeline Sim", 0, 0x0002, "SIM-8GPU-PS", "2.0.0", (2, 0x00), "2.0.0")
+            }
             RedfishFlavor::IdracLike => {
                 ("Dell Inc.", 674, 0x0100, "PowerEdge XE9680", "7.00.60.00", (7, 0x00), "2.2.7")
             }
@@ -112,6 +115,7 @@ pub struct BmcFaults {
     pub(super) udp_loss_pct: AtomicU8,
     pub(super) sessions_full: AtomicBool,
     pub(super) sol_stuck: AtomicBool,
+    pub(super) redfish_down: AtomicBool,
     pub(super) cert_generation: AtomicU32,
     /// Bumped by a BMC reset (Redfish `Manager.Reset`, IPMI Cold Reset): front ends drop their sessions.
     pub(super) reset_generation: AtomicU32,
@@ -142,6 +146,10 @@ impl BmcFaults {
     }
     pub fn sol_stuck(&self) -> bool {
         self.sol_stuck.load(Ordering::Relaxed)
+    }
+    /// `redfish-down`: the Redfish service hangs, IPMI does not.
+    pub fn redfish_down(&self) -> bool {
+        self.redfish_down.load(Ordering::Relaxed)
     }
     /// Changes whenever `tls-cert-change` is injected: the Redfish front end then serves a new certificate.
     pub fn cert_generation(&self) -> u32 {

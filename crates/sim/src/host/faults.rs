@@ -27,6 +27,7 @@ impl Host {
             }
             Fault::SolStuck => self.faults.sol_stuck.store(true, Ordering::Relaxed),
             Fault::SessionsFull => self.faults.sessions_full.store(true, Ordering::Relaxed),
+            Fault::RedfishDown => self.faults.redfish_down.store(true, Ordering::Relaxed),
             Fault::BootLoop => {
                 st.faults.retain(|f| f != fault);
                 st.faults.push(fault.clone());
@@ -137,16 +138,14 @@ impl Host {
                         }
                         self.log_sel(
                             &mut st,
-                            NewSel {
-                                sensor_type: sensor_type::LAN,
-                                sensor_number: 0x80,
-                                event_type: 0x6f,
-                                deassertion: false,
-                                event_data: [0x00, 0xff, 0xff],
-                                severity: Health::Warning,
-                                message: format!("Network link down: {hca_name} ({netdev})"),
-                                message_id: "Lifeline.1.0.NetworkLinkDown",
-                            },
+                            NewSel::asserted(
+                                sensor_type::LAN,
+                                0x80,
+                                0x00,
+                                Health::Warning,
+                                format!("Network link down: {hca_name} ({netdev})"),
+                                "Lifeline.1.0.NetworkLinkDown",
+                            ),
                         );
                     }
                     Fault::RailMtu { mtu, .. } => r.mtu = *mtu,
@@ -157,7 +156,30 @@ impl Host {
                     }
                 }
             }
-            Fault::ConfigChange | Fault::SshKeyChange => return Err(not_applicable()),
+            Fault::PsuFail { psu } => {
+                if *psu == 0 || *psu > crate::sensors::PSU_COUNT {
+                    return Err(HostError::NoSuchPsu {
+                        host: self.name.clone(),
+                        psu: *psu,
+                        count: crate::sensors::PSU_COUNT,
+                    });
+                }
+                if !Self::has_fault(&st, fault) {
+                    // Offset 01h: power supply failure detected.
+                    self.log_sel(
+                        &mut st,
+                        NewSel::asserted(
+                            sensor_type::POWER_SUPPLY,
+                            crate::sensors::psu_sensor_number(*psu),
+                            0x01,
+                            Health::Critical,
+                            format!("Power Supply Failure: PSU{psu} lost its input (AC lost)"),
+                            "OpenBMC.0.1.PowerSupplyFailed",
+                        ),
+                    );
+                }
+            }
+            Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown => return Err(not_applicable()),
         }
         st.faults.retain(|f| !same_slot(f, fault));
         st.faults.push(fault.clone());
@@ -175,6 +197,7 @@ impl Host {
         f.udp_loss_pct.store(0, Ordering::Relaxed);
         f.sessions_full.store(false, Ordering::Relaxed);
         f.sol_stuck.store(false, Ordering::Relaxed);
+        f.redfish_down.store(false, Ordering::Relaxed);
         let mut st = self.lock();
         st.faults.clear();
         if let Some(bc) = &st.boot_console {
@@ -207,7 +230,8 @@ pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
         (Fault::RailDown { hca: x }, Fault::RailDown { hca: y })
         | (Fault::RailMtu { hca: x, .. }, Fault::RailMtu { hca: y, .. })
         | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y }) => x == y,
-        (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y }) => x == y,
+        (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y })
+        | (Fault::PsuFail { psu: x }, Fault::PsuFail { psu: y }) => x == y,
         (Fault::GpuXid { .. }, Fault::GpuXid { .. }) => a == b,
         _ => a.name() == b.name(),
     }

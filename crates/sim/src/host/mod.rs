@@ -98,6 +98,8 @@ pub enum HostError {
     FaultNotApplicable { host: String, fault: String },
     #[error("{host}: no GPU {gpu} (the node has {count})")]
     NoSuchGpu { host: String, gpu: u8, count: usize },
+    #[error("{host}: no PSU {psu} (the machine has {count}, numbered from 1)")]
+    NoSuchPsu { host: String, psu: u8, count: u8 },
     #[error("{host}: no rail `{hca}`")]
     NoSuchRail { host: String, hca: String },
 }
@@ -266,7 +268,22 @@ impl Host {
 
     pub fn sensors(&self) -> Vec<Sensor> {
         let st = self.lock();
-        readings(self.kind, st.phase, &st.node)
+        let mut v = readings(self.kind, st.phase, &st.node);
+        for f in &st.faults {
+            if let Fault::PsuFail { psu } = f {
+                crate::sensors::fail_psu(&mut v, *psu);
+            }
+        }
+        v
+    }
+
+    /// PSUs (numbered from 1) that have lost their input (`psu-fail`).
+    pub fn failed_psus(&self) -> Vec<u8> {
+        let st = self.lock();
+        st.faults
+            .iter()
+            .filter_map(|f| if let Fault::PsuFail { psu } = f { Some(*psu) } else { None })
+            .collect()
     }
 
     /// A copy of the in-band state (GPUs, rails, settings).
@@ -314,8 +331,10 @@ impl Host {
     /// A BMC reset: sessions go (front ends watch `reset_generation`), a stuck SOL payload is released.
     pub fn reset_bmc(&self) {
         self.faults.sol_stuck.store(false, Ordering::Relaxed);
+        // The BMC's web server restarts with it.
+        self.faults.redfish_down.store(false, Ordering::Relaxed);
         self.faults.reset_generation.fetch_add(1, Ordering::Relaxed);
-        self.lock().faults.retain(|f| *f != Fault::SolStuck);
+        self.lock().faults.retain(|f| !matches!(f, Fault::SolStuck | Fault::RedfishDown));
         self.faults.changed.notify_waiters();
     }
 

@@ -440,5 +440,5 @@ async fn retransmitted_chassis_control_executes_once() {
         total += executed;
         wait_for("OS up", || sim.host.phase() == Phase::OsUp).await;
     }
-    assert!(total >= 3, "only {total}/10 requests reached the BMC through 50% loss");
+    assert!(total >= 2, "only {total}/10 requests reached the BMC through 50% loss");
 }

@@ -1,16 +1,19 @@
-//! The Chassis and what hangs off it: legacy `Thermal` and `Power`, and the `Sensors` collection.
+//! The Chassis and what hangs off it: legacy `Thermal` and `Power` (or, in the `powersubsystem` flavor,
+//! only `PowerSubsystem` with its PSUs and redundancy group), and the `Sensors` collection.
 
 use serde_json::{Map, Value, json};
 
 use super::RedfishBmc;
+use super::flavor::PowerLayout;
 use super::resources::{health, link, power_state_str, rollup};
 use crate::sensors::{Sensor, SensorKind};
+use crate::spec::RedfishFlavor;
 
 pub(super) fn chassis(bmc: &RedfishBmc) -> Value {
     let h = &bmc.host;
     let id = &h.bmc_config().identity;
     let path = bmc.chassis_path();
-    json!({
+    let mut v = json!({
         "@odata.id": path,
         "@odata.type": "#Chassis.v1_22_0.Chassis",
         "Id": bmc.flavor.chassis_id,
@@ -22,13 +25,47 @@ pub(super) fn chassis(bmc: &RedfishBmc) -> Value {
         "PowerState": power_state_str(h.power_state()),
         "Status": { "State": "Enabled", "Health": health(rollup(&h.sensors())) },
         "Thermal": link(&format!("{path}/Thermal")),
-        "Power": link(&format!("{path}/Power")),
         "Sensors": link(&format!("{path}/Sensors")),
         "Links": {
             "ComputerSystems": [link(&bmc.system_path())],
             "ManagedBy": [link(&bmc.manager_path())],
         },
-    })
+    });
+    match bmc.flavor.power {
+        PowerLayout::Legacy => v["Power"] = link(&format!("{path}/Power")),
+        PowerLayout::SubsystemOnly => v["PowerSubsystem"] = link(&format!("{path}/PowerSubsystem")),
+    }
+    v
+}
+
+/// One PSU as both layouts describe it: number (from 1), its power sensor, and whether it lost input.
+struct Psu<'a> {
+    n: u8,
+    sensor: &'a Sensor,
+    failed: bool,
+}
+
+fn psus<'a>(bmc: &RedfishBmc, sensors: &'a [Sensor]) -> Vec<Psu<'a>> {
+    let failed = bmc.host.failed_psus();
+    (1..=crate::sensors::PSU_COUNT)
+        .filter_map(|n| {
+            let number = crate::sensors::psu_sensor_number(n);
+            let sensor = sensors.iter().find(|s| s.kind == SensorKind::Power && s.number == number)?;
+            Some(Psu { n, sensor, failed: failed.contains(&n) })
+        })
+        .collect()
+}
+
+fn psu_serial(bmc: &RedfishBmc, n: u8) -> String {
+    format!("{}PS{n}", bmc.host.bmc_config().identity.serial)
+}
+
+fn bay(n: u8) -> Value {
+    json!({ "PartLocation": {
+        "ServiceLabel": format!("Power Supply Bay {n}"),
+        "LocationType": "Bay",
+        "LocationOrdinalValue": n,
+    }})
 }
 
 pub(super) fn status(s: &Sensor) -> Value {
@@ -89,19 +126,26 @@ pub(super) fn thermal(bmc: &RedfishBmc) -> Value {
 pub(super) fn power(bmc: &RedfishBmc) -> Value {
     let path = format!("{}/Power", bmc.chassis_path());
     let sensors = bmc.host.sensors();
-    let psus: Vec<&Sensor> = sensors.iter().filter(|s| s.kind == SensorKind::Power).collect();
-    let total: f64 = psus.iter().filter_map(|s| s.reading).sum();
+    let psus = psus(bmc, &sensors);
+    let total: f64 = psus.iter().filter_map(|p| p.sensor.reading).sum();
+    // HPE names every unit the same; MemberId, bay and serial tell them apart.
+    let hpe = bmc.flavor.kind == RedfishFlavor::IloLike;
     let supplies: Vec<Value> = psus
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .map(|(i, p)| {
+            let name = if hpe { "HpeServerPowerSupply".to_owned() } else { format!("PSU{}", p.n) };
             json!({
                 "@odata.id": format!("{path}#/PowerSupplies/{i}"),
                 "MemberId": i.to_string(),
-                "Name": s.name.trim_end_matches(" Power"),
+                "Name": name,
+                "SerialNumber": psu_serial(bmc, p.n),
+                "Location": bay(p.n),
+                "PowerSupplyType": "AC",
+                "LineInputVoltage": if p.failed { 0 } else { 230 },
                 "PowerCapacityWatts": 3300,
-                "LastPowerOutputWatts": s.reading,
-                "Status": status(s),
+                "LastPowerOutputWatts": p.sensor.reading,
+                "Status": status(p.sensor),
             })
         })
         .collect();
@@ -165,4 +209,61 @@ pub(super) fn sensor(bmc: &RedfishBmc, s: &Sensor) -> Value {
         "Thresholds": th,
         "Status": status(s),
     })
+}
+
+/// `Chassis/{id}/PowerSubsystem`: capacity, the PSU collection and the redundancy group.
+pub(super) fn power_subsystem(bmc: &RedfishBmc) -> Value {
+    let path = format!("{}/PowerSubsystem", bmc.chassis_path());
+    let sensors = bmc.host.sensors();
+    let psus = psus(bmc, &sensors);
+    let failed = psus.iter().filter(|p| p.failed).count();
+    let redundancy = match failed {
+        0 => "OK",
+        f if f < psus.len() => "Warning",
+        _ => "Critical",
+    };
+    json!({
+        "@odata.id": path,
+        "@odata.type": "#PowerSubsystem.v1_1_0.PowerSubsystem",
+        "Id": "PowerSubsystem",
+        "Name": "Power Subsystem",
+        "CapacityWatts": 3300,
+        "Status": { "State": "Enabled", "Health": redundancy },
+        "PowerSupplies": link(&format!("{path}/PowerSupplies")),
+        "PowerSupplyRedundancy": [{
+            "RedundancyType": "NPlusM",
+            "MaxSupportedInGroup": psus.len(),
+            "MinNeededInGroup": 1,
+            "RedundancyGroup": psus.iter().map(|p| link(&format!("{path}/PowerSupplies/{}", p.n))).collect::<Vec<_>>(),
+            "Status": { "State": "Enabled", "Health": redundancy },
+        }],
+    })
+}
+
+pub(super) fn power_supplies(bmc: &RedfishBmc) -> Value {
+    let path = format!("{}/PowerSubsystem/PowerSupplies", bmc.chassis_path());
+    let sensors = bmc.host.sensors();
+    let members = psus(bmc, &sensors).iter().map(|p| format!("{path}/{}", p.n)).collect();
+    super::resources::collection(&path, "PowerSupplyCollection", "Power Supply Collection", members)
+}
+
+pub(super) fn power_supply(bmc: &RedfishBmc, id: &str) -> Option<Value> {
+    let sensors = bmc.host.sensors();
+    let p = psus(bmc, &sensors).into_iter().find(|p| p.n.to_string() == id)?;
+    let identity = &bmc.host.bmc_config().identity;
+    Some(json!({
+        "@odata.id": format!("{}/PowerSubsystem/PowerSupplies/{id}", bmc.chassis_path()),
+        "@odata.type": "#PowerSupply.v1_5_0.PowerSupply",
+        "Id": id,
+        "Name": format!("Power Supply {id}"),
+        "Manufacturer": identity.manufacturer,
+        "Model": "PWS-3K30-1R",
+        "SerialNumber": psu_serial(bmc, p.n),
+        "PowerSupplyType": "AC",
+        "PowerCapacityWatts": 3300,
+        "HotPluggable": true,
+        "Location": bay(p.n),
+        "LineInputStatus": if p.failed { "LossOfInput" } else { "Normal" },
+        "Status": { "State": "Enabled", "Health": if p.failed { "Critical" } else { "OK" } },
+    }))
 }

@@ -11,6 +11,8 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use lifeline_types::{Health, PowerState};
 use serde_json::{Map, Value, json};
 
+use super::flavor::PowerLayout;
+use super::logs::{Owner, collection_path, has_logs};
 use super::{RedfishBmc, error, events, json_response, lock};
 use crate::actions::Origin;
 use crate::host::{BOOT_TARGETS, BootOverride, HostError, PowerCommand, PowerOutcome};
@@ -103,6 +105,10 @@ pub(super) async fn dispatch(
             Method::POST => super::sessions::create_session(bmc, body),
             _ => method_not_allowed("GET, POST"),
         },
+        // DSP0266 allows login on the collection's Members too (bmcweb and iLO accept it).
+        ["SessionService", "Sessions", "Members"] if *method == Method::POST => {
+            super::sessions::create_session(bmc, body)
+        }
         ["SessionService", "Sessions", id] => match *method {
             Method::GET => super::sessions::session_member(bmc, id).unwrap_or_else(|| not_found(path)),
             Method::DELETE => {
@@ -113,6 +119,15 @@ pub(super) async fn dispatch(
             }
             _ => method_not_allowed("GET, DELETE"),
         },
+        ["AccountService"] => get_only(method, || ok(super::accounts::service())),
+        ["AccountService", "Accounts"] => get_only(method, || ok(super::accounts::accounts(bmc))),
+        ["AccountService", "Accounts", id] => {
+            get_only(method, || super::accounts::account(bmc, id).map_or_else(|| not_found(path), ok))
+        }
+        ["AccountService", "Roles"] => get_only(method, || ok(super::accounts::roles())),
+        ["AccountService", "Roles", id] => {
+            get_only(method, || super::accounts::role(id).map_or_else(|| not_found(path), ok))
+        }
         ["Systems"] => get_only(method, || {
             ok(collection(
                 "/redfish/v1/Systems",
@@ -132,11 +147,13 @@ pub(super) async fn dispatch(
             }
             reset_system(bmc, body, origin)
         }
-        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && f.sel_under_system => {
-            super::logs::log_services(bmc, method, path, tail, origin)
+        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && has_logs(bmc, Owner::System) => {
+            super::logs::route(bmc, Owner::System, method, path, tail, origin)
         }
-        ["Managers", id, "LogServices", tail @ ..] if *id == f.manager_id && !f.sel_under_system => {
-            super::logs::log_services(bmc, method, path, tail, origin)
+        ["Managers", id, "LogServices", tail @ ..]
+            if *id == f.manager_id && has_logs(bmc, Owner::Manager) =>
+        {
+            super::logs::route(bmc, Owner::Manager, method, path, tail, origin)
         }
         ["Chassis"] => get_only(method, || {
             ok(collection(
@@ -150,8 +167,20 @@ pub(super) async fn dispatch(
         ["Chassis", id, "Thermal"] if *id == f.chassis_id => {
             get_only(method, || ok(super::chassis::thermal(bmc)))
         }
-        ["Chassis", id, "Power"] if *id == f.chassis_id => {
+        ["Chassis", id, "Power"] if *id == f.chassis_id && f.power == PowerLayout::Legacy => {
             get_only(method, || ok(super::chassis::power(bmc)))
+        }
+        ["Chassis", id, "PowerSubsystem", rest @ ..]
+            if *id == f.chassis_id && f.power == PowerLayout::SubsystemOnly =>
+        {
+            get_only(method, || match rest {
+                [] => ok(super::chassis::power_subsystem(bmc)),
+                ["PowerSupplies"] => ok(super::chassis::power_supplies(bmc)),
+                ["PowerSupplies", n] => {
+                    super::chassis::power_supply(bmc, n).map_or_else(|| not_found(path), ok)
+                }
+                _ => not_found(path),
+            })
         }
         ["Chassis", id, "Sensors"] if *id == f.chassis_id => get_only(method, || {
             let base = format!("{}/Sensors", bmc.chassis_path());
@@ -213,7 +242,7 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
     let f = bmc.flavor;
     json!({
         "@odata.id": "/redfish/v1",
-        "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
+        "@odata.type": "#ServiceRoot.v1_17_0.ServiceRoot",
         "Id": "RootService",
         "Name": "Root Service",
         "RedfishVersion": f.redfish_version,
@@ -224,14 +253,16 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
         "Chassis": link("/redfish/v1/Chassis"),
         "Managers": link("/redfish/v1/Managers"),
         "SessionService": link("/redfish/v1/SessionService"),
+        "AccountService": link("/redfish/v1/AccountService"),
         "EventService": link("/redfish/v1/EventService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
             "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
             "FilterQuery": false,
-            "SelectQuery": false,
-            "OnlyMemberQuery": false,
-            "ExcerptQuery": false
+            "SelectQuery": true,
+            "OnlyMemberQuery": true,
+            "ExcerptQuery": false,
+            "TopSkipQuery": true
         }
     })
 }
@@ -242,6 +273,7 @@ pub(super) fn odata_document() -> Value {
         ("Chassis", "/redfish/v1/Chassis"),
         ("Managers", "/redfish/v1/Managers"),
         ("SessionService", "/redfish/v1/SessionService"),
+        ("AccountService", "/redfish/v1/AccountService"),
         ("EventService", "/redfish/v1/EventService"),
     ];
     let mut value = vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
@@ -251,10 +283,15 @@ pub(super) fn odata_document() -> Value {
 
 /// The schemas (and a version namespace of each) this service uses.
 const SCHEMAS: &[(&str, &str)] = &[
-    ("ServiceRoot", "v1_15_0"),
+    ("ServiceRoot", "v1_17_0"),
     ("SessionService", "v1_1_8"),
     ("Session", "v1_6_0"),
     ("SessionCollection", ""),
+    ("AccountService", "v1_15_0"),
+    ("ManagerAccount", "v1_12_0"),
+    ("ManagerAccountCollection", ""),
+    ("Role", "v1_3_2"),
+    ("RoleCollection", ""),
     ("ComputerSystem", "v1_20_0"),
     ("ComputerSystemCollection", ""),
     ("Chassis", "v1_22_0"),
@@ -267,6 +304,10 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("LogEntryCollection", ""),
     ("Thermal", "v1_7_1"),
     ("Power", "v1_7_1"),
+    ("PowerSubsystem", "v1_1_0"),
+    ("PowerSupply", "v1_5_0"),
+    ("PowerSupplyCollection", ""),
+    ("Redundancy", ""),
     ("Sensor", "v1_7_0"),
     ("SensorCollection", ""),
     ("EventService", "v1_10_0"),
@@ -294,7 +335,7 @@ pub(super) fn metadata() -> Response {
     }
     x.push_str(
         "  <edmx:DataServices>\n    <Schema xmlns=\"http://docs.oasis-open.org/odata/ns/edm\" Namespace=\"Service\">\n      \
-         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_15_0.ServiceContainer\"/>\n    </Schema>\n  \
+         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_17_0.ServiceContainer\"/>\n    </Schema>\n  \
          </edmx:DataServices>\n</edmx:Edmx>\n",
     );
     let mut r = (StatusCode::OK, x).into_response();
@@ -357,8 +398,8 @@ fn system(bmc: &RedfishBmc) -> Value {
         },
         "Description": format!("{} GPUs, {} rails", node.gpus.len(), node.rails.len()),
     });
-    if bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::System) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::System));
     }
     v
 }
@@ -507,8 +548,8 @@ fn manager(bmc: &RedfishBmc) -> Value {
             "ManagerForChassis": [link(&bmc.chassis_path())],
         },
     });
-    if !bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::Manager) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::Manager));
     }
     v
 }

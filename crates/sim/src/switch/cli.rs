@@ -277,6 +277,9 @@ impl Cli {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            ["show", "interface", "priority-flow-control"] => {
+                self.paged(super::counters::nxos_pfc(&self.state.pfc.counters(self.state.platform)))
+            }
             ["tclsh"] if self.privileged => {
                 self.mode = Mode::Tcl { collecting: None };
                 Reply::out("")
@@ -368,6 +371,9 @@ impl Cli {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            ["show", "priority-flow-control", "counters"] => {
+                Reply::out(super::counters::eos_pfc(&self.state.pfc.counters(self.state.platform)))
+            }
             ["copy", "terminal:", dest] if self.privileged => {
                 self.mode = Mode::CopyTerminal { dest: (*dest).to_owned(), buf: String::new() };
                 Reply::raw("enter input, to end type Ctrl-D\n")
@@ -429,6 +435,9 @@ impl Cli {
         };
         match words.as_slice() {
             ["show", "runningconfiguration", "all"] => Reply::out(self.state.show_running()),
+            ["show", "pfc", "counters"] => {
+                Reply::out(super::counters::sonic_pfc(&self.state.pfc.counters(self.state.platform)))
+            }
             ["show", "version"] => Reply::out(self.state.show_version()),
             ["config", "save", "-y"] => {
                 self.state.save();
@@ -473,6 +482,12 @@ impl Cli {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["nv", "config", "show", "-o", "commands"] => Reply::out(self.state.show_running()),
+            ["nv", "show", "interface", port, "counters", "qos", "pfc-stats"] => {
+                match super::counters::cumulus_pfc(&self.state.pfc.counters(self.state.platform), port) {
+                    Some(t) => Reply::out(t),
+                    None => Reply::err(format!("Error: interface {port} not found\n")),
+                }
+            }
             ["nv", "set", ..] => {
                 self.state.nv_set(line);
                 Reply::out("")

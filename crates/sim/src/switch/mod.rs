@@ -7,12 +7,16 @@
 
 mod cli;
 pub mod configs;
+pub mod counters;
 #[cfg(test)]
 mod openssh_tests;
 mod server;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
 
 use chrono::{DateTime, Utc};
 use lifeline_types::Platform;
@@ -59,6 +63,11 @@ pub struct SwitchState {
     pub password: String,
     /// Config changes executed over SSH (shared with the switch's BMC log when it has one).
     pub actions: Arc<ActionLog>,
+    /// Ports in a PFC pause storm (`pfc-storm=PORT`), for the CLI's PFC counters.
+    pub pfc: counters::PfcStorms,
+    /// `mgmt-down`: the management port stops answering SSH (the BMC and its SOL still work).
+    mgmt_down: AtomicBool,
+    mgmt_changed: Notify,
     inner: Mutex<Inner>,
 }
 
@@ -138,6 +147,9 @@ impl SwitchState {
             username: username.to_owned(),
             password: password.to_owned(),
             actions: Arc::default(),
+            pfc: counters::PfcStorms::default(),
+            mgmt_down: AtomicBool::new(false),
+            mgmt_changed: Notify::new(),
             inner: Mutex::new(Inner {
                 saved: running.clone(),
                 running,
@@ -161,6 +173,28 @@ impl SwitchState {
     pub fn with_actions(mut self, log: Arc<ActionLog>) -> SwitchState {
         self.actions = log;
         self
+    }
+
+    /// Whether the management port is down (`mgmt-down`).
+    pub fn mgmt_down(&self) -> bool {
+        self.mgmt_down.load(Ordering::Relaxed)
+    }
+
+    /// Takes the management port down or brings it back (held connections then drop).
+    pub fn set_mgmt_down(&self, down: bool) {
+        self.mgmt_down.store(down, Ordering::Relaxed);
+        self.mgmt_changed.notify_waiters();
+    }
+
+    /// Resolves when `mgmt-down` changes.
+    pub async fn mgmt_changed(&self) {
+        self.mgmt_changed.notified().await
+    }
+
+    /// `clear`: the switch-side faults (PFC storms, management port) end.
+    pub fn clear_faults(&self) {
+        self.pfc.clear();
+        self.set_mgmt_down(false);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -127,7 +127,8 @@ pub fn ipmitool(ep: &lifeline_sim::Endpoint, args: &[&str]) -> std::process::Com
 pub fn ssh(ep: &lifeline_sim::Endpoint, command: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new("sshpass");
     cmd.args(["-p", &ep.password, "ssh", "-o", "StrictHostKeyChecking=no"])
-        .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-p", &ep.port.to_string()])
+        .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5"])
+        .args(["-p", &ep.port.to_string()])
         .arg(format!("{}@{}", ep.username, ep.address))
         .arg(command);
     cmd
