@@ -9,15 +9,13 @@
 //! BMC's small session table never fills with our orphans.
 
 use super::error::{Error, Result};
+use super::sessionless::{get_channel_auth_caps, get_channel_cipher_suites};
 use crate::wire::{
     self, Body, Command, DecodeError, Privilege,
-    app::{
-        ChannelAuthCaps, ChannelCipherSuites, CloseSession, GetChannelAuthCaps, GetChannelCipherSuites,
-        SetSessionPrivilege, parse_cipher_suite_records,
-    },
+    app::{ChannelAuthCaps, CloseSession, SetSessionPrivilege},
     crypto::{CipherSuite, RakpParams, SessionKeys, codes_equal},
     message::{Request, Response},
-    packet::{self, Packet, PayloadType, V15Packet, V20Packet},
+    packet::{self, Packet, PayloadType, V20Packet},
     payload::{DeactivatePayload, PAYLOAD_SOL},
     rakp::{self, OpenSessionRequest, OpenSessionResponse, Rakp1, Rakp2, Rakp34},
     sol::SolPacket,
@@ -183,17 +181,17 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn io_err(bmc: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+pub(super) fn io_err(bmc: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io { bmc: bmc.to_string(), source }
 }
 
-fn decode_err<'a>(bmc: &'a str, what: &'static str) -> impl FnOnce(DecodeError) -> Error + 'a {
+pub(super) fn decode_err<'a>(bmc: &'a str, what: &'static str) -> impl FnOnce(DecodeError) -> Error + 'a {
     move |source| Error::Decode { bmc: bmc.to_string(), what, source }
 }
 
 /// Send `datagram` and wait for a reply `accept` likes, retransmitting per `timing`.
 /// Replies that `accept` rejects (late duplicates, other sessions' packets) are ignored.
-async fn exchange<T>(
+pub(super) async fn exchange<T>(
     socket: &UdpSocket,
     bmc: &str,
     timing: &Timing,
@@ -224,79 +222,6 @@ async fn exchange<T>(
         }
     }
     Err(Error::Timeout { bmc: bmc.to_string(), what, after: started.elapsed() })
-}
-
-/// Session-less Get Channel Authentication Capabilities (IPMI 1.5 framing): works without
-/// credentials, so the credential audit can use it to spot anonymous/null logins.
-pub async fn get_channel_auth_caps(
-    socket: &UdpSocket,
-    bmc: &str,
-    timing: &Timing,
-    privilege: Privilege,
-) -> Result<ChannelAuthCaps> {
-    let req = GetChannelAuthCaps { channel: 0x8E, privilege: privilege as u8 };
-    let msg = Request::new(GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD, 1, req.encode()).encode();
-    let pkt = Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
-    let dgram = packet::encode(&pkt, None, [0; 16]);
-    exchange(socket, bmc, timing, "Get Channel Authentication Capabilities", &dgram, |b| {
-        let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
-        let resp = Response::decode(&p.message).ok()?;
-        if resp.cmd != GetChannelAuthCaps::CMD {
-            return None;
-        }
-        if resp.completion != 0 {
-            return Some(Err(Error::CompletionCode {
-                bmc: bmc.to_string(),
-                cmd: "Get Channel Authentication Capabilities",
-                code: resp.completion,
-            }));
-        }
-        Some(ChannelAuthCaps::decode(&resp.data).map_err(decode_err(bmc, "Get Channel Auth Caps response")))
-    })
-    .await
-}
-
-/// Session-less Get Channel Cipher Suites (IPMI 1.5 framing, as ipmitool sends it before login): the suite
-/// ids the BMC offers on the LAN channel, in its order. Why ask: a BMC that lacks a suite either refuses
-/// its Open Session or silently ignores it (ipmi_sim), and silence cannot be told from a lost reply; with
-/// the list, a missing suite is skipped at once and silence on an offered one is only ever a loss.
-/// Lenient: stops at the first short page; unparsable bytes are skipped.
-pub async fn get_channel_cipher_suites(socket: &UdpSocket, bmc: &str, timing: &Timing) -> Result<Vec<u8>> {
-    let mut data = Vec::new();
-    // 64 list indices of 16 bytes cover every possible record list.
-    for index in 0..64u8 {
-        // 0x0E: this channel; bit 7: list supported algorithms by cipher suite.
-        let req = GetChannelCipherSuites { channel: 0x0E, payload_type: 0, index: 0x80 | index };
-        let msg = Request::new(GetChannelCipherSuites::NETFN, GetChannelCipherSuites::CMD, 2, req.encode())
-            .encode();
-        let pkt =
-            Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
-        let dgram = packet::encode(&pkt, None, [0; 16]);
-        let page = exchange(socket, bmc, timing, "Get Channel Cipher Suites", &dgram, |b| {
-            let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
-            let resp = Response::decode(&p.message).ok()?;
-            if resp.cmd != GetChannelCipherSuites::CMD {
-                return None;
-            }
-            if resp.completion != 0 {
-                return Some(Err(Error::CompletionCode {
-                    bmc: bmc.to_string(),
-                    cmd: "Get Channel Cipher Suites",
-                    code: resp.completion,
-                }));
-            }
-            Some(
-                ChannelCipherSuites::decode(&resp.data).map_err(decode_err(bmc, "Get Channel Cipher Suites")),
-            )
-        })
-        .await?;
-        let last = page.data.len() < 16;
-        data.extend_from_slice(&page.data);
-        if last {
-            break;
-        }
-    }
-    Ok(parse_cipher_suite_records(&data).into_iter().map(|r| r.id).collect())
 }
 
 struct Established {
