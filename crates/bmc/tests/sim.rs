@@ -137,6 +137,7 @@ fn options(store: Arc<MemoryPinStore>) -> BmcOptions {
             poll_interval: Duration::from_millis(100),
             cycle_grace: Duration::from_secs(4),
             cycle_off_time: Duration::from_millis(300),
+            ..PowerOptions::default()
         },
         ..BmcOptions::default()
     }

@@ -51,6 +51,7 @@ pub fn quick_options() -> BmcOptions {
             poll_interval: Duration::from_millis(100),
             cycle_grace: Duration::from_secs(5),
             cycle_off_time: Duration::from_secs(1),
+            ..PowerOptions::default()
         },
         ..BmcOptions::default()
     }

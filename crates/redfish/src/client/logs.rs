@@ -6,7 +6,7 @@ use reqwest::Method;
 use super::{Client, Listing};
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
-use crate::model::{self, LogEntries, LogService};
+use crate::model::{self, LogEntries, LogKind, LogService};
 
 impl Client {
     /// Log services behind a `LogServices` collection link (of a Manager, System or Chassis).
@@ -26,6 +26,8 @@ impl Client {
         let (l, more) = self.members_limited(link, max).await?;
         let mut out = LogEntries {
             log: log.odata_id.clone(),
+            log_id: log.id.clone().or_else(|| log.name.clone()),
+            kind: Some(log.kind()),
             warnings: l.warnings,
             truncated: more,
             ..Default::default()
@@ -36,11 +38,13 @@ impl Client {
         Ok(out)
     }
 
-    /// Every SEL-like log on the BMC (Managers first, then Systems), with up to `max` entries each. A log is
-    /// SEL-like by its type or name; when no log on the BMC is, logs whose entries are `EntryType: SEL` are
-    /// used (the DMTF mockup names its SEL "Log1").
-    pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
-        let mut out = Listing::default();
+    /// The BMC's event history (Managers first, then Systems), with up to `max` entries per log: every
+    /// SEL-like log (by type or name) and every other event log (bmcweb `EventLog` with `EntryType: Event`,
+    /// HPE iLO `IML` and `IEL` with `EntryType: Oem`), each entry list labelled with its log. When no log
+    /// on the BMC is of either kind, logs whose entries are `EntryType: SEL` or `Event` are used (the DMTF
+    /// mockup names its SEL "Log1"). Journals, dumps and POST codes are never read.
+    pub async fn event_logs(&self, max: usize) -> Result<EventLogs, RedfishError> {
+        let mut out = EventLogs::default();
         let mut holders: Vec<String> = Vec::new();
         if self.inner.root.managers.is_some() {
             let m = self.managers().await?;
@@ -64,13 +68,19 @@ impl Client {
                 }
             }
         }
-        let named: Vec<&LogService> = all.iter().filter(|l| l.is_sel()).collect();
-        let by_name = !named.is_empty();
-        let candidates = if by_name { named } else { all.iter().collect() };
-        for log in candidates {
-            match self.log_entries(log, max).await {
-                Ok(e) if by_name || e.entries.iter().any(|x| x.entry_type.as_deref() == Some("SEL")) => {
-                    out.items.push(e)
+        let known: Vec<&LogService> = all.iter().filter(|l| l.kind() != LogKind::Other).collect();
+        let by_kind = !known.is_empty();
+        out.services = known.len();
+        let candidates = if by_kind { known } else { all.iter().collect() };
+        let reads = candidates.iter().map(|log| async move { (*log, self.log_entries(log, max).await) });
+        for (log, r) in futures::future::join_all(reads).await {
+            let event_entry = |x: &model::LogEntry| matches!(x.entry_type.as_deref(), Some("SEL" | "Event"));
+            match r {
+                Ok(e) if by_kind || e.entries.iter().any(event_entry) => {
+                    if !by_kind {
+                        out.services += 1;
+                    }
+                    out.logs.push(e)
                 }
                 Ok(_) => {}
                 Err(e) => out
@@ -81,6 +91,12 @@ impl Client {
         Ok(out)
     }
 
+    /// [`Client::event_logs`] as a listing (the name predates non-SEL event logs).
+    pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
+        let l = self.event_logs(max).await?;
+        Ok(Listing { items: l.logs, warnings: l.warnings })
+    }
+
     pub async fn clear_log(&self, log: &LogService) -> Result<(), RedfishError> {
         let target = log.clear_target.clone().ok_or_else(|| RedfishError::Missing {
             bmc: self.bmc().to_owned(),
@@ -89,4 +105,14 @@ impl Client {
         })?;
         self.send_json(Method::POST, &target, Some(&serde_json::json!({}))).await.map(|_| ())
     }
+}
+
+/// The event history of a BMC: the logs read, how many event-history services exist, and what could not be
+/// read. `services == 0` is the explicit "no SEL-like log service found": an empty `logs` then means
+/// nothing could be read, not an empty history.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EventLogs {
+    pub logs: Vec<LogEntries>,
+    pub services: usize,
+    pub warnings: Vec<FieldWarning>,
 }

@@ -35,6 +35,7 @@ use crate::quirks::{PlatformProfile, RuleSet};
 use crate::session::{Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
+pub use logs::EventLogs;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
 pub use trust::{probe_certificate, trust};
