@@ -520,3 +520,116 @@ async fn a_timed_out_part_keeps_what_was_read_and_names_the_part() {
     );
     assert!(!row.errors.iter().any(|e| e.starts_with("connect")), "{row:#?}");
 }
+
+/// A relay that loses every datagram, both ways, while `blackout` is set.
+async fn blackout_relay(upstream: SocketAddr, blackout: Arc<std::sync::atomic::AtomicBool>) -> Relay {
+    let flag = blackout.clone();
+    let r = relay(upstream, move |_, _| flag.load(std::sync::atomic::Ordering::Relaxed)).await;
+    // Requests are dropped by a second hop in front: the client talks to `front`, which forwards to `r`.
+    let front = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    let back = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    back.connect(r.addr).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let inner = r;
+    let task = tokio::spawn(async move {
+        let _inner = inner;
+        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+        let mut client = None;
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut a) => if let Ok((n, from)) = r {
+                    client = Some(from);
+                    if !blackout.load(std::sync::atomic::Ordering::Relaxed) {
+                        let _ = back.send(&a[..n]).await;
+                    }
+                },
+                r = back.recv(&mut b) => if let (Ok(n), Some(c)) = (r, client) {
+                    let _ = front.send_to(&b[..n], c).await;
+                },
+            }
+        }
+    });
+    Relay { addr, sent: Default::default(), dropped: Default::default(), task }
+}
+
+/// Issue 16 item 6: the power-down of a cycle executes, then the link goes dark and the power-up is lost.
+/// The host reads Off after the link is back: power-up is resent (bounded) and the cycle completes, with
+/// the resend in the report, instead of polling until the timeout and leaving the host off.
+#[tokio::test]
+async fn a_power_up_lost_in_a_blackout_is_resent() {
+    let sim = start(vec![server("bo1", RedfishFlavor::Generic, vec![], None)]).await;
+    let host = sim.fleet.host("bo1").unwrap();
+    let dark = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r = blackout_relay(sim.ipmi[0].1, dark.clone()).await;
+    let mut t = sim.ipmi("bo1");
+    t.ipmi_port = r.addr.port();
+    let mut opts = options(sim.store.clone());
+    opts.power.timeout = Duration::from_secs(60);
+    opts.power.cycle_off_time = Duration::from_millis(1500);
+    opts.power.power_up_retry_after = Duration::from_secs(2);
+    opts.op_timeout = Duration::from_secs(90);
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let bmc = pool.bmc(t);
+    assert_eq!(bmc.power_state().await.unwrap(), PowerState::On);
+    let mut events = host.subscribe_events();
+    let boots = host.boots();
+    // The link goes dark shortly after the host is off (the client has seen Off and waits cycle_off_time
+    // before the power-up), for longer than the power-up's retransmissions last.
+    let watcher = tokio::spawn(async move {
+        while let Ok(e) = events.recv().await {
+            if e == lifeline_sim::HostEvent::Power(PowerState::Off) {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                dark.store(true, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                dark.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+        }
+    });
+    let rep = bmc.power(PowerAction::Cycle, None).await.unwrap();
+    watcher.await.unwrap();
+    assert_eq!(host.power_state(), PowerState::On, "{rep:#?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(host.boots(), boots + 1, "booted once: {rep:#?}");
+    assert!(rep.commands.iter().any(|c| c.contains("resent")), "{rep:#?}");
+    assert!(rep.confirmed && rep.confirmation == Confirmation::TransitionObserved, "{rep:#?}");
+}
+
+/// Issue 16 item 6: cycles at 50 % UDP loss both ways (the simulator's `udp-loss=50`) each run exactly once
+/// and leave the host on.
+#[tokio::test]
+async fn cycles_under_50_percent_udp_loss_run_once_and_leave_the_host_on() {
+    let sim = start(vec![server("h1", RedfishFlavor::Generic, vec![], None)]).await;
+    let host = sim.fleet.host("h1").unwrap();
+    let mut opts = options(sim.store.clone());
+    opts.ipmi_timing = Timing {
+        attempt_timeout: Duration::from_millis(100),
+        max_attempt_timeout: Duration::from_millis(400),
+        attempts: 14,
+    };
+    opts.power.timeout = Duration::from_secs(60);
+    opts.power.power_up_retry_after = Duration::from_secs(4);
+    opts.op_timeout = Duration::from_secs(60);
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let bmc = pool.bmc(sim.ipmi("h1"));
+    sim.fleet.devices().inject("h1", &"udp-loss=50".parse::<Fault>().unwrap()).await.unwrap();
+    let mut events = host.subscribe_events();
+    let boots = host.boots();
+    let n = 3;
+    for i in 0..n {
+        let r = bmc.power(PowerAction::Cycle, None).await;
+        let r = r.unwrap_or_else(|e| panic!("cycle {i}: {}", error_chain(&e)));
+        assert_eq!(host.power_state(), PowerState::On, "cycle {i} left the host on: {r:#?}");
+        assert!(r.confirmed, "cycle {i}: {r:#?}");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut offs = 0;
+    while let Ok(e) = events.try_recv() {
+        if e == lifeline_sim::HostEvent::Power(PowerState::Off) {
+            offs += 1;
+        }
+    }
+    assert_eq!(offs, n, "exactly one power-down per cycle");
+    assert_eq!(host.boots(), boots + n as u32);
+    assert_eq!(host.power_state(), PowerState::On);
+}
