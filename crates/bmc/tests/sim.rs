@@ -268,13 +268,7 @@ async fn session_limit_and_no_sessions_left_behind() {
 async fn cycle_under_30_percent_udp_loss_runs_exactly_once() {
     let sim = start(vec![server("u1", RedfishFlavor::SupermicroLike, vec![], None)]).await;
     let host = sim.fleet.host("u1").unwrap();
-    let mut opts = options(sim.store.clone());
-    opts.ipmi_timing = Timing {
-        attempt_timeout: Duration::from_millis(100),
-        max_attempt_timeout: Duration::from_millis(400),
-        attempts: 14,
-    };
-    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let pool = lossy_pool(&sim);
     let bmc = pool.bmc(sim.ipmi("u1"));
     assert_eq!(bmc.power_state().await.unwrap(), PowerState::On);
     sim.fleet.devices().inject("u1", &"udp-loss=30".parse::<Fault>().unwrap()).await.unwrap();
@@ -440,14 +434,19 @@ async fn lost_open_session_replies_do_not_cause_a_cipher_suite_fallback() {
     s.close().await.unwrap();
 }
 
-fn lossy_pool(sim: &Sim) -> BmcPool {
+/// Options for a lossy link: short, many retransmissions.
+fn lossy_options(sim: &Sim) -> BmcOptions {
     let mut opts = options(sim.store.clone());
     opts.ipmi_timing = Timing {
         attempt_timeout: Duration::from_millis(100),
         max_attempt_timeout: Duration::from_millis(400),
         attempts: 14,
     };
-    BmcPool::new(opts, Arc::new(MemoryAuditSink::new()))
+    opts
+}
+
+fn lossy_pool(sim: &Sim) -> BmcPool {
+    BmcPool::new(lossy_options(sim), Arc::new(MemoryAuditSink::new()))
 }
 
 /// At 30 % UDP loss each way a sweep still returns power, health and events within its per-BMC bound, and
@@ -601,12 +600,7 @@ async fn a_power_up_lost_in_a_blackout_is_resent() {
 async fn cycles_under_50_percent_udp_loss_run_once_and_leave_the_host_on() {
     let sim = start(vec![server("h1", RedfishFlavor::Generic, vec![], None)]).await;
     let host = sim.fleet.host("h1").unwrap();
-    let mut opts = options(sim.store.clone());
-    opts.ipmi_timing = Timing {
-        attempt_timeout: Duration::from_millis(100),
-        max_attempt_timeout: Duration::from_millis(400),
-        attempts: 14,
-    };
+    let mut opts = lossy_options(&sim);
     opts.power.timeout = Duration::from_secs(60);
     opts.power.power_up_retry_after = Duration::from_secs(4);
     opts.op_timeout = Duration::from_secs(60);
