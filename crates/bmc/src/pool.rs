@@ -44,6 +44,9 @@ pub(crate) struct PoolInner {
     redfish_paths: StdMutex<HashMap<String, conn::RedfishPaths>>,
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
     recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
+    /// IPMI transmissions per answered request, per BMC, from its last sweep visit: the next visit starts
+    /// with a budget that fits the link (connecting included) instead of learning it again.
+    pub link_costs: StdMutex<HashMap<String, f64>>,
 }
 
 /// Every BMC Lifeline talks to, with the global limits.
@@ -82,6 +85,7 @@ impl BmcPool {
                 redfish_paths: StdMutex::new(HashMap::new()),
                 locks: StdMutex::new(HashMap::new()),
                 recent: StdMutex::new(VecDeque::new()),
+                link_costs: StdMutex::new(HashMap::new()),
             }),
         }
     }
@@ -148,6 +152,14 @@ impl PoolInner {
             q.pop_front();
         }
         q.push_back(((bmc.to_owned(), id.to_owned()), r.clone()));
+    }
+
+    pub(crate) fn link_cost(&self, bmc: &str) -> Option<f64> {
+        lock(&self.link_costs).get(bmc).copied()
+    }
+
+    pub(crate) fn set_link_cost(&self, bmc: &str, per_request: f64) {
+        lock(&self.link_costs).insert(bmc.to_owned(), per_request);
     }
 
     pub(crate) async fn permit(&self) -> OwnedSemaphorePermit {

@@ -518,6 +518,43 @@ async fn a_timed_out_part_keeps_what_was_read_and_names_the_part() {
         "{row:#?}"
     );
     assert!(!row.errors.iter().any(|e| e.starts_with("connect")), "{row:#?}");
+    // The row says what ran out of time and how to give it more; a silent BMC earns no extension.
+    assert_eq!(row.out_of_time, ["health"], "{row:#?}");
+    assert!(row.hint.as_deref().is_some_and(|h| h.contains("--per-bmc-timeout")), "{row:#?}");
+    assert_eq!(row.budget_ms, 3000, "{row:#?}");
+}
+
+/// Issue 16 item 7: at 30 % loss both ways, with the default retransmission timing, a budget that is
+/// enough on a clean link usually runs out (the row names the parts and the option that gives more), and
+/// the adaptive budget (grown from the transmissions the answered requests took, bounded by
+/// `max_per_bmc_timeout`) returns the health instead.
+#[tokio::test]
+async fn sweep_budget_adapts_to_a_lossy_link() {
+    let sim = start(vec![server("ad1", RedfishFlavor::Generic, vec![], None)]).await;
+    let mut opts = options(sim.store.clone());
+    opts.ipmi_timing = Timing::default();
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let budget = Duration::from_secs(8);
+    let fixed =
+        SweepOptions { per_bmc_timeout: budget, max_per_bmc_timeout: budget, ..SweepOptions::default() };
+    let clean = pool.sweep(vec![sim.ipmi("ad1")], &fixed, |_, _| {}).await;
+    assert!(clean[0].ok() && clean[0].health.is_some(), "enough on a clean link: {:#?}", clean[0]);
+    sim.fleet.devices().inject("ad1", &"udp-loss=30".parse::<Fault>().unwrap()).await.unwrap();
+    let rows = pool.sweep(vec![sim.ipmi("ad1")], &fixed, |_, _| {}).await;
+    let row = &rows[0];
+    // Usually it runs out (the loss is random): then the row says what and how to give it more.
+    assert!(
+        row.out_of_time.is_empty() || row.hint.as_deref().is_some_and(|h| h.contains("--per-bmc-timeout"))
+    );
+    // The pool remembers what the lossy visit cost, so even connecting gets a budget that fits.
+    let adaptive = SweepOptions { max_per_bmc_timeout: Duration::from_secs(60), ..fixed };
+    let t0 = std::time::Instant::now();
+    let rows = pool.sweep(vec![sim.ipmi("ad1")], &adaptive, |_, _| {}).await;
+    let row = &rows[0];
+    assert!(row.transmissions_per_request.is_some_and(|t| t > 1.2), "{row:#?}");
+    assert!(row.budget_ms > 8000, "{row:#?}");
+    assert!(row.health.is_some() && row.power.is_some() && row.out_of_time.is_empty(), "{row:#?}");
+    assert!(t0.elapsed() < Duration::from_secs(65));
 }
 
 /// A relay that loses every datagram, both ways, while `blackout` is set.

@@ -10,6 +10,7 @@
 
 use super::error::{Error, Result};
 use super::sessionless::{get_channel_auth_caps, get_channel_cipher_suites};
+pub use super::timing::{LinkCounters, LinkStats, Timing};
 use crate::wire::{
     self, Body, Command, DecodeError, Privilege,
     app::{ChannelAuthCaps, CloseSession, SetSessionPrivilege},
@@ -28,38 +29,6 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, timeout};
-
-/// Retransmission policy: attempt `i` waits `attempt_timeout * 2^i`, capped at `max_attempt_timeout`.
-#[derive(Debug, Clone)]
-pub struct Timing {
-    pub attempt_timeout: Duration,
-    pub max_attempt_timeout: Duration,
-    pub attempts: u32,
-}
-
-impl Default for Timing {
-    /// Tuned for a lossy 1G OOB network: a BMC answers in milliseconds when the datagram arrives, so
-    /// retransmit early and often (about 1 % of requests fail outright at 30 % loss each way, against 3–4 %
-    /// with 5 attempts), and stop after ~8 s so a dead BMC is reported in reasonable time. Late replies to
-    /// an earlier attempt are still accepted.
-    fn default() -> Self {
-        Self {
-            attempt_timeout: Duration::from_millis(250),
-            max_attempt_timeout: Duration::from_secs(1),
-            attempts: 10,
-        }
-    }
-}
-
-impl Timing {
-    /// Upper bound of the time one request may take.
-    pub fn budget(&self) -> Duration {
-        (0..self.attempts).map(|i| self.attempt(i)).sum()
-    }
-    fn attempt(&self, i: u32) -> Duration {
-        self.attempt_timeout.saturating_mul(1 << i.min(16)).min(self.max_attempt_timeout)
-    }
-}
 
 /// How to log in.
 #[derive(Clone)]
@@ -159,6 +128,8 @@ pub(crate) struct Inner {
     pub(crate) sol_active: StdMutex<Option<u8>>,
     /// `max_in_flight` permits: bounds the requests outstanding on this session.
     request_slots: tokio::sync::Semaphore,
+    /// Link statistics (see [`LinkStats`]).
+    link: Arc<LinkCounters>,
     closed: AtomicBool,
     reader: StdMutex<Option<tokio::task::JoinHandle<()>>>,
     auth_caps: ChannelAuthCaps,
@@ -481,6 +452,7 @@ impl Session {
             sol_tx: StdMutex::new(None),
             sol_active: StdMutex::new(None),
             request_slots: tokio::sync::Semaphore::new(cfg.max_in_flight.clamp(1, 32)),
+            link: Arc::default(),
             closed: AtomicBool::new(false),
             reader: StdMutex::new(None),
             auth_caps,
@@ -517,6 +489,16 @@ impl Session {
         self.inner.bmc_session_id
     }
     /// What the BMC said before login (anonymous login, null user names, Kg...).
+    /// How many datagrams the answered requests of this session took (a measure of the link's loss).
+    pub fn link_stats(&self) -> LinkStats {
+        self.inner.link.snapshot()
+    }
+
+    /// The live counters behind [`Session::link_stats`], to watch while a read runs on the session.
+    pub fn link_counters(&self) -> Arc<LinkCounters> {
+        self.inner.link.clone()
+    }
+
     pub fn auth_caps(&self) -> &ChannelAuthCaps {
         &self.inner.auth_caps
     }
@@ -642,7 +624,10 @@ impl Inner {
             self.send_payload(PayloadType::Ipmi, msg.clone()).await?;
             let wait = if resend { self.timing.attempt(i) } else { self.timing.max_attempt_timeout };
             match timeout(wait, &mut rx).await {
-                Ok(Ok(resp)) => return Ok(resp),
+                Ok(Ok(resp)) => {
+                    self.link.record(i + 1);
+                    return Ok(resp);
+                }
                 Ok(Err(_)) => return Err(Error::Closed { bmc: self.bmc.clone() }),
                 Err(_) => {
                     tracing::debug!(bmc = %self.bmc, cmd = name, attempt = i, "no reply, retransmitting")
