@@ -250,7 +250,8 @@ pub struct CertificateFindings {
 pub struct Finding {
     pub severity: Health,
     /// Stable code: `default-credentials`, `ipmi-cipher-zero`, `ipmi-anonymous`, `ipmi-null-user`,
-    /// `ipmi-auth-none`, `tls-expired`, `tls-not-yet-valid`, `tls-expires-soon`, `tls-self-signed`.
+    /// `ipmi-auth-none`, `redfish-plain-http`, `tls-expired`, `tls-not-yet-valid`, `tls-expires-soon`,
+    /// `tls-self-signed`.
     pub code: &'static str,
     pub message: String,
 }
@@ -267,6 +268,8 @@ pub struct HygieneRow {
     pub stopped: Option<String>,
     pub ipmi: Option<IpmiFindings>,
     pub certificate: Option<CertificateFindings>,
+    /// Redfish is reached over plain HTTP (`redfish+http://`, inventory `tls = false`).
+    pub redfish_plain_http: bool,
     pub findings: Vec<Finding>,
     pub errors: Vec<String>,
 }
@@ -443,6 +446,7 @@ impl BmcPool {
             stopped: None,
             ipmi: None,
             certificate: None,
+            redfish_plain_http: false,
             findings: Vec::new(),
             errors: Vec::new(),
         };
@@ -489,6 +493,7 @@ impl BmcPool {
             match probe {
                 Ok(c) => {
                     redfish_up = true;
+                    row.redfish_plain_http = !t.redfish_tls;
                     let root = c.service_root();
                     let hint =
                         [root.vendor.clone(), root.product.clone(), Some(c.profile().platform.clone())]
@@ -700,6 +705,15 @@ fn findings(row: &HygieneRow) -> Vec<Finding> {
                 message: "IPMI 1.5 authentication type NONE offered".into(),
             });
         }
+    }
+    if row.redfish_plain_http {
+        out.push(Finding {
+            severity: Health::Critical,
+            code: "redfish-plain-http",
+            message: "Redfish over plain HTTP: passwords and session tokens cross the network unencrypted, \
+                      and nothing proves which BMC answers"
+                .into(),
+        });
     }
     if let Some(c) = &row.certificate {
         let until = c.not_after.map(|t| t.to_rfc3339()).unwrap_or_else(|| "?".into());
