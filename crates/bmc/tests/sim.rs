@@ -664,3 +664,63 @@ async fn cycles_under_50_percent_udp_loss_run_once_and_leave_the_host_on() {
     assert_eq!(host.boots(), boots + n as u32);
     assert_eq!(host.power_state(), PowerState::On);
 }
+
+/// Issue 16 items 1-3 on every simulator flavor (the vendors' log layouts, identically named PSUs, the
+/// PowerSubsystem-only service), over Redfish and IPMI: a failed power supply shows as a critical event in
+/// the log it belongs to and as a failed part, nothing else is reported as failed, and clearing the fault
+/// clears the part.
+#[tokio::test]
+async fn a_failed_psu_shows_on_every_flavor_and_nothing_else_fails() {
+    let servers: Vec<ServerSpec> =
+        RedfishFlavor::EVERY.iter().map(|f| server(&format!("p-{}", f.as_str()), *f, vec![], None)).collect();
+    let sim = start(servers).await;
+    let (pool, _) = sim.pool();
+    for f in RedfishFlavor::EVERY {
+        let name = format!("p-{}", f.as_str());
+        let ok = pool.bmc(sim.redfish(&name)).health().await.unwrap();
+        assert!(
+            ok.sensors.iter().all(|s| s.health == Health::Ok),
+            "{f}: healthy before the fault: {:#?}",
+            ok.sensors.iter().filter(|s| s.health != Health::Ok).collect::<Vec<_>>()
+        );
+        sim.fleet.devices().inject(&name, &"psu-fail=1".parse::<Fault>().unwrap()).await.unwrap();
+        for t in [sim.redfish(&name), sim.ipmi(&name)] {
+            let what = format!("{f} over {}", t.protocol);
+            let bmc = pool.bmc(t);
+            let log = bmc.events(20).await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            assert!(!log.no_log_service && !log.logs.is_empty(), "{what}: {log:#?}");
+            assert!(log.entries.iter().all(|e| e.log.is_some()), "{what}: every entry names its log");
+            let critical: Vec<_> = log.entries.iter().filter(|e| e.severity == Health::Critical).collect();
+            assert!(
+                critical.iter().any(|e| e.message.to_ascii_lowercase().contains("power supply")),
+                "{what}: {log:#?}"
+            );
+            // The simulator's IPMI side lists PSU power readings only (no discrete PSU status sensor, no
+            // chassis power fault): there the SEL is the evidence.
+            if bmc.target().protocol == BmcProtocol::Ipmi {
+                continue;
+            }
+            let h = bmc.health().await.unwrap_or_else(|e| panic!("{what}: {}", error_chain(&e)));
+            assert_eq!(h.health, Health::Critical, "{what}: {h:#?}");
+            let failed: Vec<_> = h.sensors.iter().filter(|s| s.health != Health::Ok).collect();
+            assert!(
+                failed.iter().any(|s| s.health == Health::Critical),
+                "{what}: the failed supply is critical: {h:#?}"
+            );
+            assert!(
+                failed.iter().all(|s| {
+                    let n = s.name.to_ascii_lowercase();
+                    s.kind == "PowerSupply"
+                        || s.kind == "PowerRedundancy"
+                        || s.kind == "Power Supply"
+                        || n.contains("psu")
+                        || n.contains("power supply")
+                }),
+                "{what}: nothing but the supply (and its redundancy) fails: {failed:#?}"
+            );
+        }
+        sim.fleet.devices().clear(&name).await.unwrap();
+        let h = pool.bmc(sim.redfish(&name)).health().await.unwrap();
+        assert!(h.sensors.iter().all(|s| s.health == Health::Ok), "{f}: cleared: {h:#?}");
+    }
+}

@@ -7,7 +7,7 @@
 //! | fault | cleared by a host power cycle / reboot |
 //! |---|---|
 //! | `gpu-xid`, `gpu-ecc` (volatile count; pending row remaps are applied) | yes |
-//! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm` | no |
+//! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail` | no |
 //! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`) | no (BMC reset clears `sol-stuck` and sessions) |
 
 use std::fmt;
@@ -42,6 +42,10 @@ pub enum Fault {
     RailMtu { hca: String, mtu: u32 },
     /// PFC pause frames flood this port (a switch port, or an HCA on a server).
     PfcStorm { port: String },
+    /// Power supply N (1-based) loses its input: its output drops to 0, the other carries the load, the
+    /// SEL gets a critical "Power Supply Failure" record, PowerSubsystem shows `LossOfInput` and the
+    /// redundancy group degrades to Warning.
+    PsuFail { psu: u8 },
     /// A switch's running configuration drifts from its backup.
     ConfigChange,
     /// A switch presents a new SSH host key (re-imaged or swapped): a pinned client must refuse it.
@@ -62,7 +66,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, config-change, ssh-key-change";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -80,6 +84,7 @@ impl Fault {
             Fault::RailDown { .. } => "rail-down",
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
+            Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
             Fault::SshKeyChange => "ssh-key-change",
         }
@@ -115,6 +120,7 @@ impl fmt::Display for Fault {
             Fault::RailDown { hca } => write!(f, "{name}={hca}"),
             Fault::RailMtu { hca, mtu } => write!(f, "{name}={hca}:{mtu}"),
             Fault::PfcStorm { port } => write!(f, "{name}={port}"),
+            Fault::PsuFail { psu } => write!(f, "{name}={psu}"),
             _ => f.write_str(name),
         }
     }
@@ -208,6 +214,15 @@ impl FromStr for Fault {
                 let (n, u) = ("pfc-storm", "PORT");
                 Ok(Fault::PfcStorm { port: ident(n, u, need(n, u, value)?)? })
             }
+            "psu-fail" => {
+                let (n, u) = ("psu-fail", "N (PSU number, from 1)");
+                let v = need(n, u, value)?;
+                let psu: u8 = num(n, u, v)?;
+                if psu == 0 {
+                    return Err(FaultParseError::BadValue { name: n, value: v.to_owned(), usage: u });
+                }
+                Ok(Fault::PsuFail { psu })
+            }
             other => Err(FaultParseError::Unknown { name: other.to_owned(), expected: EXPECTED }),
         }
     }
@@ -246,6 +261,7 @@ mod tests {
             ("rail-down=mlx5_3", Fault::RailDown { hca: "mlx5_3".into() }),
             ("rail-mtu=mlx5_1:1500", Fault::RailMtu { hca: "mlx5_1".into(), mtu: 1500 }),
             ("pfc-storm=Ethernet8", Fault::PfcStorm { port: "Ethernet8".into() }),
+            ("psu-fail=2", Fault::PsuFail { psu: 2 }),
             ("config-change", Fault::ConfigChange),
             ("ssh-key-change", Fault::SshKeyChange),
         ];
@@ -262,6 +278,7 @@ mod tests {
         assert!(matches!("udp-loss=101".parse::<Fault>(), Err(FaultParseError::BadValue { .. })));
         assert!(matches!("gpu-xid=3".parse::<Fault>(), Err(FaultParseError::BadValue { .. })));
         assert!(matches!("rail-down=a b".parse::<Fault>(), Err(FaultParseError::BadValue { .. })));
+        assert!(matches!("psu-fail=0".parse::<Fault>(), Err(FaultParseError::BadValue { .. })));
         let e = "gpu-fire".parse::<Fault>().unwrap_err().to_string();
         assert!(e.contains("rail-mtu=HCA:MTU"), "{e}");
     }
@@ -288,6 +305,7 @@ mod tests {
             id.prop_map(|hca| Fault::RailDown { hca }),
             (id, any::<u32>()).prop_map(|(hca, mtu)| Fault::RailMtu { hca, mtu }),
             id.prop_map(|port| Fault::PfcStorm { port }),
+            (1u8..).prop_map(|psu| Fault::PsuFail { psu }),
             Just(Fault::ConfigChange),
             Just(Fault::SshKeyChange),
         ]

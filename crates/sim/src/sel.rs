@@ -90,6 +90,29 @@ pub struct NewSel {
     pub message_id: &'static str,
 }
 
+impl NewSel {
+    /// A sensor-specific (event type 6Fh) assertion with `offset` in the first event data byte.
+    pub fn asserted(
+        sensor_type: u8,
+        sensor_number: u8,
+        offset: u8,
+        severity: Health,
+        message: String,
+        message_id: &'static str,
+    ) -> NewSel {
+        NewSel {
+            sensor_type,
+            sensor_number,
+            event_type: 0x6f,
+            deassertion: false,
+            event_data: [offset, 0xff, 0xff],
+            severity,
+            message,
+            message_id,
+        }
+    }
+}
+
 /// The log itself.
 #[derive(Debug, Default)]
 pub struct SelLog {

@@ -216,6 +216,30 @@ pub fn readings(kind: HostKind, phase: Phase, node: &NodeState) -> Vec<Sensor> {
     v
 }
 
+/// Power supplies per machine (sensors `PSU1 Power`, `PSU2 Power`).
+pub const PSU_COUNT: u8 = 2;
+
+/// Sensor number of PSU `psu` (from 1).
+pub fn psu_sensor_number(psu: u8) -> u8 {
+    0x40 + psu.saturating_sub(1)
+}
+
+/// PSU `psu` lost its input: it delivers nothing and is critical; the others share its load.
+pub fn fail_psu(v: &mut [Sensor], psu: u8) {
+    let n = psu_sensor_number(psu);
+    let is_psu = |s: &Sensor| s.kind == SensorKind::Power;
+    let Some(lost) = v.iter().find(|s| is_psu(s) && s.number == n).and_then(|s| s.reading) else { return };
+    let others = v.iter().filter(|s| is_psu(s) && s.number != n && s.health != Health::Critical).count();
+    for s in v.iter_mut().filter(|s| is_psu(s)) {
+        if s.number == n {
+            s.reading = Some(0.0);
+            s.health = Health::Critical;
+        } else if s.health != Health::Critical && others > 0 {
+            s.reading = s.reading.map(|r| r + lost / others as f64);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,6 +66,11 @@ pub enum RedfishFlavor {
     IloLike,
     SupermicroLike,
     OpenbmcLike,
+    /// A current (2020.4+) service that has dropped the legacy `Power` resource: PSUs only under
+    /// `Chassis/{id}/PowerSubsystem`. Not in the [`RedfishFlavor::ALL`] rotation (so generated fleets keep
+    /// their flavors); name it in a spec or pick it from [`RedfishFlavor::EVERY`].
+    #[serde(rename = "powersubsystem")]
+    PowerSubsystem,
 }
 
 impl RedfishFlavor {
@@ -77,6 +82,16 @@ impl RedfishFlavor {
         RedfishFlavor::OpenbmcLike,
     ];
 
+    /// Every flavor, the rotation first.
+    pub const EVERY: [RedfishFlavor; 6] = [
+        RedfishFlavor::Generic,
+        RedfishFlavor::IdracLike,
+        RedfishFlavor::IloLike,
+        RedfishFlavor::SupermicroLike,
+        RedfishFlavor::OpenbmcLike,
+        RedfishFlavor::PowerSubsystem,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RedfishFlavor::Generic => "generic",
@@ -84,6 +99,7 @@ impl RedfishFlavor {
             RedfishFlavor::IloLike => "ilo-like",
             RedfishFlavor::SupermicroLike => "supermicro-like",
             RedfishFlavor::OpenbmcLike => "openbmc-like",
+            RedfishFlavor::PowerSubsystem => "powersubsystem",
         }
     }
 
@@ -94,7 +110,7 @@ impl RedfishFlavor {
             RedfishFlavor::IdracLike => 8,
             RedfishFlavor::IloLike => 4,
             RedfishFlavor::SupermicroLike => 8,
-            RedfishFlavor::OpenbmcLike => 16,
+            RedfishFlavor::OpenbmcLike | RedfishFlavor::PowerSubsystem => 16,
         }
     }
 
@@ -116,10 +132,10 @@ impl std::fmt::Display for RedfishFlavor {
 impl std::str::FromStr for RedfishFlavor {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RedfishFlavor::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| {
+        RedfishFlavor::EVERY.into_iter().find(|f| f.as_str() == s).ok_or_else(|| {
             format!(
                 "unknown redfish flavor `{s}` (expected one of: {})",
-                RedfishFlavor::ALL.map(|f| f.as_str()).join(", ")
+                RedfishFlavor::EVERY.map(|f| f.as_str()).join(", ")
             )
         })
     }

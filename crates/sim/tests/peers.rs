@@ -38,12 +38,24 @@ async fn dmtf_service_validator_passes_every_flavor() {
     if !validator.exists() || !schemas.is_dir() {
         return skip("rf_service_validator or the CSDL schema bundle");
     }
-    let f = fleet(5, SimOptions::for_tests()).await;
-    // Events and SEL entries so LogEntry and Event resources are validated too.
-    Client::inject(f.control_url(), "gpu-node-03", "gpu-ecc=1").await.unwrap();
+    let mut spec = FleetSpec::generate(RedfishFlavor::EVERY.len(), 0);
+    for (s, flavor) in spec.servers.iter_mut().zip(RedfishFlavor::EVERY) {
+        s.bmc.flavor = flavor;
+    }
+    let f = Fleet::start(spec, SimOptions::for_tests()).await.unwrap();
+    // Events, host log entries and BMC log entries (executed actions), and a failed PSU, so LogEntry,
+    // Event and PowerSupply resources are validated in their faulty shapes too.
+    for (i, _) in RedfishFlavor::EVERY.iter().enumerate() {
+        let name = format!("gpu-node-0{}", i + 1);
+        Client::inject(f.control_url(), &name, "gpu-ecc=1").await.unwrap();
+        Client::inject(f.control_url(), &name, "psu-fail=2").await.unwrap();
+        Client::power(f.control_url(), &name, "reset").await.unwrap();
+    }
     Client::inject(f.control_url(), "gpu-node-05", "rail-down=mlx5_0").await.unwrap();
+    // OOB_VALIDATOR_LOGS=DIR keeps the validator's reports (what failed, property by property).
     let logs = tempfile::tempdir().unwrap();
-    for (i, flavor) in RedfishFlavor::ALL.iter().enumerate() {
+    let log_root = std::env::var_os("OOB_VALIDATOR_LOGS").map_or_else(|| logs.path().to_owned(), Into::into);
+    for (i, flavor) in RedfishFlavor::EVERY.iter().enumerate() {
         let name = format!("gpu-node-0{}", i + 1);
         let ep = f.endpoint(&name, EndpointKind::Redfish).unwrap();
         let mut cmd = Command::new(&validator);
@@ -52,7 +64,7 @@ async fn dmtf_service_validator_passes_every_flavor() {
             .arg("--schema_directory")
             .arg(&schemas)
             .arg("--logdir")
-            .arg(logs.path().join(&name));
+            .arg(log_root.join(&name));
         let out = run(cmd).await;
         let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         let (pass, warn, fail) = summary(&text).unwrap_or_else(|| panic!("{flavor}: no summary in:\n{text}"));
@@ -127,22 +139,7 @@ async fn openssh_reads_a_switch_config_and_sees_a_config_change() {
     }
     let f = Fleet::start(FleetSpec::generate(1, 2), SimOptions::for_tests()).await.unwrap();
     let ep = f.endpoint("leaf2", EndpointKind::Ssh).unwrap().clone(); // eos
-    let ssh = |command: &'static str| {
-        let mut cmd = Command::new("sshpass");
-        cmd.args([
-            "-p",
-            &ep.password,
-            "ssh",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-        ])
-        .args(["-o", "LogLevel=ERROR", "-p", &ep.port.to_string()])
-        .arg(format!("{}@{}", ep.username, ep.address))
-        .arg(command);
-        cmd
-    };
+    let ssh = |command: &'static str| common::ssh(&ep, command);
     let before = run(ssh("show running-config")).await;
     assert!(before.status.success(), "{}", String::from_utf8_lossy(&before.stderr));
     let before = String::from_utf8_lossy(&before.stdout).into_owned();
@@ -165,13 +162,7 @@ async fn ipmitool_and_redfish_see_the_same_bmc() {
     let f = fleet(2, SimOptions::for_tests()).await;
     let name = "gpu-node-02";
     let ipmi = f.endpoint(name, EndpointKind::Ipmi).unwrap().clone();
-    let ipmitool = |args: &[&str]| {
-        let mut cmd = Command::new("ipmitool");
-        cmd.args(["-I", "lanplus", "-C", "17", "-N", "1", "-R", "3", "-H", &ipmi.address.to_string()])
-            .args(["-p", &ipmi.port.to_string(), "-U", &ipmi.username, "-P", &ipmi.password])
-            .args(args);
-        cmd
-    };
+    let ipmitool = |args: &[&str]| common::ipmitool(&ipmi, args);
     Client::inject(f.control_url(), name, "gpu-ecc=2").await.unwrap();
     let sel = run(ipmitool(&["sel", "list"])).await;
     let sel = String::from_utf8_lossy(&sel.stdout).into_owned();

@@ -332,20 +332,26 @@ async fn sse_stream_and_push_subscription_carry_fault_events() {
 async fn every_flavor_serves_its_own_paths() {
     let f = fleet(5, SimOptions::for_tests()).await;
     let expect = [
-        ("gpu-node-01", "Self", "Self", "Managers/Self/LogServices/SEL"),
-        ("gpu-node-02", "System.Embedded.1", "iDRAC.Embedded.1", "Managers/iDRAC.Embedded.1/LogServices/Sel"),
-        ("gpu-node-03", "1", "1", "Managers/1/LogServices/IEL"),
-        ("gpu-node-04", "1", "1", "Managers/1/LogServices/Log1"),
-        ("gpu-node-05", "system", "bmc", "Systems/system/LogServices/EventLog"),
+        ("gpu-node-01", "Self", "Self", "Managers/Self/LogServices/SEL", "SEL"),
+        (
+            "gpu-node-02",
+            "System.Embedded.1",
+            "iDRAC.Embedded.1",
+            "Managers/iDRAC.Embedded.1/LogServices/Sel",
+            "SEL",
+        ),
+        ("gpu-node-03", "1", "1", "Systems/1/LogServices/IML", "OEM"),
+        ("gpu-node-04", "1", "1", "Managers/1/LogServices/Log1", "SEL"),
+        ("gpu-node-05", "system", "bmc", "Systems/system/LogServices/EventLog", "Event"),
     ];
-    for (name, sys, mgr, log) in expect {
+    for (name, sys, mgr, log, entry_type) in expect {
         let (base, c) = bmc(&f, name);
         let systems = get(&c, &format!("{base}/redfish/v1/Systems")).await;
         assert_eq!(systems["Members"][0]["@odata.id"], format!("/redfish/v1/Systems/{sys}"), "{name}");
         let managers = get(&c, &format!("{base}/redfish/v1/Managers/")).await;
         assert_eq!(managers["Members"][0]["@odata.id"], format!("/redfish/v1/Managers/{mgr}"), "{name}");
         let l = get(&c, &format!("{base}/redfish/v1/{log}")).await;
-        assert_eq!(l["LogEntryType"], "SEL");
+        assert_eq!(l["LogEntryType"], entry_type, "{name}");
         let no_auth = c.get(format!("{base}/redfish/v1/Systems")).send().await.unwrap();
         assert_eq!(no_auth.status(), 401);
         assert_eq!(f.endpoint(name, EndpointKind::Redfish).unwrap().username, "admin");

@@ -1,7 +1,8 @@
 //! Vendor flavors as data: resource ids, allowed resets, where the SEL lives, session-limit replies, latency.
 //!
 //! Keeping quirks in one table (not `if idrac` scattered through handlers) mirrors how Lifeline's client
-//! treats quirks, and makes the differences between vendors reviewable in one screen.
+//! treats quirks, and makes the differences between vendors reviewable in one screen. The table in the
+//! crate's README.md summarises every flavor (ids, resets, log layout, PSU layout).
 
 use std::time::Duration;
 
@@ -9,6 +10,30 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::spec::RedfishFlavor;
+
+/// The log services a flavor exposes. Every layout shows the same host events (the host's SEL); they
+/// differ in where the services are, what they are called and how an entry is typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLayout {
+    /// One LogService (`sel_id`, under the System or the Manager), `EntryType: SEL` with sensor fields.
+    Sel,
+    /// HPE iLO: the IML under the System (host events, `EntryType: Oem`, `OemRecordFormat: Hpe-IML`) and
+    /// the IEL under the Manager (iLO's own events: the power and BMC actions executed, `Hpe-iLOEventLog`).
+    /// No SEL service.
+    HpeImlIel,
+    /// OpenBMC bmcweb: an `EventLog` under the System (host events) and one under the Manager (BMC
+    /// events: the actions executed), both `EntryType: Event` with a registry `MessageId`. No SEL service.
+    OpenbmcEventLogs,
+}
+
+/// Where PSUs are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerLayout {
+    /// `Chassis/{id}/Power` with `PowerSupplies[]` (deprecated in 2020.4, still what most BMCs serve).
+    Legacy,
+    /// Only `Chassis/{id}/PowerSubsystem/PowerSupplies/{id}` with `LineInputStatus` and a redundancy group.
+    SubsystemOnly,
+}
 
 /// Everything that differs between flavors.
 #[derive(Debug)]
@@ -20,10 +45,14 @@ pub struct Flavor {
     pub system_id: &'static str,
     pub chassis_id: &'static str,
     pub manager_id: &'static str,
-    /// Id of the LogService holding the SEL.
+    /// Id of the LogService holding the host's events (the SEL; iLO's IML; bmcweb's System EventLog).
     pub sel_id: &'static str,
-    /// OpenBMC (and iLO's IML) keep the event log under the System, others under the Manager.
+    /// Whether that service is under the System (else under the Manager).
     pub sel_under_system: bool,
+    /// Which log services exist and how their entries look.
+    pub logs: LogLayout,
+    /// Legacy `Chassis/{id}/Power`, or only `PowerSubsystem`.
+    pub power: PowerLayout,
     /// `ResetType@Redfish.AllowableValues` of `ComputerSystem.Reset`.
     pub resets: &'static [&'static str],
     /// Base latency of every response, before `time_scale` (OpenBMC on an AST2500 is slow).
@@ -44,6 +73,8 @@ const GENERIC: Flavor = Flavor {
     manager_id: "Self",
     sel_id: "SEL",
     sel_under_system: false,
+    logs: LogLayout::Sel,
+    power: PowerLayout::Legacy,
     resets: &[
         "On",
         "ForceOff",
@@ -70,6 +101,8 @@ const IDRAC: Flavor = Flavor {
     manager_id: "iDRAC.Embedded.1",
     sel_id: "Sel",
     sel_under_system: false,
+    logs: LogLayout::Sel,
+    power: PowerLayout::Legacy,
     // iDRAC 9 before 7.x: no PowerCycle; ForceOn absent too.
     resets: &[
         "On",
@@ -93,8 +126,10 @@ const ILO: Flavor = Flavor {
     system_id: "1",
     chassis_id: "1",
     manager_id: "1",
-    sel_id: "IEL",
-    sel_under_system: false,
+    sel_id: "IML",
+    sel_under_system: true,
+    logs: LogLayout::HpeImlIel,
+    power: PowerLayout::Legacy,
     resets: &[
         "On",
         "ForceOff",
@@ -119,6 +154,8 @@ const SUPERMICRO: Flavor = Flavor {
     manager_id: "1",
     sel_id: "Log1",
     sel_under_system: false,
+    logs: LogLayout::Sel,
+    power: PowerLayout::Legacy,
     resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"],
     latency: Duration::from_millis(80),
     on_while_on_conflict: false,
@@ -135,6 +172,8 @@ const OPENBMC: Flavor = Flavor {
     manager_id: "bmc",
     sel_id: "EventLog",
     sel_under_system: true,
+    logs: LogLayout::OpenbmcEventLogs,
+    power: PowerLayout::Legacy,
     resets: &[
         "On",
         "ForceOff",
@@ -150,6 +189,24 @@ const OPENBMC: Flavor = Flavor {
     boot_patch_needs_enabled: false,
 };
 
+const POWERSUBSYSTEM: Flavor = Flavor {
+    kind: RedfishFlavor::PowerSubsystem,
+    vendor: "Lifeline",
+    product: "Lifeline Simulated BMC (PowerSubsystem)",
+    redfish_version: "1.17.0",
+    system_id: "1",
+    chassis_id: "1",
+    manager_id: "1",
+    sel_id: "SEL",
+    sel_under_system: false,
+    logs: LogLayout::Sel,
+    power: PowerLayout::SubsystemOnly,
+    resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle"],
+    latency: Duration::ZERO,
+    on_while_on_conflict: false,
+    boot_patch_needs_enabled: false,
+};
+
 impl Flavor {
     pub fn get(kind: RedfishFlavor) -> &'static Flavor {
         match kind {
@@ -158,6 +215,7 @@ impl Flavor {
             RedfishFlavor::IloLike => &ILO,
             RedfishFlavor::SupermicroLike => &SUPERMICRO,
             RedfishFlavor::OpenbmcLike => &OPENBMC,
+            RedfishFlavor::PowerSubsystem => &POWERSUBSYSTEM,
         }
     }
 
@@ -210,7 +268,7 @@ mod tests {
         assert_eq!(Flavor::get(RedfishFlavor::IloLike).system_id, "1");
         assert_eq!(Flavor::get(RedfishFlavor::OpenbmcLike).system_id, "system");
         assert_eq!(Flavor::get(RedfishFlavor::IdracLike).system_id, "System.Embedded.1");
-        for f in RedfishFlavor::ALL {
+        for f in RedfishFlavor::EVERY {
             let fl = Flavor::get(f);
             assert!(fl.resets.contains(&"On") && fl.resets.contains(&"ForceOff"), "{f}");
             let (status, body) = fl.session_limit_error();

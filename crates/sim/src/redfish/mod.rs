@@ -6,9 +6,14 @@
 //! over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
 //! connection and request.
 
+mod accounts;
+mod chassis;
 mod events;
 pub mod flavor;
+mod logs;
+mod protocol;
 mod resources;
+mod sessions;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -19,6 +24,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -28,6 +34,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::actions::{Origin, Protocol};
 use crate::host::Host;
 pub use flavor::Flavor;
 pub use tls::TlsError;
@@ -195,6 +202,7 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
         return;
     }
     let _ = tcp.set_nodelay(true);
+    let peer = tcp.peer_addr().ok();
     let acceptor = tokio_rustls::TlsAcceptor::from(bmc.tls_config().0);
     let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
@@ -202,7 +210,7 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
     };
     let svc = hyper::service::service_fn(move |req| {
         let bmc = bmc.clone();
-        async move { Ok::<_, Infallible>(handle(bmc, req).await) }
+        async move { Ok::<_, Infallible>(handle(bmc, req, peer).await) }
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -215,10 +223,14 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
 /// Paths that need no credentials (DSP0266: service root, OData documents, session login).
 fn is_public(method: &Method, path: &str) -> bool {
     matches!(path, "/redfish" | "/redfish/v1" | "/redfish/v1/odata" | "/redfish/v1/$metadata")
-        || (method == Method::POST && path == "/redfish/v1/SessionService/Sessions")
+        || (method == Method::POST
+            && matches!(
+                path,
+                "/redfish/v1/SessionService/Sessions" | "/redfish/v1/SessionService/Sessions/Members"
+            ))
 }
 
-async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
+async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>, peer: Option<SocketAddr>) -> Response {
     if bmc.host.bmc().unresponsive() {
         hang(&bmc).await;
     }
@@ -230,27 +242,97 @@ async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
     let raw = parts.uri.path();
     let path = if raw.len() > 1 { raw.trim_end_matches('/') } else { raw }.to_owned();
     let who = if is_public(&parts.method, &path) { None } else { Some(authenticate(&bmc, &parts.headers)) };
-    if let Some(Err(resp)) = who {
-        return resp;
+    let user = match who {
+        Some(Err(resp)) => return finish(resp),
+        Some(Ok(user)) => Some(user),
+        None => None,
+    };
+    if let Err(resp) = protocol::check_odata_version(&parts.headers) {
+        return finish(resp);
     }
+    let query = match protocol::parse_query(parts.uri.query()) {
+        Ok(q) => q,
+        Err(resp) => return finish(resp),
+    };
+    let origin = Origin::new(Protocol::Redfish, peer, user);
     let body = match axum::body::to_bytes(Body::new(body), MAX_BODY).await {
         Ok(b) => b,
         Err(_) => {
-            return error(
+            return finish(error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "GeneralError",
                 "The request body is too large.",
                 &[],
-            );
+            ));
         }
     };
-    let mut resp = resources::dispatch(&bmc, &parts.method, &path, &parts.headers, &body).await;
+    // HEAD is GET without the body (hyper drops it), so every GET route serves HEAD too.
+    let read = parts.method == Method::GET || parts.method == Method::HEAD;
+    let method = if read { Method::GET } else { parts.method.clone() };
+    let resp = resources::dispatch(&bmc, &method, &path, &parts.headers, &body, &origin).await;
+    if read && resp.status() == StatusCode::OK {
+        return finish(decorate(&bmc, resp, &query, &path, &parts.headers, &origin).await);
+    }
+    finish(resp)
+}
+
+/// Headers every response carries.
+fn finish(mut resp: Response) -> Response {
     let h = resp.headers_mut();
     h.insert("OData-Version", HeaderValue::from_static("4.0"));
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     resp
+}
+
+/// A successful GET: query parameters applied, `Allow` and `Link` added (see [`protocol`]).
+async fn decorate(
+    bmc: &Arc<RedfishBmc>,
+    resp: Response,
+    query: &protocol::Query,
+    path: &str,
+    headers: &HeaderMap,
+    origin: &Origin,
+) -> Response {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        let mut resp = resp;
+        protocol::add_headers(resp.headers_mut(), path, None);
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "GeneralError", "rendering failed", &[]);
+    };
+    let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let mut path = path.to_owned();
+    if query.only {
+        match protocol::only_member(&v) {
+            Err(resp) => return resp,
+            Ok(Some(member)) => {
+                let r = resources::dispatch(bmc, &Method::GET, &member, headers, &Bytes::new(), origin).await;
+                if r.status() == StatusCode::OK
+                    && let Ok(b) = axum::body::to_bytes(r.into_body(), usize::MAX).await
+                    && let Ok(m) = serde_json::from_slice::<Value>(&b)
+                {
+                    v = m;
+                    path = member;
+                }
+            }
+            Ok(None) => {}
+        }
+    }
+    let v = protocol::apply(v, query, &path);
+    protocol::add_headers(&mut parts.headers, &path, Some(&v));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(v.to_string()))
 }
 
 /// Checks `X-Auth-Token` (a session) or HTTP Basic; returns the user name.

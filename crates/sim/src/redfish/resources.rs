@@ -11,16 +11,18 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use lifeline_types::{Health, PowerState};
 use serde_json::{Map, Value, json};
 
-use super::{RedfishBmc, Session, error, events, json_response, lock};
+use super::flavor::PowerLayout;
+use super::logs::{Owner, collection_path, has_logs};
+use super::{RedfishBmc, error, events, json_response, lock};
+use crate::actions::Origin;
 use crate::host::{BOOT_TARGETS, BootOverride, HostError, PowerCommand, PowerOutcome};
-use crate::sel::SelEntry;
-use crate::sensors::{Sensor, SensorKind};
+use crate::sensors::Sensor;
 
-fn link(path: &str) -> Value {
+pub(super) fn link(path: &str) -> Value {
     json!({ "@odata.id": path })
 }
 
-fn health(h: Health) -> &'static str {
+pub(super) fn health(h: Health) -> &'static str {
     match h {
         Health::Ok | Health::Unknown => "OK",
         Health::Warning => "Warning",
@@ -28,7 +30,7 @@ fn health(h: Health) -> &'static str {
     }
 }
 
-fn collection(path: &str, ty: &str, name: &str, members: Vec<String>) -> Value {
+pub(super) fn collection(path: &str, ty: &str, name: &str, members: Vec<String>) -> Value {
     json!({
         "@odata.id": path,
         "@odata.type": format!("#{ty}.{ty}"),
@@ -38,11 +40,11 @@ fn collection(path: &str, ty: &str, name: &str, members: Vec<String>) -> Value {
     })
 }
 
-fn ok(v: Value) -> Response {
+pub(super) fn ok(v: Value) -> Response {
     json_response(StatusCode::OK, v)
 }
 
-fn not_found(path: &str) -> Response {
+pub(super) fn not_found(path: &str) -> Response {
     error(
         StatusCode::NOT_FOUND,
         "ResourceNotFound",
@@ -51,7 +53,7 @@ fn not_found(path: &str) -> Response {
     )
 }
 
-fn method_not_allowed(allow: &'static str) -> Response {
+pub(super) fn method_not_allowed(allow: &'static str) -> Response {
     let mut r = error(
         StatusCode::METHOD_NOT_ALLOWED,
         "OperationNotAllowed",
@@ -62,11 +64,11 @@ fn method_not_allowed(allow: &'static str) -> Response {
     r
 }
 
-fn no_content() -> Response {
+pub(super) fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-fn parse_json(body: &Bytes) -> Result<Map<String, Value>, Response> {
+pub(super) fn parse_json(body: &Bytes) -> Result<Map<String, Value>, Response> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         _ => Err(error(
@@ -85,6 +87,7 @@ pub(super) async fn dispatch(
     path: &str,
     headers: &HeaderMap,
     body: &Bytes,
+    origin: &Origin,
 ) -> Response {
     let f = bmc.flavor;
     if path == "/redfish" {
@@ -96,14 +99,18 @@ pub(super) async fn dispatch(
         [] => get_only(method, || ok(service_root(bmc))),
         ["odata"] => get_only(method, || ok(odata_document())),
         ["$metadata"] => get_only(method, metadata),
-        ["SessionService"] => get_only(method, || ok(session_service(bmc))),
+        ["SessionService"] => get_only(method, || ok(super::sessions::session_service(bmc))),
         ["SessionService", "Sessions"] => match *method {
-            Method::GET => ok(session_collection(bmc)),
-            Method::POST => create_session(bmc, body),
+            Method::GET => ok(super::sessions::session_collection(bmc)),
+            Method::POST => super::sessions::create_session(bmc, body),
             _ => method_not_allowed("GET, POST"),
         },
+        // DSP0266 allows login on the collection's Members too (bmcweb and iLO accept it).
+        ["SessionService", "Sessions", "Members"] if *method == Method::POST => {
+            super::sessions::create_session(bmc, body)
+        }
         ["SessionService", "Sessions", id] => match *method {
-            Method::GET => session_member(bmc, id).unwrap_or_else(|| not_found(path)),
+            Method::GET => super::sessions::session_member(bmc, id).unwrap_or_else(|| not_found(path)),
             Method::DELETE => {
                 let mut s = bmc.sessions();
                 let before = s.list.len();
@@ -112,6 +119,15 @@ pub(super) async fn dispatch(
             }
             _ => method_not_allowed("GET, DELETE"),
         },
+        ["AccountService"] => get_only(method, || ok(super::accounts::service())),
+        ["AccountService", "Accounts"] => get_only(method, || ok(super::accounts::accounts(bmc))),
+        ["AccountService", "Accounts", id] => {
+            get_only(method, || super::accounts::account(bmc, id).map_or_else(|| not_found(path), ok))
+        }
+        ["AccountService", "Roles"] => get_only(method, || ok(super::accounts::roles())),
+        ["AccountService", "Roles", id] => {
+            get_only(method, || super::accounts::role(id).map_or_else(|| not_found(path), ok))
+        }
         ["Systems"] => get_only(method, || {
             ok(collection(
                 "/redfish/v1/Systems",
@@ -129,13 +145,15 @@ pub(super) async fn dispatch(
             if *method != Method::POST {
                 return method_not_allowed("POST");
             }
-            reset_system(bmc, body)
+            reset_system(bmc, body, origin)
         }
-        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && f.sel_under_system => {
-            log_services(bmc, method, path, tail)
+        ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && has_logs(bmc, Owner::System) => {
+            super::logs::route(bmc, Owner::System, method, path, tail, origin)
         }
-        ["Managers", id, "LogServices", tail @ ..] if *id == f.manager_id && !f.sel_under_system => {
-            log_services(bmc, method, path, tail)
+        ["Managers", id, "LogServices", tail @ ..]
+            if *id == f.manager_id && has_logs(bmc, Owner::Manager) =>
+        {
+            super::logs::route(bmc, Owner::Manager, method, path, tail, origin)
         }
         ["Chassis"] => get_only(method, || {
             ok(collection(
@@ -145,9 +163,25 @@ pub(super) async fn dispatch(
                 vec![bmc.chassis_path()],
             ))
         }),
-        ["Chassis", id] if *id == f.chassis_id => get_only(method, || ok(chassis(bmc))),
-        ["Chassis", id, "Thermal"] if *id == f.chassis_id => get_only(method, || ok(thermal(bmc))),
-        ["Chassis", id, "Power"] if *id == f.chassis_id => get_only(method, || ok(power(bmc))),
+        ["Chassis", id] if *id == f.chassis_id => get_only(method, || ok(super::chassis::chassis(bmc))),
+        ["Chassis", id, "Thermal"] if *id == f.chassis_id => {
+            get_only(method, || ok(super::chassis::thermal(bmc)))
+        }
+        ["Chassis", id, "Power"] if *id == f.chassis_id && f.power == PowerLayout::Legacy => {
+            get_only(method, || ok(super::chassis::power(bmc)))
+        }
+        ["Chassis", id, "PowerSubsystem", rest @ ..]
+            if *id == f.chassis_id && f.power == PowerLayout::SubsystemOnly =>
+        {
+            get_only(method, || match rest {
+                [] => ok(super::chassis::power_subsystem(bmc)),
+                ["PowerSupplies"] => ok(super::chassis::power_supplies(bmc)),
+                ["PowerSupplies", n] => {
+                    super::chassis::power_supply(bmc, n).map_or_else(|| not_found(path), ok)
+                }
+                _ => not_found(path),
+            })
+        }
         ["Chassis", id, "Sensors"] if *id == f.chassis_id => get_only(method, || {
             let base = format!("{}/Sensors", bmc.chassis_path());
             let members = bmc.host.sensors().iter().map(|s| format!("{base}/{}", s.id)).collect();
@@ -155,7 +189,7 @@ pub(super) async fn dispatch(
         }),
         ["Chassis", id, "Sensors", sid] if *id == f.chassis_id => {
             get_only(method, || match bmc.host.sensors().iter().find(|s| s.id == *sid) {
-                Some(s) => ok(sensor(bmc, s)),
+                Some(s) => ok(super::chassis::sensor(bmc, s)),
                 None => not_found(path),
             })
         }
@@ -178,7 +212,7 @@ pub(super) async fn dispatch(
             };
             match m.get("ResetType").and_then(Value::as_str) {
                 Some("GracefulRestart" | "ForceRestart") | None => {
-                    bmc.host.reset_bmc();
+                    bmc.host.reset_bmc_by(origin);
                     no_content()
                 }
                 Some(other) => param_not_in_list(other, "ResetType"),
@@ -189,11 +223,11 @@ pub(super) async fn dispatch(
     }
 }
 
-fn get_only(method: &Method, f: impl FnOnce() -> Response) -> Response {
+pub(super) fn get_only(method: &Method, f: impl FnOnce() -> Response) -> Response {
     if *method == Method::GET || *method == Method::HEAD { f() } else { method_not_allowed("GET") }
 }
 
-fn param_not_in_list(value: &str, prop: &str) -> Response {
+pub(super) fn param_not_in_list(value: &str, prop: &str) -> Response {
     error(
         StatusCode::BAD_REQUEST,
         "ActionParameterValueNotInList",
@@ -204,11 +238,11 @@ fn param_not_in_list(value: &str, prop: &str) -> Response {
     )
 }
 
-fn service_root(bmc: &RedfishBmc) -> Value {
+pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
     let f = bmc.flavor;
     json!({
         "@odata.id": "/redfish/v1",
-        "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
+        "@odata.type": "#ServiceRoot.v1_17_0.ServiceRoot",
         "Id": "RootService",
         "Name": "Root Service",
         "RedfishVersion": f.redfish_version,
@@ -219,24 +253,27 @@ fn service_root(bmc: &RedfishBmc) -> Value {
         "Chassis": link("/redfish/v1/Chassis"),
         "Managers": link("/redfish/v1/Managers"),
         "SessionService": link("/redfish/v1/SessionService"),
+        "AccountService": link("/redfish/v1/AccountService"),
         "EventService": link("/redfish/v1/EventService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
             "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
             "FilterQuery": false,
-            "SelectQuery": false,
-            "OnlyMemberQuery": false,
-            "ExcerptQuery": false
+            "SelectQuery": true,
+            "OnlyMemberQuery": true,
+            "ExcerptQuery": false,
+            "TopSkipQuery": true
         }
     })
 }
 
-fn odata_document() -> Value {
+pub(super) fn odata_document() -> Value {
     let names = [
         ("Systems", "/redfish/v1/Systems"),
         ("Chassis", "/redfish/v1/Chassis"),
         ("Managers", "/redfish/v1/Managers"),
         ("SessionService", "/redfish/v1/SessionService"),
+        ("AccountService", "/redfish/v1/AccountService"),
         ("EventService", "/redfish/v1/EventService"),
     ];
     let mut value = vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
@@ -246,10 +283,15 @@ fn odata_document() -> Value {
 
 /// The schemas (and a version namespace of each) this service uses.
 const SCHEMAS: &[(&str, &str)] = &[
-    ("ServiceRoot", "v1_15_0"),
+    ("ServiceRoot", "v1_17_0"),
     ("SessionService", "v1_1_8"),
     ("Session", "v1_6_0"),
     ("SessionCollection", ""),
+    ("AccountService", "v1_15_0"),
+    ("ManagerAccount", "v1_12_0"),
+    ("ManagerAccountCollection", ""),
+    ("Role", "v1_3_2"),
+    ("RoleCollection", ""),
     ("ComputerSystem", "v1_20_0"),
     ("ComputerSystemCollection", ""),
     ("Chassis", "v1_22_0"),
@@ -262,6 +304,10 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("LogEntryCollection", ""),
     ("Thermal", "v1_7_1"),
     ("Power", "v1_7_1"),
+    ("PowerSubsystem", "v1_1_0"),
+    ("PowerSupply", "v1_5_0"),
+    ("PowerSupplyCollection", ""),
+    ("Redundancy", ""),
     ("Sensor", "v1_7_0"),
     ("SensorCollection", ""),
     ("EventService", "v1_10_0"),
@@ -272,7 +318,7 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("Resource", "v1_14_0"),
 ];
 
-fn metadata() -> Response {
+pub(super) fn metadata() -> Response {
     let mut x = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <edmx:Edmx xmlns:edmx=\"http://docs.oasis-open.org/odata/ns/edmx\" Version=\"4.0\">\n",
@@ -289,7 +335,7 @@ fn metadata() -> Response {
     }
     x.push_str(
         "  <edmx:DataServices>\n    <Schema xmlns=\"http://docs.oasis-open.org/odata/ns/edm\" Namespace=\"Service\">\n      \
-         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_15_0.ServiceContainer\"/>\n    </Schema>\n  \
+         <EntityContainer Name=\"Service\" Extends=\"ServiceRoot.v1_17_0.ServiceContainer\"/>\n    </Schema>\n  \
          </edmx:DataServices>\n</edmx:Edmx>\n",
     );
     let mut r = (StatusCode::OK, x).into_response();
@@ -297,88 +343,7 @@ fn metadata() -> Response {
     r
 }
 
-fn session_service(bmc: &RedfishBmc) -> Value {
-    json!({
-        "@odata.id": "/redfish/v1/SessionService",
-        "@odata.type": "#SessionService.v1_1_8.SessionService",
-        "Id": "SessionService",
-        "Name": "Session Service",
-        "ServiceEnabled": true,
-        "SessionTimeout": super::SESSION_TIMEOUT.as_secs(),
-        "Status": { "State": "Enabled", "Health": "OK" },
-        "Sessions": link("/redfish/v1/SessionService/Sessions"),
-        "Oem": {},
-        "Description": format!("Session Service (at most {} sessions)", bmc.session_limit),
-    })
-}
-
-fn session_doc(s: &Session) -> Value {
-    json!({
-        "@odata.id": format!("/redfish/v1/SessionService/Sessions/{}", s.id),
-        "@odata.type": "#Session.v1_6_0.Session",
-        "Id": s.id,
-        "Name": "User Session",
-        "UserName": s.user,
-        "CreatedTime": s.created,
-        "SessionType": "Redfish",
-    })
-}
-
-fn session_collection(bmc: &RedfishBmc) -> Value {
-    let s = bmc.sessions();
-    let members = s.list.iter().map(|x| format!("/redfish/v1/SessionService/Sessions/{}", x.id)).collect();
-    collection("/redfish/v1/SessionService/Sessions", "SessionCollection", "Session Collection", members)
-}
-
-fn session_member(bmc: &RedfishBmc, id: &str) -> Option<Response> {
-    let s = bmc.sessions();
-    s.list.iter().find(|x| x.id == id).map(|x| ok(session_doc(x)))
-}
-
-fn create_session(bmc: &RedfishBmc, body: &Bytes) -> Response {
-    let m = match parse_json(body) {
-        Ok(m) => m,
-        Err(r) => return r,
-    };
-    let (Some(user), Some(pass)) =
-        (m.get("UserName").and_then(Value::as_str), m.get("Password").and_then(Value::as_str))
-    else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "PropertyMissing",
-            "The property UserName or Password is a required property and must be included in the request.",
-            &["UserName"],
-        );
-    };
-    if !super::check_password(bmc, user, pass) {
-        return super::unauthorized();
-    }
-    let mut s = bmc.sessions();
-    if bmc.host.bmc().sessions_full() || s.list.len() >= bmc.session_limit {
-        let (status, body) = bmc.flavor.session_limit_error();
-        return json_response(status, body);
-    }
-    s.next_id += 1;
-    let sess = Session {
-        id: format!("{}", s.next_id),
-        token: format!("{:032x}", rand::random::<u128>()),
-        user: user.to_owned(),
-        created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        last_used: std::time::Instant::now(),
-    };
-    let doc = session_doc(&sess);
-    let location = format!("/redfish/v1/SessionService/Sessions/{}", sess.id);
-    let token = sess.token.clone();
-    s.list.push(sess);
-    let mut r = json_response(StatusCode::CREATED, doc);
-    if let (Ok(t), Ok(l)) = (HeaderValue::from_str(&token), HeaderValue::from_str(&location)) {
-        r.headers_mut().insert("X-Auth-Token", t);
-        r.headers_mut().insert(header::LOCATION, l);
-    }
-    r
-}
-
-fn power_state_str(p: PowerState) -> &'static str {
+pub(super) fn power_state_str(p: PowerState) -> &'static str {
     match p {
         PowerState::On => "On",
         PowerState::Off => "Off",
@@ -388,7 +353,7 @@ fn power_state_str(p: PowerState) -> &'static str {
     }
 }
 
-fn rollup(sensors: &[Sensor]) -> Health {
+pub(super) fn rollup(sensors: &[Sensor]) -> Health {
     sensors.iter().fold(Health::Ok, |h, s| h.worst(s.health))
 }
 
@@ -433,8 +398,8 @@ fn system(bmc: &RedfishBmc) -> Value {
         },
         "Description": format!("{} GPUs, {} rails", node.gpus.len(), node.rails.len()),
     });
-    if bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::System) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::System));
     }
     v
 }
@@ -502,7 +467,7 @@ fn prop_not_in_list(value: &str, prop: &str) -> Response {
     )
 }
 
-fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
+fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
     let m = match parse_json(body) {
         Ok(m) => m,
         Err(r) => return r,
@@ -539,7 +504,7 @@ fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
             &[],
         );
     }
-    match bmc.host.power(cmd) {
+    match bmc.host.power_by(cmd, origin) {
         Ok(PowerOutcome::Started | PowerOutcome::NoChange) => no_content(),
         Err(HostError::NotPoweredOn { .. }) => error(
             StatusCode::CONFLICT,
@@ -549,167 +514,6 @@ fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
         ),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "GeneralError", &e.to_string(), &[]),
     }
-}
-
-fn chassis(bmc: &RedfishBmc) -> Value {
-    let h = &bmc.host;
-    let id = &h.bmc_config().identity;
-    let path = bmc.chassis_path();
-    json!({
-        "@odata.id": path,
-        "@odata.type": "#Chassis.v1_22_0.Chassis",
-        "Id": bmc.flavor.chassis_id,
-        "Name": format!("{} chassis", h.name()),
-        "ChassisType": "RackMount",
-        "Manufacturer": id.manufacturer,
-        "Model": id.model,
-        "SerialNumber": id.serial,
-        "PowerState": power_state_str(h.power_state()),
-        "Status": { "State": "Enabled", "Health": health(rollup(&h.sensors())) },
-        "Thermal": link(&format!("{path}/Thermal")),
-        "Power": link(&format!("{path}/Power")),
-        "Sensors": link(&format!("{path}/Sensors")),
-        "Links": {
-            "ComputerSystems": [link(&bmc.system_path())],
-            "ManagedBy": [link(&bmc.manager_path())],
-        },
-    })
-}
-
-fn status(s: &Sensor) -> Value {
-    match s.reading {
-        Some(_) => json!({ "State": "Enabled", "Health": health(s.health) }),
-        None => json!({ "State": "UnavailableOffline" }),
-    }
-}
-
-fn thermal(bmc: &RedfishBmc) -> Value {
-    let path = format!("{}/Thermal", bmc.chassis_path());
-    let sensors = bmc.host.sensors();
-    let temps: Vec<Value> = sensors
-        .iter()
-        .filter(|s| s.kind == SensorKind::Temperature)
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "@odata.id": format!("{path}#/Temperatures/{i}"),
-                "MemberId": i.to_string(),
-                "Name": s.name,
-                "SensorNumber": s.number,
-                "ReadingCelsius": s.reading,
-                "UpperThresholdNonCritical": s.upper_warning,
-                "UpperThresholdCritical": s.upper_critical,
-                "Status": status(s),
-            })
-        })
-        .collect();
-    let fans: Vec<Value> = sensors
-        .iter()
-        .filter(|s| s.kind == SensorKind::Fan)
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "@odata.id": format!("{path}#/Fans/{i}"),
-                "MemberId": i.to_string(),
-                "Name": s.name,
-                "Reading": s.reading.map(|r| r as i64),
-                "ReadingUnits": "RPM",
-                "LowerThresholdCritical": s.lower_critical.map(|r| r as i64),
-                "Status": status(s),
-            })
-        })
-        .collect();
-    json!({
-        "@odata.id": path,
-        "@odata.type": "#Thermal.v1_7_1.Thermal",
-        "Id": "Thermal",
-        "Name": "Thermal",
-        "Temperatures": temps,
-        "Temperatures@odata.count": temps.len(),
-        "Fans": fans,
-        "Fans@odata.count": fans.len(),
-    })
-}
-
-fn power(bmc: &RedfishBmc) -> Value {
-    let path = format!("{}/Power", bmc.chassis_path());
-    let sensors = bmc.host.sensors();
-    let psus: Vec<&Sensor> = sensors.iter().filter(|s| s.kind == SensorKind::Power).collect();
-    let total: f64 = psus.iter().filter_map(|s| s.reading).sum();
-    let supplies: Vec<Value> = psus
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "@odata.id": format!("{path}#/PowerSupplies/{i}"),
-                "MemberId": i.to_string(),
-                "Name": s.name.trim_end_matches(" Power"),
-                "PowerCapacityWatts": 3300,
-                "LastPowerOutputWatts": s.reading,
-                "Status": status(s),
-            })
-        })
-        .collect();
-    let volts: Vec<Value> = sensors
-        .iter()
-        .filter(|s| s.kind == SensorKind::Voltage)
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "@odata.id": format!("{path}#/Voltages/{i}"),
-                "MemberId": i.to_string(),
-                "Name": s.name,
-                "SensorNumber": s.number,
-                "ReadingVolts": s.reading,
-                "LowerThresholdCritical": s.lower_critical,
-                "UpperThresholdCritical": s.upper_critical,
-                "Status": status(s),
-            })
-        })
-        .collect();
-    json!({
-        "@odata.id": path,
-        "@odata.type": "#Power.v1_7_1.Power",
-        "Id": "Power",
-        "Name": "Power",
-        "PowerControl": [{
-            "@odata.id": format!("{path}#/PowerControl/0"),
-            "MemberId": "0",
-            "Name": "System Power Control",
-            "PowerConsumedWatts": total,
-            "PowerCapacityWatts": 6600,
-        }],
-        "PowerControl@odata.count": 1,
-        "PowerSupplies": supplies,
-        "PowerSupplies@odata.count": supplies.len(),
-        "Voltages": volts,
-        "Voltages@odata.count": volts.len(),
-    })
-}
-
-fn sensor(bmc: &RedfishBmc, s: &Sensor) -> Value {
-    let (ty, units) = s.kind.redfish();
-    let mut th = Map::new();
-    if let Some(v) = s.upper_critical {
-        th.insert("UpperCritical".into(), json!({ "Reading": v }));
-    }
-    if let Some(v) = s.upper_warning {
-        th.insert("UpperCaution".into(), json!({ "Reading": v }));
-    }
-    if let Some(v) = s.lower_critical {
-        th.insert("LowerCritical".into(), json!({ "Reading": v }));
-    }
-    json!({
-        "@odata.id": format!("{}/Sensors/{}", bmc.chassis_path(), s.id),
-        "@odata.type": "#Sensor.v1_7_0.Sensor",
-        "Id": s.id,
-        "Name": s.name,
-        "ReadingType": ty,
-        "ReadingUnits": units,
-        "Reading": s.reading,
-        "Thresholds": th,
-        "Status": status(s),
-    })
 }
 
 fn manager(bmc: &RedfishBmc) -> Value {
@@ -744,98 +548,10 @@ fn manager(bmc: &RedfishBmc) -> Value {
             "ManagerForChassis": [link(&bmc.chassis_path())],
         },
     });
-    if !bmc.flavor.sel_under_system {
-        v["LogServices"] = link(&bmc.log_services_path());
+    if has_logs(bmc, Owner::Manager) {
+        v["LogServices"] = link(&collection_path(bmc, Owner::Manager));
     }
     v
-}
-
-fn ipmi_sensor_type_name(t: u8) -> &'static str {
-    match t {
-        0x01 => "Temperature",
-        0x02 => "Voltage",
-        0x04 => "Fan",
-        0x08 => "Power Supply / Converter",
-        0x09 => "Power Unit",
-        0x0C => "Memory",
-        0x0F => "System Firmware Progress",
-        0x10 => "Event Logging Disabled",
-        0x13 => "Critical Interrupt",
-        0x20 => "OS Stop / Shutdown",
-        0x27 => "LAN",
-        _ => "OEM",
-    }
-}
-
-fn log_entry(base: &str, e: &SelEntry) -> Value {
-    json!({
-        "@odata.id": format!("{base}/Entries/{}", e.id),
-        "@odata.type": "#LogEntry.v1_15_0.LogEntry",
-        "Id": e.id.to_string(),
-        "Name": format!("Log Entry {}", e.id),
-        "EntryType": "SEL",
-        "Created": e.created(),
-        "Message": e.message,
-        "MessageId": e.message_id,
-        "Severity": health(e.severity),
-        "SensorType": ipmi_sensor_type_name(e.sensor_type),
-        "SensorNumber": e.sensor_number,
-        "EntryCode": if e.deassertion { "Deassert" } else { "Assert" },
-    })
-}
-
-fn log_services(bmc: &RedfishBmc, method: &Method, path: &str, tail: &[&str]) -> Response {
-    let coll = bmc.log_services_path();
-    let sel = bmc.flavor.sel_id;
-    let base = format!("{coll}/{sel}");
-    match tail {
-        [] => get_only(method, || {
-            ok(collection(&coll, "LogServiceCollection", "Log Service Collection", vec![base]))
-        }),
-        [id] if *id == sel => get_only(method, || {
-            ok(json!({
-                "@odata.id": base,
-                "@odata.type": "#LogService.v1_4_0.LogService",
-                "Id": sel,
-                "Name": "System Event Log",
-                "ServiceEnabled": true,
-                "MaxNumberOfRecords": crate::sel::SEL_CAPACITY,
-                "OverWritePolicy": "WrapsWhenFull",
-                "LogEntryType": "SEL",
-                "DateTime": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S+00:00").to_string(),
-                "Status": { "State": "Enabled", "Health": "OK" },
-                "Entries": link(&format!("{base}/Entries")),
-                "Actions": { "#LogService.ClearLog": { "target": format!("{base}/Actions/LogService.ClearLog") } },
-            }))
-        }),
-        [id, "Entries"] if *id == sel => get_only(method, || {
-            let entries = bmc.host.sel_entries();
-            let members: Vec<Value> = entries.iter().map(|e| log_entry(&base, e)).collect();
-            ok(json!({
-                "@odata.id": format!("{base}/Entries"),
-                "@odata.type": "#LogEntryCollection.LogEntryCollection",
-                "Name": "System Event Log Entries",
-                "Members@odata.count": members.len(),
-                "Members": members,
-            }))
-        }),
-        [id, "Entries", eid] if *id == sel => get_only(method, || {
-            let e =
-                eid.parse::<u16>().ok().and_then(|n| bmc.host.sel_entries().into_iter().find(|e| e.id == n));
-            match e {
-                Some(e) => ok(log_entry(&base, &e)),
-                None => not_found(path),
-            }
-        }),
-        [id, "Actions", "LogService.ClearLog"] if *id == sel => {
-            if *method != Method::POST {
-                return method_not_allowed("POST");
-            }
-            bmc.host.sel_clear();
-            no_content()
-        }
-        _ => not_found(path),
-    }
 }
 
 /// Subscriptions live in [`events`]; exposed for it.

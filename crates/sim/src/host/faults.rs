@@ -1,0 +1,255 @@
+//! Applying a fault to the host or its BMC and clearing it: each fault changes in-band state (GPUs,
+//! rails), the SEL, the console and the BMC's switches the way the real failure would.
+
+use std::sync::atomic::Ordering;
+
+use lifeline_types::Health;
+
+use super::power::Sequence;
+use super::{Host, HostError, HostKind, HostState, Phase};
+use crate::fault::Fault;
+use crate::node_state::XidEvent;
+use crate::sel::{NewSel, sensor_type};
+
+impl Host {
+    /// Applies a fault to this host or its BMC.
+    pub fn inject(&self, fault: &Fault) -> Result<(), HostError> {
+        let not_applicable =
+            || HostError::FaultNotApplicable { host: self.name.clone(), fault: fault.to_string() };
+        let server = self.kind == HostKind::Server;
+        let mut st = self.lock();
+        match fault {
+            Fault::BmcUnresponsive => self.faults.unresponsive.store(true, Ordering::Relaxed),
+            Fault::BmcSlow { ms } => self.faults.slow_ms.store(*ms, Ordering::Relaxed),
+            Fault::UdpLoss { pct } => self.faults.udp_loss_pct.store(*pct, Ordering::Relaxed),
+            Fault::TlsCertChange => {
+                self.faults.cert_generation.fetch_add(1, Ordering::Relaxed);
+            }
+            Fault::SolStuck => self.faults.sol_stuck.store(true, Ordering::Relaxed),
+            Fault::SessionsFull => self.faults.sessions_full.store(true, Ordering::Relaxed),
+            Fault::BootLoop => {
+                st.faults.retain(|f| f != fault);
+                st.faults.push(fault.clone());
+                // A running machine crashes into the loop now; an off one loops at its next power on.
+                if let Some(bc) = &st.boot_console {
+                    bc.set_boot_loop(true);
+                    bc.reset();
+                } else if st.phase != Phase::Off {
+                    self.console
+                        .emit_line("\r\n[ 9102.000113] watchdog: BUG: soft lockup - CPU#3 stuck for 22s!");
+                    self.start(&mut st, Sequence::Boot { cold: false });
+                }
+                self.faults.changed.notify_waiters();
+                return Ok(());
+            }
+            Fault::GpuEcc { gpu } | Fault::GpuXid { gpu, .. } => {
+                if !server {
+                    return Err(not_applicable());
+                }
+                let count = st.node.gpus.len();
+                let up = st.phase == Phase::OsUp;
+                let Some(g) = st.node.gpus.get_mut(usize::from(*gpu)) else {
+                    return Err(HostError::NoSuchGpu { host: self.name.clone(), gpu: *gpu, count });
+                };
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let bus = g.pci_bus_id[4..].to_lowercase();
+                let (code, message) = match fault {
+                    Fault::GpuEcc { .. } => {
+                        g.ecc_volatile_uncorrected += 1;
+                        g.ecc_aggregate_uncorrected += 1;
+                        g.remapped_rows_pending = true;
+                        (48, "DBE (Double Bit Error) ECC Error".to_owned())
+                    }
+                    Fault::GpuXid { code, .. } => {
+                        match code {
+                            79 => {
+                                g.pcie_width_current = 0;
+                                g.pcie_gen_current = 0;
+                            }
+                            74 => {
+                                g.nvlinks_up = g.nvlinks_up.saturating_sub(1);
+                                g.nvlinks_down += 1;
+                            }
+                            _ => {}
+                        }
+                        (*code, xid_message(*code).to_owned())
+                    }
+                    _ => unreachable!("outer match"),
+                };
+                g.xid_events.push(XidEvent { code, at: now, message: message.clone() });
+                if up {
+                    self.console.emit_line(&format!(
+                        "[ 9231.551202] NVRM: Xid (PCI:{bus}): {code}, pid=48211, name=python3, {message}"
+                    ));
+                }
+                let gpu_n = *gpu;
+                if matches!(fault, Fault::GpuEcc { .. }) {
+                    self.log_sel(
+                        &mut st,
+                        NewSel {
+                            sensor_type: sensor_type::MEMORY,
+                            sensor_number: 0x60 + gpu_n,
+                            event_type: 0x6f,
+                            deassertion: false,
+                            event_data: [0x01, 0xff, gpu_n],
+                            severity: Health::Critical,
+                            message: format!("GPU{gpu_n}: uncorrectable ECC memory error detected"),
+                            message_id: "Lifeline.1.0.GpuUncorrectableEcc",
+                        },
+                    );
+                } else if code == 79 {
+                    self.log_sel(
+                        &mut st,
+                        NewSel {
+                            sensor_type: sensor_type::CRITICAL_INTERRUPT,
+                            sensor_number: 0x60 + gpu_n,
+                            event_type: 0x6f,
+                            deassertion: false,
+                            event_data: [0x08, 0xff, gpu_n],
+                            severity: Health::Critical,
+                            message: format!("GPU{gpu_n}: PCIe bus fatal error (device fell off the bus)"),
+                            message_id: "Lifeline.1.0.GpuPcieFatal",
+                        },
+                    );
+                }
+            }
+            Fault::RailDown { hca } | Fault::RailMtu { hca, .. } | Fault::PfcStorm { port: hca } => {
+                if !server {
+                    return Err(not_applicable());
+                }
+                let up = st.phase == Phase::OsUp;
+                let Some(r) = st.node.rail_mut(hca) else {
+                    return Err(HostError::NoSuchRail { host: self.name.clone(), hca: hca.clone() });
+                };
+                let netdev = r.spec.netdev.clone();
+                let hca_name = r.spec.hca.clone();
+                match fault {
+                    Fault::RailDown { .. } => {
+                        if r.link_up {
+                            r.link_up = false;
+                            r.link_downed += 1;
+                        }
+                        if up {
+                            self.console.emit_line(&format!(
+                                "[ 9301.004411] mlx5_core {hca_name}: Port module event: module 0, Cable unplugged"
+                            ));
+                            self.console.emit_line(&format!("[ 9301.004988] {netdev}: Link down"));
+                        }
+                        self.log_sel(
+                            &mut st,
+                            NewSel::asserted(
+                                sensor_type::LAN,
+                                0x80,
+                                0x00,
+                                Health::Warning,
+                                format!("Network link down: {hca_name} ({netdev})"),
+                                "Lifeline.1.0.NetworkLinkDown",
+                            ),
+                        );
+                    }
+                    Fault::RailMtu { mtu, .. } => r.mtu = *mtu,
+                    _ => {
+                        r.pfc_storm = true;
+                        r.rx_pause_prio3 += 48_000_000;
+                        r.tx_pause_prio3 += 120;
+                    }
+                }
+            }
+            Fault::PsuFail { psu } => {
+                if *psu == 0 || *psu > crate::sensors::PSU_COUNT {
+                    return Err(HostError::NoSuchPsu {
+                        host: self.name.clone(),
+                        psu: *psu,
+                        count: crate::sensors::PSU_COUNT,
+                    });
+                }
+                if !Self::has_fault(&st, fault) {
+                    // Offset 01h: power supply failure detected.
+                    self.log_sel(
+                        &mut st,
+                        NewSel::asserted(
+                            sensor_type::POWER_SUPPLY,
+                            crate::sensors::psu_sensor_number(*psu),
+                            0x01,
+                            Health::Critical,
+                            format!("Power Supply Failure: PSU{psu} lost its input (AC lost)"),
+                            "OpenBMC.0.1.PowerSupplyFailed",
+                        ),
+                    );
+                }
+            }
+            Fault::ConfigChange | Fault::SshKeyChange => return Err(not_applicable()),
+        }
+        st.faults.retain(|f| !same_slot(f, fault));
+        st.faults.push(fault.clone());
+        drop(st);
+        self.faults.changed.notify_waiters();
+        self.mark_export();
+        Ok(())
+    }
+
+    /// Clears every injected fault and restores the in-band state to healthy (lifetime counters stay).
+    pub fn clear_faults(&self) {
+        let f = &self.faults;
+        f.unresponsive.store(false, Ordering::Relaxed);
+        f.slow_ms.store(0, Ordering::Relaxed);
+        f.udp_loss_pct.store(0, Ordering::Relaxed);
+        f.sessions_full.store(false, Ordering::Relaxed);
+        f.sol_stuck.store(false, Ordering::Relaxed);
+        let mut st = self.lock();
+        st.faults.clear();
+        if let Some(bc) = &st.boot_console {
+            bc.set_boot_loop(false);
+        }
+        st.node.reboot();
+        let up = st.phase == Phase::OsUp;
+        for r in &mut st.node.rails {
+            let was_down = !r.link_up;
+            r.link_up = true;
+            r.mtu = r.spec.mtu;
+            r.pfc_storm = false;
+            if was_down && up {
+                self.console.emit_line(&format!("[ 9400.100020] {}: Link up", r.spec.netdev));
+            }
+        }
+        drop(st);
+        f.changed.notify_waiters();
+        self.mark_export();
+    }
+
+    pub(super) fn has_fault(st: &HostState, f: &Fault) -> bool {
+        st.faults.iter().any(|x| x == f)
+    }
+}
+
+/// Faults of the same name and target replace each other (a second `rail-mtu=mlx5_0:X` updates X).
+pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
+    match (a, b) {
+        (Fault::RailDown { hca: x }, Fault::RailDown { hca: y })
+        | (Fault::RailMtu { hca: x, .. }, Fault::RailMtu { hca: y, .. })
+        | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y }) => x == y,
+        (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y })
+        | (Fault::PsuFail { psu: x }, Fault::PsuFail { psu: y }) => x == y,
+        (Fault::GpuXid { .. }, Fault::GpuXid { .. }) => a == b,
+        _ => a.name() == b.name(),
+    }
+}
+
+pub(super) fn xid_message(code: u16) -> &'static str {
+    match code {
+        13 => "Graphics Engine Exception",
+        31 => "GPU memory page fault",
+        43 => "GPU stopped processing",
+        45 => "Preemptive cleanup, due to previous errors",
+        48 => "DBE (Double Bit Error) ECC Error",
+        61 => "Internal micro-controller breakpoint/warning",
+        63 => "ECC page retirement or row remapping recording event",
+        64 => "ECC page retirement or row remapper recording failure",
+        74 => "NVLink Error",
+        79 => "GPU has fallen off the bus",
+        92 => "High single-bit ECC error rate",
+        94 => "Contained ECC error",
+        95 => "Uncontained ECC error",
+        _ => "GPU error",
+    }
+}
