@@ -46,6 +46,9 @@ pub(crate) struct RedfishConn {
     pub wanted: Option<String>,
     /// Where the wanted system was found last time (from the pool's path cache): tried before listing.
     pub known_system: Option<String>,
+    /// `LastResetTime` as of the last power-state read (see [`crate::power`]: the BMC's own record of a
+    /// reset whose off phase was too short to observe).
+    pub last_reset: Option<String>,
 }
 
 /// What an earlier connection to one BMC discovered, kept by the pool so the next one skips discovery: the
@@ -72,6 +75,11 @@ pub(crate) struct Sent {
     pub off_confirmed: bool,
     /// When that Off was read (for the report's transitions).
     pub off_seen_at: Option<tokio::time::Instant>,
+    /// Something went wrong after the first command was sent (the report carries it, with what was sent).
+    pub failure: Option<String>,
+    /// The sequence was abandoned half-way (Off never observed, so On was not sent): report at once
+    /// instead of waiting for the requested state.
+    pub gave_up: bool,
 }
 
 pub(crate) fn ipmi_err(bmc: &str) -> impl FnOnce(lifeline_ipmi::Error) -> BmcError + '_ {
@@ -194,6 +202,7 @@ pub(crate) async fn open_redfish(
         system: None,
         wanted: target.system.clone(),
         known_system: known.and_then(|k| k.system.clone()),
+        last_reset: None,
     }))
 }
 
@@ -329,8 +338,18 @@ impl Conn {
             Conn::Ipmi(c) => c.session.power_state().await.map_err(ipmi_err(&c.bmc)),
             Conn::Redfish(c) => {
                 let sys = c.system().await?;
-                c.client.power_state(&sys).await.map_err(rf_err(&c.bmc))
+                let now = c.client.system(&sys.odata_id).await.map_err(rf_err(&c.bmc))?;
+                c.last_reset = now.last_reset_time;
+                Ok(now.power_state.unwrap_or(PowerState::Unknown))
             }
+        }
+    }
+
+    /// The BMC's record of the last reset as of the last power-state read (Redfish `LastResetTime`).
+    pub fn reset_marker(&self) -> Option<String> {
+        match self {
+            Conn::Ipmi(_) => None,
+            Conn::Redfish(c) => c.last_reset.clone(),
         }
     }
 
@@ -367,36 +386,49 @@ impl IpmiConn {
     /// by reading the state and the cycle still runs exactly once.
     async fn cycle(&mut self, p: &PowerOptions) -> Result<Sent, BmcError> {
         let mut sent = Sent { acked: true, off_confirmed: true, ..Default::default() };
-        for (op, want) in [(ChassisOp::PowerDown, false), (ChassisOp::PowerUp, true)] {
-            sent.commands.push(chassis_cmd(op));
-            match self.session.chassis_control(op).await {
-                Ok(()) => {}
-                Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
-                Err(e) => return Err(ipmi_err(&self.bmc)(e)),
-            }
-            if want {
-                break;
-            }
-            let deadline = tokio::time::Instant::now() + p.timeout;
-            loop {
-                match self.session.chassis_status().await {
-                    Ok(st) if !st.power_on() => {
-                        sent.off_seen_at = Some(tokio::time::Instant::now());
-                        break;
-                    }
-                    Ok(_) | Err(lifeline_ipmi::Error::Timeout { .. }) => {}
-                    Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+        sent.commands.push(chassis_cmd(ChassisOp::PowerDown));
+        match self.session.chassis_control(ChassisOp::PowerDown).await {
+            Ok(()) => {}
+            Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
+            Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+        }
+        let t0 = tokio::time::Instant::now();
+        let deadline = t0 + p.timeout;
+        loop {
+            match self.session.chassis_status().await {
+                Ok(st) if !st.power_on() => {
+                    sent.off_seen_at = Some(tokio::time::Instant::now());
+                    break;
                 }
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(BmcError::Timeout {
-                        bmc: self.bmc.clone(),
-                        what: "power off before power on",
-                        after: p.timeout,
-                    });
+                Ok(_) | Err(lifeline_ipmi::Error::Timeout { .. }) => {}
+                Err(e) => {
+                    // Power down was sent: the report says so, with what went wrong.
+                    sent.failure = Some(format!("power state unreadable after power down: {e}"));
+                    sent.gave_up = true;
+                    return Ok(sent);
                 }
-                tokio::time::sleep(p.poll_interval).await;
             }
-            tokio::time::sleep(p.cycle_off_time).await;
+            if tokio::time::Instant::now() >= deadline {
+                sent.failure = Some(format!(
+                    "Off not observed within {}s after power down; power up was not sent",
+                    p.timeout.as_secs()
+                ));
+                sent.gave_up = true;
+                sent.off_confirmed = false;
+                return Ok(sent);
+            }
+            tokio::time::sleep(p.poll_interval).await;
+        }
+        tokio::time::sleep(p.cycle_off_time).await;
+        sent.commands.push(chassis_cmd(ChassisOp::PowerUp));
+        match self.session.chassis_control(ChassisOp::PowerUp).await {
+            Ok(()) => {}
+            Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
+            // Off was confirmed; power up is idempotent, so confirming resends it while the host stays off.
+            Err(e) => {
+                sent.acked = false;
+                sent.failure = Some(format!("power up failed: {e}"));
+            }
         }
         Ok(sent)
     }
@@ -483,14 +515,30 @@ impl RedfishConn {
                     Err(RedfishError::ActionOutcomeUnknown { .. }) => sent.acked = false,
                     Err(e) => return Err(rf_err(&bmc)(e)),
                 }
-                self.client.wait_for(&sys, PowerState::Off, off_wait).await.map_err(rf_err(&bmc))?;
+                // From here on something was sent: every outcome is a report saying what, never a bare error.
+                if let Err(e) = self.client.wait_for(&sys, PowerState::Off, off_wait).await {
+                    sent.failure = Some(match e {
+                        RedfishError::PowerWait { last, after, .. } => format!(
+                            "{off} sent, but Off was not observed within {}s (last seen {last}); {on} was not sent",
+                            after.as_secs()
+                        ),
+                        e => format!(
+                            "{off} sent, then the power state was unreadable ({e}); {on} was not sent"
+                        ),
+                    });
+                    sent.gave_up = true;
+                    return Ok(sent);
+                }
                 sent.off_confirmed = true;
                 sent.off_seen_at = Some(tokio::time::Instant::now());
                 post(&on, &mut sent);
                 match self.client.reset(&sys, &on).await {
                     Ok(()) => {}
                     Err(RedfishError::ActionOutcomeUnknown { .. }) => sent.acked = false,
-                    Err(e) => return Err(rf_err(&bmc)(e)),
+                    Err(e) => {
+                        sent.acked = false;
+                        sent.failure = Some(format!("{on} failed after Off was observed: {e}"));
+                    }
                 }
             }
         }

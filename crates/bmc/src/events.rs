@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, TimeZone, Utc};
 use lifeline_ipmi::wire::sdr::FullSensor;
 use lifeline_ipmi::wire::sel::SelRecord;
+use lifeline_redfish::model::LogKind;
 use lifeline_types::{BmcProtocol, Health};
 use serde::Serialize;
 
@@ -27,6 +28,26 @@ pub struct EventEntry {
     pub severity: Health,
     pub message: String,
     pub sensor: Option<String>,
+    /// Which log the entry came from (`SEL` over IPMI; over Redfish the log service's place and id:
+    /// `Systems/1/IML`, `Managers/1/IEL`, `Managers/bmc/EventLog`), so an operator can tell the host's
+    /// health log from the BMC's own log.
+    pub log: Option<String>,
+}
+
+/// One log that was read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogSource {
+    /// `SEL` (IPMI), or where the Redfish log lives and its id: `Systems/1/IML`, `Managers/bmc/EventLog`
+    /// (what [`EventEntry::log`] says).
+    pub id: String,
+    /// Redfish: the log service's `@odata.id` (under which System or Manager it lives).
+    pub path: Option<String>,
+    /// `sel`, `event` (a non-SEL event history such as bmcweb's EventLog or HPE's IML), `other`.
+    pub kind: String,
+    /// Entries read from it (before the newest-N cut).
+    pub entries: usize,
+    /// It holds more than were read.
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,6 +58,11 @@ pub struct EventLog {
     pub entries: Vec<EventEntry>,
     /// Entries the BMC holds in total (when known).
     pub total: Option<usize>,
+    /// The logs read, in the order they were found.
+    pub logs: Vec<LogSource>,
+    /// No SEL-like or other event log service was found on the BMC: `entries` being empty then means
+    /// nothing could be read, not a clean history. A caller must show this, never `0 entries` alone.
+    pub no_log_service: bool,
     pub warnings: Vec<String>,
 }
 
@@ -155,6 +181,7 @@ pub fn sel_event(rec: &SelRecord, sensors: &HashMap<u8, (String, Option<FullSens
             severity: Health::Ok,
             message: format!("OEM record type {:#04x}: {}", rec.record_type, hex(&bytes[3..])),
             sensor: None,
+            log: Some("SEL".into()),
         };
     }
     let known = sensors.get(&rec.sensor_number);
@@ -205,6 +232,7 @@ pub fn sel_event(rec: &SelRecord, sensors: &HashMap<u8, (String, Option<FullSens
         severity,
         message: format!("{sensor_name}: {what} {dir}"),
         sensor: Some(sensor_name),
+        log: Some("SEL".into()),
     }
 }
 
@@ -223,6 +251,14 @@ impl IpmiConn {
             protocol: BmcProtocol::Ipmi,
             entries,
             total: Some(total),
+            logs: vec![LogSource {
+                id: "SEL".into(),
+                path: None,
+                kind: "sel".into(),
+                entries: total,
+                truncated: false,
+            }],
+            no_log_service: false,
             warnings: vec![],
         })
     }
@@ -232,25 +268,60 @@ impl IpmiConn {
     }
 }
 
+/// A log's label for operators: where it lives and its id (`Systems/1/IML`, `Managers/bmc/EventLog`), since
+/// bmcweb names the System's and the Manager's logs alike.
+fn log_label(path: &str, id: Option<&str>) -> String {
+    let p = path.trim_end_matches('/');
+    let p = p.strip_prefix("/redfish/v1/").unwrap_or(p).replace("/LogServices/", "/");
+    if p.is_empty() { id.unwrap_or("log").to_owned() } else { p }
+}
+
+/// One Redfish log entry, normalised. Vendor OEM records (HPE IML) carry their text in `Message` like any
+/// other; an entry the BMC marks resolved / repaired is informational, with the fact in its message.
+fn redfish_entry(e: &lifeline_redfish::model::LogEntry, log: &str) -> EventEntry {
+    let mut message = e.message.clone().or_else(|| e.message_id.clone()).unwrap_or_default();
+    let mut severity = e.severity.unwrap_or(Health::Ok);
+    if e.resolved == Some(true) {
+        message.push_str(" (resolved)");
+        severity = Health::Ok;
+    }
+    EventEntry {
+        id: e.id.clone().or_else(|| e.odata_id.clone()).unwrap_or_default(),
+        time: e.created_at.map(|t| t.with_timezone(&Utc)),
+        time_note: if e.created_at.is_none() { e.created.clone() } else { None },
+        severity,
+        message,
+        sensor: e.sensor_type.clone(),
+        log: Some(log.to_owned()),
+    }
+}
+
 impl RedfishConn {
     pub(crate) async fn events(&mut self, newest: usize) -> Result<EventLog, BmcError> {
         // Newest-first order is not guaranteed by BMCs, so read a generous window and sort by time.
         let window = newest.max(1).saturating_mul(4).max(64);
-        let logs = self.client.sel(window).await.map_err(rf_err(&self.bmc))?;
+        let logs = self.client.event_logs(window).await.map_err(rf_err(&self.bmc))?;
         let mut warnings: Vec<String> =
             logs.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect();
         let mut all = Vec::new();
-        for l in &logs.items {
+        let mut sources = Vec::new();
+        for l in &logs.logs {
             warnings.extend(l.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+            let id = log_label(&l.log, l.log_id.as_deref());
+            let kind = match l.kind {
+                Some(LogKind::Sel) => "sel",
+                Some(LogKind::Event) => "event",
+                _ => "other",
+            };
+            sources.push(LogSource {
+                id: id.clone(),
+                path: Some(l.log.clone()),
+                kind: kind.into(),
+                entries: l.entries.len(),
+                truncated: l.truncated,
+            });
             for e in &l.entries {
-                all.push(EventEntry {
-                    id: e.id.clone().or_else(|| e.odata_id.clone()).unwrap_or_default(),
-                    time: e.created_at.map(|t| t.with_timezone(&Utc)),
-                    time_note: if e.created_at.is_none() { e.created.clone() } else { None },
-                    severity: e.severity.unwrap_or(Health::Ok),
-                    message: e.message.clone().or_else(|| e.message_id.clone()).unwrap_or_default(),
-                    sensor: e.sensor_type.clone(),
-                });
+                all.push(redfish_entry(e, &id));
             }
         }
         let total = all.len();
@@ -259,7 +330,8 @@ impl RedfishConn {
         let dated = all.iter().filter(|e| e.time.is_some()).count();
         all[dated..].reverse();
         all.truncate(newest);
-        if logs.items.is_empty() {
+        let no_log_service = logs.services == 0;
+        if no_log_service {
             warnings.push("no SEL-like log service found".into());
         }
         Ok(EventLog {
@@ -267,6 +339,8 @@ impl RedfishConn {
             protocol: BmcProtocol::Redfish,
             entries: all,
             total: Some(total),
+            logs: sources,
+            no_log_service,
             warnings,
         })
     }
@@ -285,7 +359,11 @@ impl RedfishConn {
         let mut cleared = 0;
         for h in holders {
             let services = self.client.log_services(&h).await.map_err(rf_err(&bmc))?;
-            for log in services.items.iter().filter(|l| l.is_sel()) {
+            for log in services
+                .items
+                .iter()
+                .filter(|l| l.is_sel() || (l.kind() == LogKind::Event && l.clear_target.is_some()))
+            {
                 self.client.clear_log(log).await.map_err(rf_err(&bmc))?;
                 cleared += 1;
             }

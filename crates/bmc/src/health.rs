@@ -55,6 +55,11 @@ pub struct SensorReading {
     pub thresholds: Thresholds,
     /// Protocol-specific state text (IPMI discrete state bits, Redfish `Status.State`).
     pub state: Option<String>,
+    /// Power supplies (Redfish): the output power (`LastPowerOutputWatts`, PowerSubsystem metrics), while
+    /// `reading` is the input power.
+    pub output_watts: Option<f64>,
+    /// Power supplies (Redfish): `LineInputStatus` (`LossOfInput` makes the supply critical).
+    pub line_input: Option<String>,
 }
 
 /// A resource's own status as the BMC reports it (Redfish `Status.HealthRollup`, else `Status.Health`).
@@ -175,6 +180,8 @@ pub(crate) fn ipmi_sensor(
         health,
         thresholds,
         state,
+        output_watts: None,
+        line_input: None,
     }
 }
 
@@ -318,6 +325,8 @@ fn redfish_sensor(r: &lifeline_redfish::model::SensorReading) -> SensorReading {
         health,
         thresholds,
         state: r.state.clone(),
+        output_watts: r.output_watts,
+        line_input: r.line_input.clone(),
     }
 }
 

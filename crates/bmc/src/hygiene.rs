@@ -43,7 +43,6 @@ use lifeline_ipmi::wire::app::{
     ChannelAuthCaps, GetChannelAuthCaps, GetChannelCipherSuites, parse_cipher_suite_records,
 };
 use lifeline_ipmi::wire::message::{Request, Response};
-use lifeline_ipmi::wire::packet::{self, Packet, V15Packet};
 use lifeline_ipmi::wire::{Body, Command};
 use lifeline_ipmi::{Error as IpmiError, Session};
 use lifeline_redfish::{AuthMode, Client, Credentials, RedfishError};
@@ -251,7 +250,8 @@ pub struct CertificateFindings {
 pub struct Finding {
     pub severity: Health,
     /// Stable code: `default-credentials`, `ipmi-cipher-zero`, `ipmi-anonymous`, `ipmi-null-user`,
-    /// `ipmi-auth-none`, `tls-expired`, `tls-not-yet-valid`, `tls-expires-soon`, `tls-self-signed`.
+    /// `ipmi-auth-none`, `redfish-plain-http`, `tls-expired`, `tls-not-yet-valid`, `tls-expires-soon`,
+    /// `tls-self-signed`.
     pub code: &'static str,
     pub message: String,
 }
@@ -268,6 +268,8 @@ pub struct HygieneRow {
     pub stopped: Option<String>,
     pub ipmi: Option<IpmiFindings>,
     pub certificate: Option<CertificateFindings>,
+    /// Redfish is reached over plain HTTP (`redfish+http://`, inventory `tls = false`).
+    pub redfish_plain_http: bool,
     pub findings: Vec<Finding>,
     pub errors: Vec<String>,
 }
@@ -309,43 +311,19 @@ pub fn inspect_certificate(
     })
 }
 
-/// Send one session-less IPMI 1.5 request and wait for its response (bounded retransmission).
+/// One session-less request through the IPMI client's retransmission loop; errors as text for the row.
 async fn sessionless(
     socket: &UdpSocket,
+    what: &'static str,
     netfn: u8,
     cmd: u8,
     data: Vec<u8>,
     timing: &Timing,
 ) -> Result<Response, String> {
-    let msg = Request::new(netfn, cmd, 0x04, data).encode();
-    let pkt = Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
-    let dgram = packet::encode(&pkt, None, [0; 16]);
-    let mut buf = vec![0u8; 1024];
-    let mut wait = timing.attempt_timeout;
-    for _ in 0..timing.attempts.max(1) {
-        socket.send(&dgram).await.map_err(|e| e.to_string())?;
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
-                Err(_) => break,
-                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    tokio::time::sleep_until(deadline).await;
-                    break;
-                }
-                Ok(Err(e)) => return Err(e.to_string()),
-                Ok(Ok(n)) => {
-                    if let Ok(Packet::V15(p)) = packet::decode(&buf[..n], None)
-                        && let Ok(r) = Response::decode(&p.message)
-                        && r.cmd == cmd
-                    {
-                        return Ok(r);
-                    }
-                }
-            }
-        }
-        wait = (wait * 2).min(timing.max_attempt_timeout);
-    }
-    Err(format!("no reply to netfn {netfn:#04x} cmd {cmd:#04x}"))
+    let bmc = socket.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    lifeline_ipmi::client::sessionless(socket, &bmc, timing, what, Request::new(netfn, cmd, 0x04, data))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn v15_types(bits: u8) -> Vec<String> {
@@ -362,8 +340,8 @@ pub async fn inspect_ipmi(addr: SocketAddr, timing: &Timing) -> Result<IpmiFindi
     let socket = UdpSocket::bind(bind).await.map_err(|e| e.to_string())?;
     socket.connect(addr).await.map_err(|e| e.to_string())?;
     let req = GetChannelAuthCaps { channel: 0x8E, privilege: 4 };
-    let r = sessionless(&socket, GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD, req.encode(), timing)
-        .await?;
+    let (netfn, cmd) = (GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD);
+    let r = sessionless(&socket, "Get Channel Auth Caps", netfn, cmd, req.encode(), timing).await?;
     if r.completion != 0 {
         return Err(format!("Get Channel Auth Caps: completion code {:#04x}", r.completion));
     }
@@ -382,6 +360,7 @@ pub async fn inspect_ipmi(addr: SocketAddr, timing: &Timing) -> Result<IpmiFindi
         let req = GetChannelCipherSuites { channel: 0x0E, payload_type: 0, index: 0x80 | index };
         match sessionless(
             &socket,
+            "Get Channel Cipher Suites",
             GetChannelCipherSuites::NETFN,
             GetChannelCipherSuites::CMD,
             req.encode(),
@@ -467,6 +446,7 @@ impl BmcPool {
             stopped: None,
             ipmi: None,
             certificate: None,
+            redfish_plain_http: false,
             findings: Vec::new(),
             errors: Vec::new(),
         };
@@ -513,6 +493,7 @@ impl BmcPool {
             match probe {
                 Ok(c) => {
                     redfish_up = true;
+                    row.redfish_plain_http = !t.redfish_tls;
                     let root = c.service_root();
                     let hint =
                         [root.vendor.clone(), root.product.clone(), Some(c.profile().platform.clone())]
@@ -724,6 +705,15 @@ fn findings(row: &HygieneRow) -> Vec<Finding> {
                 message: "IPMI 1.5 authentication type NONE offered".into(),
             });
         }
+    }
+    if row.redfish_plain_http {
+        out.push(Finding {
+            severity: Health::Critical,
+            code: "redfish-plain-http",
+            message: "Redfish over plain HTTP: passwords and session tokens cross the network unencrypted, \
+                      and nothing proves which BMC answers"
+                .into(),
+        });
     }
     if let Some(c) = &row.certificate {
         let until = c.not_after.map(|t| t.to_rfc3339()).unwrap_or_else(|| "?".into());

@@ -33,7 +33,7 @@ pub mod target;
 
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use error::{BmcError, BoxError, error_chain};
-pub use events::{EventEntry, EventLog};
+pub use events::{EventEntry, EventLog, LogSource};
 pub use fru::Inventory;
 pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};

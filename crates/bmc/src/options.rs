@@ -40,6 +40,13 @@ pub struct PowerOptions {
     /// IPMI cycle (power down, then up): time left off between Off confirmed and power up, so that
     /// capacitors drain and the BMC's own power-cycle interval is respected.
     pub cycle_off_time: Duration,
+    /// Poll interval while watching for the off phase of a Redfish `PowerCycle` (within `cycle_grace`).
+    pub fast_poll_interval: Duration,
+    /// When the requested state is On and the host still reads Off this long after the power-up was sent,
+    /// send it again (power-up is idempotent; a lossy link may have eaten it).
+    pub power_up_retry_after: Duration,
+    /// At most this many resends per request.
+    pub power_up_retries: u32,
 }
 
 impl Default for PowerOptions {
@@ -49,6 +56,9 @@ impl Default for PowerOptions {
             poll_interval: Duration::from_millis(250),
             cycle_grace: Duration::from_secs(10),
             cycle_off_time: Duration::from_secs(2),
+            fast_poll_interval: Duration::from_millis(100),
+            power_up_retry_after: Duration::from_secs(20),
+            power_up_retries: 3,
         }
     }
 }

@@ -44,6 +44,11 @@ pub(crate) struct PoolInner {
     redfish_paths: StdMutex<HashMap<String, conn::RedfishPaths>>,
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
     recent: StdMutex<VecDeque<((String, String), PowerReport)>>,
+    /// IPMI transmissions per answered request, per BMC, from its last sweep visit: the next visit starts
+    /// with a budget that fits the link (connecting included) instead of learning it again.
+    pub link_costs: StdMutex<HashMap<String, f64>>,
+    /// BMCs already warned about for plain-HTTP Redfish (once per BMC per pool, not per request).
+    plain_http_warned: StdMutex<std::collections::HashSet<String>>,
 }
 
 /// Every BMC Lifeline talks to, with the global limits.
@@ -82,6 +87,8 @@ impl BmcPool {
                 redfish_paths: StdMutex::new(HashMap::new()),
                 locks: StdMutex::new(HashMap::new()),
                 recent: StdMutex::new(VecDeque::new()),
+                link_costs: StdMutex::new(HashMap::new()),
+                plain_http_warned: StdMutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -148,6 +155,14 @@ impl PoolInner {
             q.pop_front();
         }
         q.push_back(((bmc.to_owned(), id.to_owned()), r.clone()));
+    }
+
+    pub(crate) fn link_cost(&self, bmc: &str) -> Option<f64> {
+        lock(&self.link_costs).get(bmc).copied()
+    }
+
+    pub(crate) fn set_link_cost(&self, bmc: &str, per_request: f64) {
+        lock(&self.link_costs).insert(bmc.to_owned(), per_request);
     }
 
     pub(crate) async fn permit(&self) -> OwnedSemaphorePermit {
@@ -229,6 +244,16 @@ impl Bmc {
             sdr_cache: Some(self.pool.sdr_cache.clone()),
         };
         let (protocol, conn) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await?;
+        if protocol == BmcProtocol::Redfish
+            && !t.redfish_tls
+            && lock(&self.pool.plain_http_warned).insert(t.name.clone())
+        {
+            tracing::warn!(
+                bmc = %t.name,
+                url = %t.redfish_url(),
+                "Redfish over plain HTTP (no TLS): the password and session tokens cross the network in clear"
+            );
+        }
         Ok(Opened { protocol, conn, _slot: slot })
     }
 

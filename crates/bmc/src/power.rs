@@ -14,11 +14,19 @@
 //!   (power cycle) is deliberately not used: a lost reply to it can neither be confirmed from the power
 //!   state (the off phase may be shorter than a poll) nor safely resent; the two idempotent halves can.
 //! - cycle over Redfish `PowerCycle`: an Off reading followed by an On reading
-//!   ([`Confirmation::TransitionObserved`]); if the BMC acknowledged but no Off was seen within
-//!   `cycle_grace`, the weaker [`Confirmation::AcknowledgedAndOn`]; if the reply was lost and no Off was
-//!   seen, [`Confirmation::Unconfirmed`], and it is NOT resent.
+//!   ([`Confirmation::TransitionObserved`]); the state is polled fast (`fast_poll_interval`) right after
+//!   the POST so that a short off phase is seen. If no Off was seen within `cycle_grace` but the system's
+//!   `LastResetTime` moved, the BMC itself recorded the reset ([`Confirmation::ResetRecorded`]). If
+//!   neither, the BMC acknowledged and reports On but nothing shows that the host lost power:
+//!   [`Confirmation::OffNotObserved`], which is NOT confirmed (a cycle is never reported confirmed with
+//!   `[on]` as its only transition). A lost reply with no Off seen is [`Confirmation::Unconfirmed`], and it
+//!   is NOT resent.
 //! - Redfish cycle planned as ForceOff + On: the Off is waited for between the two requests, so the
-//!   transition is always observed.
+//!   transition is always observed; if Off never comes, On is not sent and the report says so (what was
+//!   sent, the last state seen), as it does for every failure after the first command.
+//! - power-up is idempotent: when the requested state is On and the host still reads Off
+//!   `power_up_retry_after` after the power-up was sent (its datagrams lost on a lossy link, or the BMC
+//!   dropped it), it is sent again, at most `power_up_retries` times; each resend is in `commands`.
 //! - reset (IPMI hard reset, Redfish `ForceRestart`): the host never loses power, so no transition exists
 //!   in the power state; confirmed means acknowledged by the BMC and On afterwards
 //!   ([`Confirmation::AcknowledgedAndOn`]). A reset whose reply was lost cannot be confirmed at all.
@@ -46,15 +54,35 @@ pub enum Confirmation {
     StateReached,
     /// Off then On was read back (cycle).
     TransitionObserved,
-    /// The BMC acknowledged and reports On; no off phase was observable.
+    /// The BMC acknowledged and reports On; no off phase exists to observe (a reset keeps power on).
     AcknowledgedAndOn,
+    /// A cycle whose off phase was not observed, but the BMC's own `LastResetTime` moved after the request.
+    ResetRecorded,
+    /// A cycle the BMC acknowledged and that reads On, but no Off was observed and the BMC recorded no
+    /// reset: it may not have happened. Not confirmed.
+    OffNotObserved,
     /// The requested state did not hold within the timeout, or a lost reply left the outcome unknowable.
     Unconfirmed,
 }
 
 impl Confirmation {
     pub fn is_confirmed(self) -> bool {
-        !matches!(self, Confirmation::Unconfirmed)
+        !matches!(self, Confirmation::Unconfirmed | Confirmation::OffNotObserved)
+    }
+
+    /// What the kind means, in words for the operator.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Confirmation::AlreadyInState => "already in the requested state; nothing was sent",
+            Confirmation::StateReached => "the requested state was read back",
+            Confirmation::TransitionObserved => "Off and then On were read back",
+            Confirmation::AcknowledgedAndOn => "acknowledged and On (a reset has no off phase to observe)",
+            Confirmation::ResetRecorded => "Off was not seen, but the BMC recorded a reset after the request",
+            Confirmation::OffNotObserved => {
+                "acknowledged and On, but no Off was observed and the BMC recorded no reset: it may not have happened"
+            }
+            Confirmation::Unconfirmed => "not confirmed",
+        }
     }
 }
 
@@ -102,6 +130,10 @@ pub struct PowerReport {
 pub(crate) trait PowerOps: Send {
     async fn state(&mut self) -> Result<PowerState, BmcError>;
     async fn send(&mut self, action: PowerAction) -> Result<Sent, BmcError>;
+    /// The BMC's record of the last reset as of the last `state` read (Redfish `LastResetTime`).
+    fn reset_marker(&self) -> Option<String> {
+        None
+    }
 }
 
 pub(crate) struct ConnOps<'a> {
@@ -116,6 +148,9 @@ impl PowerOps for ConnOps<'_> {
     }
     async fn send(&mut self, action: PowerAction) -> Result<Sent, BmcError> {
         self.conn.send_power(action, &self.opts).await
+    }
+    fn reset_marker(&self) -> Option<String> {
+        self.conn.reset_marker()
     }
 }
 
@@ -136,6 +171,7 @@ pub(crate) async fn confirm(
     let started_at = Utc::now();
     let t0 = Instant::now();
     let before = ops.state().await?;
+    let marker_before = ops.reset_marker();
     let mut report = PowerReport {
         bmc: bmc.to_owned(),
         protocol,
@@ -193,11 +229,41 @@ pub(crate) async fn confirm(
     report.ack_after_ms = Some(ms(ack_at));
 
     let target = effective.target_state();
+    if let Some(f) = &sent.failure {
+        report.note = Some(match report.note.take() {
+            Some(prev) => format!("{prev}; {f}"),
+            None => f.clone(),
+        });
+    }
+    if sent.gave_up {
+        // Half a sequence was sent and the rest deliberately not: say what was observed, nothing more.
+        if let Some(at) = sent.off_seen_at {
+            report
+                .transitions
+                .push(Transition { after_ms: ms(at.saturating_duration_since(t0)), state: PowerState::Off });
+        }
+        match ops.state().await {
+            Ok(s) => {
+                if report.transitions.last().map(|t| t.state) != Some(s) {
+                    report.transitions.push(Transition { after_ms: ms(t0.elapsed()), state: s });
+                }
+                report.observed = s;
+            }
+            Err(_) => report.poll_errors += 1,
+        }
+        report.confirmation = Confirmation::Unconfirmed;
+        report.total_ms = ms(t0.elapsed());
+        return Ok(report);
+    }
     let cycle_like = matches!(effective, PowerAction::Cycle | PowerAction::Reset);
     let mut seen_off = sent.off_confirmed;
     let deadline = t0 + opts.timeout;
     let grace_end = Instant::now() + opts.cycle_grace;
     let mut last = before;
+    let mut reset_recorded = false;
+    // When the power-up (or the BMC's own cycle) was last sent, for resending it to a host that stays off.
+    let mut up_sent_at = Instant::now();
+    let mut resends = 0u32;
     if let Some(at) = sent.off_seen_at {
         report
             .transitions
@@ -205,7 +271,11 @@ pub(crate) async fn confirm(
         last = PowerState::Off;
     }
     loop {
-        tokio::time::sleep(opts.poll_interval).await;
+        // Right after a PowerCycle the off phase may be short: poll fast until it is seen or the grace ends.
+        let fast = sent.expects_off && !seen_off && Instant::now() < grace_end;
+        let interval =
+            if fast { opts.poll_interval.min(opts.fast_poll_interval) } else { opts.poll_interval };
+        tokio::time::sleep(interval).await;
         match ops.state().await {
             Ok(s) => {
                 if s != last {
@@ -215,6 +285,10 @@ pub(crate) async fn confirm(
                 report.observed = s;
                 if s == PowerState::Off {
                     seen_off = true;
+                }
+                let marker = ops.reset_marker();
+                if marker.is_some() && marker != marker_before {
+                    reset_recorded = true;
                 }
             }
             Err(e) => {
@@ -230,7 +304,13 @@ pub(crate) async fn confirm(
         } else if !sent.expects_off && sent.acked && last == target {
             Some(Confirmation::AcknowledgedAndOn)
         } else if sent.expects_off && !seen_off && now >= grace_end && last == target {
-            Some(if sent.acked { Confirmation::AcknowledgedAndOn } else { Confirmation::Unconfirmed })
+            Some(if reset_recorded {
+                Confirmation::ResetRecorded
+            } else if sent.acked {
+                Confirmation::OffNotObserved
+            } else {
+                Confirmation::Unconfirmed
+            })
         } else if !sent.expects_off && !sent.acked && last == target {
             // A reset whose reply was lost leaves no trace in the power state.
             Some(Confirmation::Unconfirmed)
@@ -242,21 +322,64 @@ pub(crate) async fn confirm(
             report.confirmed = c.is_confirmed();
             if report.confirmed {
                 report.confirmed_after_ms = Some(ms(t0.elapsed()));
-            } else {
-                report.note.get_or_insert_with(|| {
+            }
+            let why = match c {
+                Confirmation::ResetRecorded => Some(format!(
+                    "no Off was observed (polled every {} ms for {} s), but the BMC's LastResetTime moved from {} to {}",
+                    opts.fast_poll_interval.as_millis(),
+                    opts.cycle_grace.as_secs(),
+                    marker_before.as_deref().unwrap_or("none"),
+                    ops.reset_marker().as_deref().unwrap_or("none"),
+                )),
+                Confirmation::OffNotObserved => Some(format!(
+                    "the BMC acknowledged and reports On, but no Off was observed (polled every {} ms for {} s) \
+                     and it recorded no reset (no LastResetTime change): the cycle may not have happened",
+                    opts.fast_poll_interval.as_millis(),
+                    opts.cycle_grace.as_secs()
+                )),
+                Confirmation::Unconfirmed => Some(
                     "the reply was lost and no transition was observed: the action may or may not have run; \
                      it was not resent"
-                        .into()
+                        .into(),
+                ),
+                _ => None,
+            };
+            if let Some(w) = why {
+                report.note = Some(match report.note.take() {
+                    Some(prev) => format!("{prev}; {w}"),
+                    None => w,
                 });
             }
             break;
         }
         if now >= deadline {
             report.confirmation = Confirmation::Unconfirmed;
-            report.note.get_or_insert_with(|| {
-                format!("{target} not observed within {:?} (last seen {last})", opts.timeout)
+            let w = format!("{target} not observed within {:?} (last seen {last})", opts.timeout);
+            report.note = Some(match report.note.take() {
+                Some(prev) => format!("{prev}; {w}"),
+                None => w,
             });
             break;
+        }
+        // Power-up is idempotent: a host that still reads Off well after it was sent gets it again.
+        if target == PowerState::On
+            && last == PowerState::Off
+            && resends < opts.power_up_retries
+            && now.saturating_duration_since(up_sent_at) >= opts.power_up_retry_after
+        {
+            resends += 1;
+            up_sent_at = now;
+            let waited = opts.power_up_retry_after.as_secs();
+            match ops.send(PowerAction::On).await {
+                Ok(s) => report.commands.extend(
+                    s.commands
+                        .iter()
+                        .map(|c| format!("{c} (resent {resends}: still off {waited}s after power-up)")),
+                ),
+                Err(e) => {
+                    report.commands.push(format!("power up (resend {resends} failed: {})", error_chain(&e)))
+                }
+            }
         }
     }
     report.total_ms = ms(t0.elapsed());
@@ -275,6 +398,10 @@ mod tests {
         sent: Vec<PowerAction>,
         sent_template: Sent,
         reads: usize,
+        /// States read after a resent power-up (a power-up whose first sending was lost).
+        after_resend: Option<VecDeque<PowerState>>,
+        /// `LastResetTime` before and after the action.
+        marker: (Option<String>, Option<String>),
     }
 
     #[async_trait]
@@ -288,7 +415,16 @@ mod tests {
         }
         async fn send(&mut self, action: PowerAction) -> Result<Sent, BmcError> {
             self.sent.push(action);
+            if self.sent.len() > 1
+                && action == PowerAction::On
+                && let Some(a) = self.after_resend.take()
+            {
+                self.after = a;
+            }
             Ok(self.sent_template.clone())
+        }
+        fn reset_marker(&self) -> Option<String> {
+            if self.sent.is_empty() { self.marker.0.clone() } else { self.marker.1.clone() }
         }
     }
 
@@ -298,6 +434,9 @@ mod tests {
             poll_interval: Duration::from_millis(1),
             cycle_grace: Duration::from_millis(50),
             cycle_off_time: Duration::ZERO,
+            fast_poll_interval: Duration::from_millis(1),
+            power_up_retry_after: Duration::from_millis(30),
+            power_up_retries: 2,
         }
     }
 
@@ -308,6 +447,8 @@ mod tests {
             sent: Vec::new(),
             sent_template: Sent { commands: vec!["x".into()], acked, expects_off, ..Default::default() },
             reads: 0,
+            after_resend: None,
+            marker: (None, None),
         }
     }
 
@@ -349,12 +490,61 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn cycle_acked_without_visible_off_is_weaker() {
+    async fn cycle_acked_without_visible_off_is_not_confirmed() {
         use PowerState::*;
         let mut b = bmc(On, &[On], true, true);
         let r = run(&mut b, PowerAction::Cycle).await;
-        assert_eq!(r.confirmation, Confirmation::AcknowledgedAndOn);
-        assert!(r.confirmed);
+        assert_eq!(r.confirmation, Confirmation::OffNotObserved);
+        assert!(!r.confirmed, "never confirmed with [on] as the only transition: {r:#?}");
+        assert!(r.note.as_deref().is_some_and(|n| n.contains("no Off was observed")), "{r:#?}");
+        assert_eq!(b.sent.len(), 1, "not resent");
+    }
+
+    #[tokio::test]
+    async fn cycle_without_visible_off_but_a_new_last_reset_time_is_recorded() {
+        use PowerState::*;
+        let mut b = bmc(On, &[On], true, true);
+        b.marker = (Some("2026-11-20T01:00:00Z".into()), Some("2026-11-24T13:00:00Z".into()));
+        let r = run(&mut b, PowerAction::Cycle).await;
+        assert_eq!(r.confirmation, Confirmation::ResetRecorded);
+        assert!(r.confirmed && r.note.as_deref().is_some_and(|n| n.contains("LastResetTime")), "{r:#?}");
+        // An unchanged LastResetTime is no evidence.
+        let mut same = bmc(On, &[On], true, true);
+        same.marker = (Some("t".into()), Some("t".into()));
+        assert_eq!(run(&mut same, PowerAction::Cycle).await.confirmation, Confirmation::OffNotObserved);
+    }
+
+    #[tokio::test]
+    async fn a_lost_power_up_is_resent_while_the_host_stays_off() {
+        use PowerState::*;
+        // IPMI cycle: Off confirmed while sending, the power-up was lost: the host stays off until resent.
+        let mut b = bmc(On, &[Off], false, false);
+        b.sent_template.off_confirmed = true;
+        b.after_resend = Some([Off, On].into_iter().collect());
+        let r = run(&mut b, PowerAction::Cycle).await;
+        assert_eq!(b.sent, vec![PowerAction::Cycle, PowerAction::On], "{r:#?}");
+        assert_eq!(r.confirmation, Confirmation::TransitionObserved, "{r:#?}");
+        assert!(r.commands.iter().any(|c| c.contains("resent 1")), "{r:#?}");
+        // Bounded: a host that never comes on gets `power_up_retries` resends, then an honest timeout.
+        let mut dead = bmc(Off, &[Off], true, false);
+        let r = run(&mut dead, PowerAction::On).await;
+        assert_eq!(dead.sent.len(), 3, "first sending + 2 resends: {r:#?}");
+        assert_eq!(r.confirmation, Confirmation::Unconfirmed);
+    }
+
+    #[tokio::test]
+    async fn a_sequence_given_up_half_way_is_a_report_of_what_was_sent() {
+        use PowerState::*;
+        let mut b = bmc(On, &[On], true, false);
+        b.sent_template.commands = vec!["ComputerSystem.Reset ForceOff".into()];
+        b.sent_template.failure =
+            Some("ForceOff sent, but Off was not observed within 60s (last seen on); On was not sent".into());
+        b.sent_template.gave_up = true;
+        let r = run(&mut b, PowerAction::Cycle).await;
+        assert!(r.action_sent && !r.confirmed, "{r:#?}");
+        assert_eq!(r.commands, ["ComputerSystem.Reset ForceOff"]);
+        assert_eq!(r.observed, On);
+        assert!(r.note.as_deref().is_some_and(|n| n.contains("On was not sent")), "{r:#?}");
     }
 
     #[tokio::test]

@@ -22,8 +22,14 @@ pub struct SweepOptions {
     pub health: bool,
     /// Newest event log entries per BMC (0: none).
     pub events: usize,
-    /// Bound of one BMC's whole visit.
+    /// Bound of one BMC's whole visit (on a lossy link it may grow up to `max_per_bmc_timeout`).
     pub per_bmc_timeout: Duration,
+    /// Adaptive budget: an IPMI BMC whose answered requests needed retransmissions (a lossy link) gets its
+    /// visit extended in proportion, up to this bound (`per_bmc_timeout` or less: no extension). Why: at 30 %
+    /// loss each way a full health read needs about twice the clean-link time, and an operator sweeping a
+    /// fleet during an outage wants the health, not `unknown`. A silent BMC is never extended (only answered
+    /// requests count).
+    pub max_per_bmc_timeout: Duration,
     /// Redfish: read every sensor (as `Bmc::health`) instead of the BMC's own rollup. Off by default: the
     /// rollup (`ComputerSystem.Status` + `PowerState`, one GET once the path is known) answers "which nodes
     /// are unwell" in a few round trips, where every sensor costs ~30. IPMI has no rollup and always reads
@@ -41,6 +47,7 @@ impl Default for SweepOptions {
             health: true,
             events: 3,
             per_bmc_timeout: Duration::from_secs(30),
+            max_per_bmc_timeout: Duration::from_secs(120),
             all_sensors: false,
             chassis: true,
         }
@@ -61,6 +68,14 @@ pub struct SweepRow {
     pub events: Vec<EventEntry>,
     /// `part: error` for every part that failed (`connect`, `power`, `health`, `events`).
     pub errors: Vec<String>,
+    /// Parts that ran out of time (timed out, or skipped because the budget was spent).
+    pub out_of_time: Vec<String>,
+    /// What to do about it, when a part ran out of time: the budget it had and the option that gives more.
+    pub hint: Option<String>,
+    /// The visit's budget in the end (more than `per_bmc_timeout` when the link was lossy).
+    pub budget_ms: u64,
+    /// IPMI: transmissions per answered request on this BMC's session (1.0 on a clean link).
+    pub transmissions_per_request: Option<f64>,
     pub elapsed_ms: u64,
 }
 
@@ -77,8 +92,31 @@ pub struct SweepProgress {
     pub total: usize,
 }
 
-fn part(errors: &mut Vec<String>, what: &str, e: &BmcError) {
-    errors.push(format!("{what}: {}", error_chain(e)));
+fn part(row: &mut SweepRow, what: &str, e: &BmcError) {
+    if matches!(e, BmcError::Timeout { .. }) {
+        row.out_of_time.push(what.to_owned());
+    }
+    row.errors.push(format!("{what}: {}", error_chain(e)));
+}
+
+/// Say which parts ran out of time, the budget they had, and the option that gives more.
+fn hint(row: &mut SweepRow) {
+    if row.out_of_time.is_empty() {
+        return;
+    }
+    let secs = row.budget_ms.div_ceil(1000);
+    row.hint = Some(format!(
+        "{} ran out of this BMC's {secs} s budget; give it more with --per-bmc-timeout (e.g. {})",
+        row.out_of_time.join(", "),
+        (secs * 2).max(60)
+    ));
+}
+
+/// The budget a lossy link earns: the configured one times the square of the transmissions each answered
+/// request took (time per request grows faster than the count: each retransmission waits longer), capped.
+fn adapted(budget: Duration, cap: Duration, per_request: Option<f64>) -> Duration {
+    let Some(t) = per_request.filter(|t| t.is_finite() && *t > 1.0) else { return budget };
+    budget.mul_f64((t * t).min(16.0)).min(cap.max(budget))
 }
 
 impl BmcPool {
@@ -117,16 +155,82 @@ impl BmcPool {
 const POWER_SHARE: u32 = 4; // 1/4
 const HEALTH_SHARE: (u32, u32) = (4, 5); // 4/5
 
-/// Run one part of a visit within `limit`; its failure (or timeout) becomes `part: error` in the row.
-async fn bounded<T>(
-    bmc: &str,
-    what: &'static str,
-    limit: Duration,
-    fut: impl std::future::Future<Output = Result<T, BmcError>>,
-) -> Result<T, BmcError> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(BmcError::Timeout { bmc: bmc.to_owned(), what, after: limit }),
+/// The time one visit may take: the configured budget, grown while the visit runs when the link proves
+/// lossy (see [`SweepOptions::max_per_bmc_timeout`]). Each part gets a share of what is left when it starts,
+/// and its end moves with the budget, so a part already running on a lossy link is not cut short by a
+/// deadline computed before the loss showed.
+struct Budget {
+    started: Instant,
+    base: Duration,
+    cap: Duration,
+    /// Closing gets its own slice at the end (a lost Close Session reply costs a few retransmissions).
+    close_reserve: Duration,
+    granted: Duration,
+    per_request: Option<f64>,
+    link: Option<std::sync::Arc<lifeline_ipmi::client::LinkCounters>>,
+}
+
+impl Budget {
+    /// `remembered`: transmissions per request of this BMC's previous visit (the connect has no statistics
+    /// of its own yet).
+    fn new(base: Duration, cap: Duration, remembered: Option<f64>) -> Self {
+        let close_reserve = (base / 10).min(Duration::from_secs(3));
+        Budget {
+            started: Instant::now(),
+            base,
+            cap,
+            close_reserve,
+            granted: adapted(base, cap, remembered),
+            per_request: remembered,
+            link: None,
+        }
+    }
+
+    fn watch(&mut self, link: std::sync::Arc<lifeline_ipmi::client::LinkCounters>) {
+        self.link = Some(link);
+    }
+
+    fn deadline(&self) -> Instant {
+        self.started + self.granted
+    }
+
+    /// Where the parts must end, after growing the budget from the link statistics seen so far.
+    fn parts_deadline(&mut self) -> Instant {
+        if let Some(l) = &self.link {
+            self.per_request = l.snapshot().transmissions_per_request();
+            self.granted = self.granted.max(adapted(self.base, self.cap, self.per_request));
+        }
+        self.deadline() - self.close_reserve
+    }
+
+    fn left(&mut self) -> Duration {
+        self.parts_deadline().saturating_duration_since(Instant::now())
+    }
+
+    /// Run one part within `share` of the time left; its failure (or timeout) becomes `part: error` in the row.
+    async fn bounded<T>(
+        &mut self,
+        bmc: &str,
+        what: &'static str,
+        share: (u32, u32),
+        fut: impl std::future::Future<Output = Result<T, BmcError>>,
+    ) -> Result<T, BmcError> {
+        let start = Instant::now();
+        let mut end = start + self.parts_deadline().saturating_duration_since(start) * share.0 / share.1;
+        tokio::pin!(fut);
+        loop {
+            match tokio::time::timeout_at(end, &mut fut).await {
+                Ok(r) => return r,
+                Err(_) => {
+                    let later =
+                        start + self.parts_deadline().saturating_duration_since(start) * share.0 / share.1;
+                    if later <= end {
+                        return Err(BmcError::Timeout { bmc: bmc.to_owned(), what, after: end - start });
+                    }
+                    end = later;
+                }
+            }
+        }
     }
 }
 
@@ -146,74 +250,91 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         alerts: Vec::new(),
         events: Vec::new(),
         errors: Vec::new(),
+        out_of_time: Vec::new(),
+        hint: None,
+        budget_ms: opts.per_bmc_timeout.as_millis() as u64,
+        transmissions_per_request: None,
         elapsed_ms: 0,
     };
     let _permit = bmc.pool().permit().await;
-    let started = Instant::now();
-    let budget = opts.per_bmc_timeout;
-    // Closing gets its own slice at the end (a lost Close Session reply costs a few retransmissions).
-    let close_reserve = (budget / 10).min(Duration::from_secs(3));
-    let deadline = started + budget;
-    let parts_deadline = deadline - close_reserve;
-    let left = || parts_deadline.saturating_duration_since(Instant::now());
     let name = target.name.as_str();
-    let spent = |what: &str| format!("{what}: skipped: the visit's {budget:?} budget was spent");
+    let spent = |row: &mut SweepRow, what: &str| {
+        row.out_of_time.push(what.to_owned());
+        row.errors.push(format!("{what}: skipped: the visit's budget was spent"));
+    };
+    let remembered = bmc.pool().link_cost(name);
+    let mut budget = Budget::new(opts.per_bmc_timeout, opts.max_per_bmc_timeout, remembered);
 
-    let mut o = match bmc.open_conn(lifeline_ipmi::wire::Privilege::User, left()).await {
+    let mut o = match bmc.open_conn(lifeline_ipmi::wire::Privilege::User, budget.left()).await {
         Ok(o) => o,
         Err(e) => {
-            part(&mut row.errors, "connect", &e);
+            part(&mut row, "connect", &e);
+            row.budget_ms = budget.granted.as_millis() as u64;
+            hint(&mut row);
             row.elapsed_ms = t0.elapsed().as_millis() as u64;
             return row;
         }
     };
+    if let crate::conn::Conn::Ipmi(c) = &o.conn {
+        budget.watch(c.session.link_counters());
+    }
     row.protocol = Some(o.protocol);
     let mut health = None;
     let mut health_failed = false;
     if let (true, false, crate::conn::Conn::Redfish(rc)) = (opts.health, opts.all_sensors, &mut o.conn) {
-        let limit = left() * HEALTH_SHARE.0 / HEALTH_SHARE.1;
-        match bounded(name, "reading the health rollup", limit, rc.rollup(opts.chassis)).await {
+        let fut = rc.rollup(opts.chassis);
+        match budget.bounded(name, "reading the health rollup", HEALTH_SHARE, fut).await {
             Ok((p, h)) => {
                 row.power = opts.power.then_some(p);
                 health = Some(h);
             }
             Err(e) => {
                 health_failed = true;
-                part(&mut row.errors, "health", &e);
+                part(&mut row, "health", &e);
             }
         }
     } else if opts.power {
-        match left() {
-            l if l.is_zero() => row.errors.push(spent("power")),
-            l => {
-                match bounded(name, "reading the power state", l / POWER_SHARE, o.conn.power_state()).await {
-                    Ok(p) => row.power = Some(p),
-                    Err(e) => part(&mut row.errors, "power", &e),
-                }
+        if budget.left().is_zero() {
+            spent(&mut row, "power");
+        } else {
+            match budget
+                .bounded(name, "reading the power state", (1, POWER_SHARE), o.conn.power_state())
+                .await
+            {
+                Ok(p) => row.power = Some(p),
+                Err(e) => part(&mut row, "power", &e),
             }
         }
     }
     if opts.health && health.is_none() && !health_failed {
-        let l = left();
-        let limit = if opts.events > 0 { l * HEALTH_SHARE.0 / HEALTH_SHARE.1 } else { l };
-        if limit.is_zero() {
-            row.errors.push(spent("health"));
+        let share = if opts.events > 0 { HEALTH_SHARE } else { (1, 1) };
+        if budget.left().is_zero() {
+            spent(&mut row, "health");
         } else {
-            match bounded(name, "reading the sensors", limit, o.conn.health()).await {
+            match budget.bounded(name, "reading the sensors", share, o.conn.health()).await {
                 Ok(h) => health = Some(h),
-                Err(e) => part(&mut row.errors, "health", &e),
+                Err(e) => part(&mut row, "health", &e),
             }
         }
     }
     if opts.events > 0 {
-        match left() {
-            l if l.is_zero() => row.errors.push(spent("events")),
-            l => match bounded(name, "reading the event log", l, o.conn.events(opts.events)).await {
+        if budget.left().is_zero() {
+            spent(&mut row, "events");
+        } else {
+            match budget.bounded(name, "reading the event log", (1, 1), o.conn.events(opts.events)).await {
                 Ok(log) => row.events = log.entries,
-                Err(e) => part(&mut row.errors, "events", &e),
-            },
+                Err(e) => part(&mut row, "events", &e),
+            }
         }
     }
+    budget.parts_deadline();
+    if let (Some(t), true) = (budget.per_request, budget.link.is_some()) {
+        bmc.pool().set_link_cost(name, t);
+    }
+    row.budget_ms = budget.granted.as_millis() as u64;
+    row.transmissions_per_request = budget.per_request.map(|t| (t * 100.0).round() / 100.0);
+    let (deadline, close_reserve) = (budget.deadline(), budget.close_reserve);
+    hint(&mut row);
     if let Some(h) = health {
         row.health = Some(h.health);
         row.sensors = h.sensors.len();
@@ -240,7 +361,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     if tokio::time::timeout(close_limit, bmc.finish(o, ok)).await.is_err() {
         tracing::debug!(bmc = %row.name, "closing timed out; the session is closed on drop");
     }
-    tracing::debug!(bmc = %row.name, queued_ms = (started - t0).as_millis() as u64, "swept");
+    tracing::debug!(bmc = %row.name, queued_ms = (budget.started - t0).as_millis() as u64, "swept");
     row.elapsed_ms = t0.elapsed().as_millis() as u64;
     row
 }

@@ -53,7 +53,10 @@ impl fmt::Debug for BmcTarget {
 /// Why a `--bmc` URL was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetUrlError {
-    #[error("`{url}`: expected ipmi://USER@HOST[:PORT], redfish://USER@HOST[:PORT] or auto://USER@HOST")]
+    #[error(
+        "`{url}`: expected ipmi://USER@HOST[:PORT], redfish://USER@HOST[:PORT], redfish+http://USER@HOST[:PORT] \
+         (plain HTTP) or auto://USER@HOST"
+    )]
     Shape { url: String },
     #[error("`{url}`: bad port `{port}`")]
     Port { url: String, port: String },
@@ -92,15 +95,18 @@ impl BmcTarget {
         self
     }
 
-    /// Parse `ipmi://USER@HOST[:PORT]`, `redfish://USER@HOST[:PORT]` or `auto://USER@HOST` (the CLI's
-    /// `--bmc`); the password is supplied separately, never in the URL. The name is `HOST[:PORT]`.
+    /// Parse `ipmi://USER@HOST[:PORT]`, `redfish://USER@HOST[:PORT]`, `redfish+http://USER@HOST[:PORT]` or
+    /// `auto://USER@HOST` (the CLI's `--bmc`); the password is supplied separately, never in the URL. The
+    /// name is `HOST[:PORT]`. `redfish+http` is Redfish over plain HTTP (default port 80): never implied by
+    /// `redfish://` or `https://`, so TLS is only ever dropped by saying so.
     pub fn parse_url(url: &str, password: impl Into<String>) -> Result<Self, TargetUrlError> {
         let shape = || TargetUrlError::Shape { url: url.to_owned() };
         let (scheme, rest) = url.split_once("://").ok_or_else(shape)?;
-        let protocol = match scheme {
-            "ipmi" | "lanplus" => BmcProtocol::Ipmi,
-            "redfish" | "https" => BmcProtocol::Redfish,
-            "auto" => BmcProtocol::Auto,
+        let (protocol, tls) = match scheme {
+            "ipmi" | "lanplus" => (BmcProtocol::Ipmi, true),
+            "redfish" | "https" => (BmcProtocol::Redfish, true),
+            "redfish+http" => (BmcProtocol::Redfish, false),
+            "auto" => (BmcProtocol::Auto, true),
             _ => return Err(shape()),
         };
         let rest = rest.trim_end_matches('/');
@@ -113,6 +119,10 @@ impl BmcTarget {
             return Err(shape());
         }
         let mut t = BmcTarget::new(hostport, host, protocol, user, password);
+        if !tls {
+            t.redfish_tls = false;
+            t.redfish_port = 80;
+        }
         if let Some(p) = port {
             let port =
                 p.parse::<u16>().map_err(|_| TargetUrlError::Port { url: url.into(), port: p.into() })?;
@@ -167,6 +177,13 @@ mod tests {
         assert!(BmcTarget::parse_url("ftp://u@h", "x").is_err());
         assert!(BmcTarget::parse_url("ipmi://u:pw@h", "x").is_err(), "passwords never go in URLs");
         assert!(matches!(BmcTarget::parse_url("ipmi://u@h:99999", "x"), Err(TargetUrlError::Port { .. })));
+        let h = BmcTarget::parse_url("redfish+http://admin@127.0.0.1:8000", "x").unwrap();
+        assert_eq!((h.protocol, h.redfish_tls, h.redfish_port), (BmcProtocol::Redfish, false, 8000));
+        assert_eq!(h.redfish_url(), "http://127.0.0.1:8000");
+        let d = BmcTarget::parse_url("redfish+http://admin@bmc7", "x").unwrap();
+        assert_eq!(d.redfish_url(), "http://bmc7:80");
+        assert!(BmcTarget::parse_url("http://admin@bmc7", "x").is_err(), "plain HTTP only when said");
+        assert!(BmcTarget::parse_url("redfish://admin@bmc7", "x").unwrap().redfish_tls);
     }
 
     #[test]

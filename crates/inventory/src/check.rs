@@ -695,6 +695,19 @@ impl Validator<'_, '_> {
         if b.tls_fingerprint.is_some() && tls_fingerprint.is_none() {
             return None;
         }
+        let tls = b.tls.as_ref().is_none_or(|t| *t.get_ref());
+        if !tls {
+            let at = b.tls.as_ref().map_or(at, |t| t.span().start);
+            if tls_fingerprint.is_some() {
+                self.cx
+                    .err(at, format!("[device.bmc] of `{device}`: `tls = false` with a `tls-fingerprint`"));
+                return None;
+            }
+            if protocol == Some(BmcProtocol::Ipmi) {
+                self.cx
+                    .warn(at, format!("[device.bmc] of `{device}`: `tls = false` has no effect over IPMI"));
+            }
+        }
         Some(Bmc {
             address: address?,
             port,
@@ -702,6 +715,7 @@ impl Validator<'_, '_> {
             username: username?,
             credential: credential?,
             tls_fingerprint,
+            tls,
             flavor: b.flavor.as_ref().or(defaults.flavor.as_ref()).map(|f| f.get_ref().clone()),
         })
     }

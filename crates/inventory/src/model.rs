@@ -127,6 +127,8 @@ pub struct Bmc {
     pub username: String,
     pub credential: CredentialRef,
     pub tls_fingerprint: Option<Fingerprint>,
+    /// `false` (`tls = false`): Redfish over plain HTTP, allowed explicitly and audited as insecure.
+    pub tls: bool,
     /// Simulator flavor (`generic`, `idrac-like`, …); real BMCs ignore it.
     pub flavor: Option<String>,
 }

@@ -123,6 +123,8 @@ pub struct RawBmc {
     /// Plaintext secrets are refused, but the key is recognised so the message says why.
     pub password: Option<S<String>>,
     pub tls_fingerprint: Option<S<String>>,
+    /// `false`: Redfish over plain HTTP (lab emulators, some BMCs on an isolated OOB network).
+    pub tls: Option<S<bool>>,
     pub flavor: Option<S<String>>,
 }
 

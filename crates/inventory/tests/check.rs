@@ -271,3 +271,36 @@ fn bad_switch_ssh_timeouts_are_reported_where_written() {
         "{errs:#?}"
     );
 }
+
+#[test]
+fn plain_http_redfish_is_explicit() {
+    let base = example();
+    let t = edit(
+        &base,
+        "bmc = { address = \"127.10.1.1\", protocol = \"redfish\"",
+        "bmc = { address = \"127.10.1.1\", protocol = \"redfish\", tls = false",
+    );
+    let checked = check_str(Path::new("inv.toml"), &t);
+    assert!(errors(&t).is_empty(), "{:?}", errors(&t));
+    let inv = checked.inventory.expect("valid");
+    let plain: Vec<_> = inv
+        .devices
+        .iter()
+        .filter(|d| d.bmc.as_ref().is_some_and(|b| !b.tls))
+        .map(|d| d.name.to_string())
+        .collect();
+    assert_eq!(plain.len(), 1, "only the device that says so: {plain:?}");
+    // A pin on a service without TLS is a contradiction.
+    let pinned = edit(
+        &t,
+        "tls = false",
+        "tls = false, tls-fingerprint = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"",
+    );
+    assert!(
+        errors(&pinned).iter().any(|e| e.contains("`tls = false` with a `tls-fingerprint`")),
+        "{:?}",
+        errors(&pinned)
+    );
+    let bad = edit(&t, "tls = false", "tls = \"no\"");
+    assert!(!errors(&bad).is_empty());
+}

@@ -11,6 +11,7 @@
 pub mod doc;
 pub mod model;
 pub mod power;
+pub mod psu;
 pub mod quirks;
 pub mod sse;
 
@@ -27,8 +28,8 @@ pub mod tls;
 
 #[cfg(feature = "client")]
 pub use client::{
-    AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, Listing, PowerOutcome, TrustOutcome,
-    probe_certificate, trust,
+    AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, Listing, PowerOutcome,
+    TrustOutcome, probe_certificate, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

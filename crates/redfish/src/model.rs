@@ -20,7 +20,7 @@ pub struct Status {
 }
 
 impl Status {
-    fn read(f: &mut Fields<'_, '_>) -> Status {
+    pub(crate) fn read(f: &mut Fields<'_, '_>) -> Status {
         let Some(mut s) = f.sub("Status") else { return Status::default() };
         Status {
             state: s.str("State"),
@@ -129,6 +129,9 @@ pub struct ComputerSystem {
     pub log_services: Option<String>,
     pub chassis: Vec<String>,
     pub managed_by: Vec<String>,
+    /// `LastResetTime` as served (ComputerSystem v1_16+): a change across a reset request is the BMC's own
+    /// record that the reset happened, when the off phase was too short to see.
+    pub last_reset_time: Option<String>,
     pub warnings: Vec<FieldWarning>,
 }
 
@@ -179,6 +182,7 @@ impl ComputerSystem {
             log_services: f.link("LogServices"),
             chassis,
             managed_by,
+            last_reset_time: f.str("LastResetTime"),
             warnings: Vec::new(),
         };
         s.warnings = warnings;
@@ -210,6 +214,8 @@ pub struct Chassis {
     pub sensors: Option<String>,
     pub thermal: Option<String>,
     pub power: Option<String>,
+    /// `PowerSubsystem` (Redfish 2020.4+): power supplies with `LineInputStatus`, and redundancy groups.
+    pub power_subsystem: Option<String>,
     pub log_services: Option<String>,
     pub warnings: Vec<FieldWarning>,
 }
@@ -233,6 +239,7 @@ impl Chassis {
             sensors: f.link("Sensors"),
             thermal: f.link("Thermal"),
             power: f.link("Power"),
+            power_subsystem: f.link("PowerSubsystem"),
             log_services: f.link("LogServices"),
             warnings: Vec::new(),
         };
@@ -248,6 +255,7 @@ pub enum SensorSource {
     Sensors,
     Thermal,
     Power,
+    PowerSubsystem,
 }
 
 /// One sensor reading, whatever resource it came from.
@@ -264,6 +272,10 @@ pub struct SensorReading {
     pub upper_caution: Option<f64>,
     pub upper_critical: Option<f64>,
     pub source: SensorSource,
+    /// Power supplies: `LastPowerOutputWatts` (legacy) or the metrics' `OutputPowerWatts` (PowerSubsystem).
+    pub output_watts: Option<f64>,
+    /// Power supplies: `LineInputStatus` (`Normal`, `LossOfInput`, `OutOfRange`) when the BMC reports it.
+    pub line_input: Option<String>,
 }
 
 /// Sensors of one chassis, plus everything that could not be read.
@@ -305,6 +317,8 @@ pub fn sensor_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) 
         upper_caution: threshold(&mut f, "UpperCaution"),
         upper_critical: threshold(&mut f, "UpperCritical"),
         source: SensorSource::Sensors,
+        output_watts: None,
+        line_input: None,
     }
 }
 
@@ -325,6 +339,12 @@ pub fn power_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) -
     for r in out.iter_mut() {
         r.source = SensorSource::Power;
     }
+    crate::psu::label_legacy_power(v, &mut out);
+    let mut redundancy = crate::psu::redundancy_from_value(v, at, warnings);
+    for r in redundancy.iter_mut() {
+        r.source = SensorSource::Power;
+    }
+    out.extend(redundancy);
     out
 }
 
@@ -364,6 +384,8 @@ fn legacy_array(
             upper_caution: m.num("UpperThresholdNonCritical"),
             upper_critical: m.num("UpperThresholdCritical"),
             source: SensorSource::Thermal,
+            output_watts: if kind == "PowerSupply" { m.num("LastPowerOutputWatts") } else { None },
+            line_input: if kind == "PowerSupply" { m.str("LineInputStatus") } else { None },
         });
     }
 }
@@ -440,6 +462,32 @@ impl LogService {
         l
     }
 
+    /// What kind of log this is, for reading the event history: SEL, another event log, or neither.
+    pub fn kind(&self) -> LogKind {
+        if self.is_sel() {
+            return LogKind::Sel;
+        }
+        let t = self.log_entry_type.as_deref().unwrap_or("").to_ascii_lowercase();
+        let id = self.id.as_deref().unwrap_or("").to_ascii_lowercase();
+        let name = self.name.as_deref().unwrap_or("").to_ascii_lowercase();
+        // Dumps, journals and POST codes are diagnostics, not the event history (and can be huge).
+        const NOT_EVENTS: [&str; 7] =
+            ["journal", "dump", "postcode", "hostlogger", "audit", "crash", "fault"];
+        if NOT_EVENTS.iter().any(|w| id.contains(w)) {
+            return LogKind::Other;
+        }
+        // bmcweb `EventLog` (`LogEntryType: Event`); HPE iLO `IML` (Integrated Management Log, the health
+        // log) and `IEL` (iLO Event Log), whose entries are `EntryType: Oem` with `OemRecordFormat: Hpe-IML`.
+        let event_name = ["event log", "integrated management log", "eventlog"];
+        if t == "event"
+            || matches!(id.as_str(), "eventlog" | "event" | "iml" | "iel")
+            || event_name.iter().any(|n| name.contains(n))
+        {
+            return LogKind::Event;
+        }
+        LogKind::Other
+    }
+
     /// Whether this log is the IPMI-style System Event Log (by type, else by id/name as vendors name it).
     pub fn is_sel(&self) -> bool {
         let t = self.log_entry_type.as_deref().unwrap_or("");
@@ -449,6 +497,18 @@ impl LogService {
             || id.eq_ignore_ascii_case("IPMISEL")
             || self.name.as_deref().is_some_and(|n| n.to_ascii_lowercase().contains("system event log"))
     }
+}
+
+/// How a log service is used when reading the event history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogKind {
+    /// The IPMI-style System Event Log (typed or named SEL).
+    Sel,
+    /// Another event history: bmcweb `EventLog`, HPE `IML` / `IEL`.
+    Event,
+    /// Journals, dumps, POST codes, vendor logs of other kinds.
+    Other,
 }
 
 /// One log entry.
@@ -464,8 +524,12 @@ pub struct LogEntry {
     pub message: Option<String>,
     pub message_id: Option<String>,
     pub entry_type: Option<String>,
+    /// `OemRecordFormat` of `EntryType: Oem` entries (`Hpe-IML`).
+    pub oem_record_format: Option<String>,
     pub sensor_type: Option<String>,
     pub entry_code: Option<String>,
+    /// `Resolved` (bmcweb) or `Oem.Hpe.Repaired` (iLO IML): the condition was cleared or repaired.
+    pub resolved: Option<bool>,
 }
 
 pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) -> LogEntry {
@@ -478,6 +542,9 @@ pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning
             None
         }
     });
+    let resolved = f
+        .bool("Resolved")
+        .or_else(|| f.sub("Oem").and_then(|mut o| o.sub("Hpe").and_then(|mut h| h.bool("Repaired"))));
     LogEntry {
         odata_id: f.str("@odata.id"),
         id: f.str("Id"),
@@ -487,8 +554,10 @@ pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning
         message: f.str("Message"),
         message_id: f.str("MessageId"),
         entry_type: f.str("EntryType"),
+        oem_record_format: f.str("OemRecordFormat"),
         sensor_type: f.str("SensorType"),
         entry_code: f.str("EntryCode"),
+        resolved,
     }
 }
 
@@ -496,6 +565,9 @@ pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LogEntries {
     pub log: String,
+    /// The log service's `Id` (else `Name`): `SEL`, `IML`, `IEL`, `EventLog`.
+    pub log_id: Option<String>,
+    pub kind: Option<LogKind>,
     pub entries: Vec<LogEntry>,
     /// More entries exist than were read (entry limit or a page that could not be fetched).
     pub truncated: bool,

@@ -51,6 +51,7 @@ pub fn quick_options() -> BmcOptions {
             poll_interval: Duration::from_millis(100),
             cycle_grace: Duration::from_secs(5),
             cycle_off_time: Duration::from_secs(1),
+            ..PowerOptions::default()
         },
         ..BmcOptions::default()
     }
@@ -126,6 +127,19 @@ pub fn dmtf_static() -> Option<Static> {
     let Some(mockup) = mockup else {
         return skip("DMTF mockup public-rackmount1 not found (set OOB_PEERS_DIR)".into());
     };
+    static_mockup(&mockup)
+}
+
+/// A private sushy-static serving one of the vendor-shaped mockups of `crates/redfish/tests/mockups`
+/// (`hpe-ilo5`, `openbmc`).
+pub fn vendor_static(name: &str) -> Option<Static> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../redfish/tests/mockups").join(name);
+    assert!(dir.join("index.json").is_file(), "mockup {} missing", dir.display());
+    static_mockup(&dir)
+}
+
+/// A private sushy-static (GET only; POSTs answer 204 and change nothing) serving `mockup` over plain HTTP.
+pub fn static_mockup(mockup: &std::path::Path) -> Option<Static> {
     let bin = std::env::var("OOB_PEERS_VENV")
         .map(|v| PathBuf::from(v).join("bin/sushy-static"))
         .ok()
@@ -138,7 +152,7 @@ pub fn dmtf_static() -> Option<Static> {
     let port = std::net::TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
     let child = Command::new(&bin)
         .args(["-i", &ip.to_string(), "-p", &port.to_string(), "-m"])
-        .arg(&mockup)
+        .arg(mockup)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

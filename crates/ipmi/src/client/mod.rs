@@ -3,9 +3,12 @@
 mod error;
 mod ops;
 mod session;
+mod sessionless;
 mod sol;
+mod timing;
 
 pub use error::{Error, Result};
 pub use ops::{SensorStatus, SensorValue, User};
-pub use session::{ClientConfig, Session, Timing, get_channel_auth_caps, get_channel_cipher_suites};
+pub use session::{ClientConfig, LinkCounters, LinkStats, Session, Timing};
+pub use sessionless::{get_channel_auth_caps, get_channel_cipher_suites, sessionless};
 pub use sol::{Sol, SolConfig, SolEvent, SolWriter};

@@ -9,15 +9,14 @@
 //! BMC's small session table never fills with our orphans.
 
 use super::error::{Error, Result};
+use super::sessionless::{get_channel_auth_caps, get_channel_cipher_suites};
+pub use super::timing::{LinkCounters, LinkStats, Timing};
 use crate::wire::{
     self, Body, Command, DecodeError, Privilege,
-    app::{
-        ChannelAuthCaps, ChannelCipherSuites, CloseSession, GetChannelAuthCaps, GetChannelCipherSuites,
-        SetSessionPrivilege, parse_cipher_suite_records,
-    },
+    app::{ChannelAuthCaps, CloseSession, SetSessionPrivilege},
     crypto::{CipherSuite, RakpParams, SessionKeys, codes_equal},
     message::{Request, Response},
-    packet::{self, Packet, PayloadType, V15Packet, V20Packet},
+    packet::{self, Packet, PayloadType, V20Packet},
     payload::{DeactivatePayload, PAYLOAD_SOL},
     rakp::{self, OpenSessionRequest, OpenSessionResponse, Rakp1, Rakp2, Rakp34},
     sol::SolPacket,
@@ -30,38 +29,6 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, timeout};
-
-/// Retransmission policy: attempt `i` waits `attempt_timeout * 2^i`, capped at `max_attempt_timeout`.
-#[derive(Debug, Clone)]
-pub struct Timing {
-    pub attempt_timeout: Duration,
-    pub max_attempt_timeout: Duration,
-    pub attempts: u32,
-}
-
-impl Default for Timing {
-    /// Tuned for a lossy 1G OOB network: a BMC answers in milliseconds when the datagram arrives, so
-    /// retransmit early and often (about 1 % of requests fail outright at 30 % loss each way, against 3–4 %
-    /// with 5 attempts), and stop after ~8 s so a dead BMC is reported in reasonable time. Late replies to
-    /// an earlier attempt are still accepted.
-    fn default() -> Self {
-        Self {
-            attempt_timeout: Duration::from_millis(250),
-            max_attempt_timeout: Duration::from_secs(1),
-            attempts: 10,
-        }
-    }
-}
-
-impl Timing {
-    /// Upper bound of the time one request may take.
-    pub fn budget(&self) -> Duration {
-        (0..self.attempts).map(|i| self.attempt(i)).sum()
-    }
-    fn attempt(&self, i: u32) -> Duration {
-        self.attempt_timeout.saturating_mul(1 << i.min(16)).min(self.max_attempt_timeout)
-    }
-}
 
 /// How to log in.
 #[derive(Clone)]
@@ -161,6 +128,8 @@ pub(crate) struct Inner {
     pub(crate) sol_active: StdMutex<Option<u8>>,
     /// `max_in_flight` permits: bounds the requests outstanding on this session.
     request_slots: tokio::sync::Semaphore,
+    /// Link statistics (see [`LinkStats`]).
+    link: Arc<LinkCounters>,
     closed: AtomicBool,
     reader: StdMutex<Option<tokio::task::JoinHandle<()>>>,
     auth_caps: ChannelAuthCaps,
@@ -183,17 +152,17 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn io_err(bmc: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+pub(super) fn io_err(bmc: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io { bmc: bmc.to_string(), source }
 }
 
-fn decode_err<'a>(bmc: &'a str, what: &'static str) -> impl FnOnce(DecodeError) -> Error + 'a {
+pub(super) fn decode_err<'a>(bmc: &'a str, what: &'static str) -> impl FnOnce(DecodeError) -> Error + 'a {
     move |source| Error::Decode { bmc: bmc.to_string(), what, source }
 }
 
 /// Send `datagram` and wait for a reply `accept` likes, retransmitting per `timing`.
 /// Replies that `accept` rejects (late duplicates, other sessions' packets) are ignored.
-async fn exchange<T>(
+pub(super) async fn exchange<T>(
     socket: &UdpSocket,
     bmc: &str,
     timing: &Timing,
@@ -224,79 +193,6 @@ async fn exchange<T>(
         }
     }
     Err(Error::Timeout { bmc: bmc.to_string(), what, after: started.elapsed() })
-}
-
-/// Session-less Get Channel Authentication Capabilities (IPMI 1.5 framing): works without
-/// credentials, so the credential audit can use it to spot anonymous/null logins.
-pub async fn get_channel_auth_caps(
-    socket: &UdpSocket,
-    bmc: &str,
-    timing: &Timing,
-    privilege: Privilege,
-) -> Result<ChannelAuthCaps> {
-    let req = GetChannelAuthCaps { channel: 0x8E, privilege: privilege as u8 };
-    let msg = Request::new(GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD, 1, req.encode()).encode();
-    let pkt = Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
-    let dgram = packet::encode(&pkt, None, [0; 16]);
-    exchange(socket, bmc, timing, "Get Channel Authentication Capabilities", &dgram, |b| {
-        let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
-        let resp = Response::decode(&p.message).ok()?;
-        if resp.cmd != GetChannelAuthCaps::CMD {
-            return None;
-        }
-        if resp.completion != 0 {
-            return Some(Err(Error::CompletionCode {
-                bmc: bmc.to_string(),
-                cmd: "Get Channel Authentication Capabilities",
-                code: resp.completion,
-            }));
-        }
-        Some(ChannelAuthCaps::decode(&resp.data).map_err(decode_err(bmc, "Get Channel Auth Caps response")))
-    })
-    .await
-}
-
-/// Session-less Get Channel Cipher Suites (IPMI 1.5 framing, as ipmitool sends it before login): the suite
-/// ids the BMC offers on the LAN channel, in its order. Why ask: a BMC that lacks a suite either refuses
-/// its Open Session or silently ignores it (ipmi_sim), and silence cannot be told from a lost reply; with
-/// the list, a missing suite is skipped at once and silence on an offered one is only ever a loss.
-/// Lenient: stops at the first short page; unparsable bytes are skipped.
-pub async fn get_channel_cipher_suites(socket: &UdpSocket, bmc: &str, timing: &Timing) -> Result<Vec<u8>> {
-    let mut data = Vec::new();
-    // 64 list indices of 16 bytes cover every possible record list.
-    for index in 0..64u8 {
-        // 0x0E: this channel; bit 7: list supported algorithms by cipher suite.
-        let req = GetChannelCipherSuites { channel: 0x0E, payload_type: 0, index: 0x80 | index };
-        let msg = Request::new(GetChannelCipherSuites::NETFN, GetChannelCipherSuites::CMD, 2, req.encode())
-            .encode();
-        let pkt =
-            Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
-        let dgram = packet::encode(&pkt, None, [0; 16]);
-        let page = exchange(socket, bmc, timing, "Get Channel Cipher Suites", &dgram, |b| {
-            let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
-            let resp = Response::decode(&p.message).ok()?;
-            if resp.cmd != GetChannelCipherSuites::CMD {
-                return None;
-            }
-            if resp.completion != 0 {
-                return Some(Err(Error::CompletionCode {
-                    bmc: bmc.to_string(),
-                    cmd: "Get Channel Cipher Suites",
-                    code: resp.completion,
-                }));
-            }
-            Some(
-                ChannelCipherSuites::decode(&resp.data).map_err(decode_err(bmc, "Get Channel Cipher Suites")),
-            )
-        })
-        .await?;
-        let last = page.data.len() < 16;
-        data.extend_from_slice(&page.data);
-        if last {
-            break;
-        }
-    }
-    Ok(parse_cipher_suite_records(&data).into_iter().map(|r| r.id).collect())
 }
 
 struct Established {
@@ -556,6 +452,7 @@ impl Session {
             sol_tx: StdMutex::new(None),
             sol_active: StdMutex::new(None),
             request_slots: tokio::sync::Semaphore::new(cfg.max_in_flight.clamp(1, 32)),
+            link: Arc::default(),
             closed: AtomicBool::new(false),
             reader: StdMutex::new(None),
             auth_caps,
@@ -592,6 +489,16 @@ impl Session {
         self.inner.bmc_session_id
     }
     /// What the BMC said before login (anonymous login, null user names, Kg...).
+    /// How many datagrams the answered requests of this session took (a measure of the link's loss).
+    pub fn link_stats(&self) -> LinkStats {
+        self.inner.link.snapshot()
+    }
+
+    /// The live counters behind [`Session::link_stats`], to watch while a read runs on the session.
+    pub fn link_counters(&self) -> Arc<LinkCounters> {
+        self.inner.link.clone()
+    }
+
     pub fn auth_caps(&self) -> &ChannelAuthCaps {
         &self.inner.auth_caps
     }
@@ -717,7 +624,10 @@ impl Inner {
             self.send_payload(PayloadType::Ipmi, msg.clone()).await?;
             let wait = if resend { self.timing.attempt(i) } else { self.timing.max_attempt_timeout };
             match timeout(wait, &mut rx).await {
-                Ok(Ok(resp)) => return Ok(resp),
+                Ok(Ok(resp)) => {
+                    self.link.record(i + 1);
+                    return Ok(resp);
+                }
                 Ok(Err(_)) => return Err(Error::Closed { bmc: self.bmc.clone() }),
                 Err(_) => {
                     tracing::debug!(bmc = %self.bmc, cmd = name, attempt = i, "no reply, retransmitting")

@@ -1,0 +1,118 @@
+//! Log services and their entries: finding the BMC's event logs under Managers and Systems, reading a
+//! bounded number of entries, clearing a log.
+
+use reqwest::Method;
+
+use super::{Client, Listing};
+use crate::doc::FieldWarning;
+use crate::error::RedfishError;
+use crate::model::{self, LogEntries, LogKind, LogService};
+
+impl Client {
+    /// Log services behind a `LogServices` collection link (of a Manager, System or Chassis).
+    pub async fn log_services(&self, link: &str) -> Result<Listing<LogService>, RedfishError> {
+        self.typed(link, LogService::from_value, |l| &mut l.warnings).await
+    }
+
+    /// Entries of a log, at most `max` (newest-first order is the BMC's; many serve oldest first).
+    pub async fn log_entries(&self, log: &LogService, max: usize) -> Result<LogEntries, RedfishError> {
+        let Some(link) = &log.entries else {
+            return Err(RedfishError::Missing {
+                bmc: self.bmc().to_owned(),
+                url: log.odata_id.clone(),
+                what: "Entries link",
+            });
+        };
+        let (l, more) = self.members_limited(link, max).await?;
+        let mut out = LogEntries {
+            log: log.odata_id.clone(),
+            log_id: log.id.clone().or_else(|| log.name.clone()),
+            kind: Some(log.kind()),
+            warnings: l.warnings,
+            truncated: more,
+            ..Default::default()
+        };
+        for (id, v) in l.items {
+            out.entries.push(model::log_entry_from_value(&v, &id, &mut out.warnings));
+        }
+        Ok(out)
+    }
+
+    /// The BMC's event history (Managers first, then Systems), with up to `max` entries per log: every
+    /// SEL-like log (by type or name) and every other event log (bmcweb `EventLog` with `EntryType: Event`,
+    /// HPE iLO `IML` and `IEL` with `EntryType: Oem`), each entry list labelled with its log. When no log
+    /// on the BMC is of either kind, logs whose entries are `EntryType: SEL` or `Event` are used (the DMTF
+    /// mockup names its SEL "Log1"). Journals, dumps and POST codes are never read.
+    pub async fn event_logs(&self, max: usize) -> Result<EventLogs, RedfishError> {
+        let mut out = EventLogs::default();
+        let mut holders: Vec<String> = Vec::new();
+        if self.inner.root.managers.is_some() {
+            let m = self.managers().await?;
+            out.warnings.extend(m.warnings);
+            holders.extend(m.items.into_iter().filter_map(|m| m.log_services));
+        }
+        if self.inner.root.systems.is_some() {
+            let s = self.systems().await?;
+            out.warnings.extend(s.warnings);
+            holders.extend(s.items.into_iter().filter_map(|s| s.log_services));
+        }
+        let mut all = Vec::new();
+        for h in holders {
+            match self.log_services(&h).await {
+                Ok(l) => {
+                    out.warnings.extend(l.warnings);
+                    all.extend(l.items);
+                }
+                Err(e) => {
+                    out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") })
+                }
+            }
+        }
+        let known: Vec<&LogService> = all.iter().filter(|l| l.kind() != LogKind::Other).collect();
+        let by_kind = !known.is_empty();
+        out.services = known.len();
+        let candidates = if by_kind { known } else { all.iter().collect() };
+        let reads = candidates.iter().map(|log| async move { (*log, self.log_entries(log, max).await) });
+        for (log, r) in futures::future::join_all(reads).await {
+            let event_entry = |x: &model::LogEntry| matches!(x.entry_type.as_deref(), Some("SEL" | "Event"));
+            match r {
+                Ok(e) if by_kind || e.entries.iter().any(event_entry) => {
+                    if !by_kind {
+                        out.services += 1;
+                    }
+                    out.logs.push(e)
+                }
+                Ok(_) => {}
+                Err(e) => out
+                    .warnings
+                    .push(FieldWarning { at: log.odata_id.clone(), problem: format!("unreadable: {e}") }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Client::event_logs`] as a listing (the name predates non-SEL event logs).
+    pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
+        let l = self.event_logs(max).await?;
+        Ok(Listing { items: l.logs, warnings: l.warnings })
+    }
+
+    pub async fn clear_log(&self, log: &LogService) -> Result<(), RedfishError> {
+        let target = log.clear_target.clone().ok_or_else(|| RedfishError::Missing {
+            bmc: self.bmc().to_owned(),
+            url: log.odata_id.clone(),
+            what: "#LogService.ClearLog action",
+        })?;
+        self.send_json(Method::POST, &target, Some(&serde_json::json!({}))).await.map(|_| ())
+    }
+}
+
+/// The event history of a BMC: the logs read, how many event-history services exist, and what could not be
+/// read. `services == 0` is the explicit "no SEL-like log service found": an empty `logs` then means
+/// nothing could be read, not an empty history.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EventLogs {
+    pub logs: Vec<LogEntries>,
+    pub services: usize,
+    pub warnings: Vec<FieldWarning>,
+}

@@ -1,0 +1,406 @@
+//! The Redfish client for one BMC: connection, authentication, navigation by links, timeouts, limits.
+//!
+//! Why one `Client` per BMC: pins, sessions, quirks and the concurrency limit are all per BMC, and a
+//! reqwest client per BMC lets the TLS verifier know whose certificate it is checking. Everything is found
+//! by following links from the service root: member ids differ per vendor (`/Systems/1`,
+//! `/Systems/System.Embedded.1`, `/Systems/<uuid>`), so none is ever hard-coded.
+
+//!
+//! Submodules by concern: `transport` (HTTP, URLs, errors), `request` (auth and one request), `nav`
+//! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
+
+mod logs;
+mod nav;
+mod power;
+mod request;
+mod sensors;
+mod transport;
+mod trust;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::{StatusCode, Url};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use lifeline_types::{Fingerprint, PowerAction, PowerState};
+
+use crate::doc::FieldWarning;
+use crate::error::RedfishError;
+use crate::model::ServiceRoot;
+use crate::power::ResetPlan;
+use crate::quirks::{PlatformProfile, RuleSet};
+use crate::session::{Session, SessionPool};
+use crate::tls::{TlsTrust, lock};
+
+pub use logs::EventLogs;
+pub(crate) use transport::{Reply, Transport};
+use transport::{parse_base, read_json, tls_config};
+pub use trust::{probe_certificate, trust};
+
+/// Which BMC: a name for messages and pins (the inventory device name, or `host:port`) and its base URL
+/// (`https://10.0.0.5`, `https://bmc:8443/redfish/v1`; any path is ignored).
+#[derive(Debug, Clone)]
+pub struct BmcTarget {
+    pub name: String,
+    pub url: String,
+}
+
+impl BmcTarget {
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        BmcTarget { name: name.into(), url: url.into() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl Credentials {
+    pub fn new(username: impl Into<String>, password: impl Into<String>) -> Self {
+        Credentials { username: username.into(), password: password.into() }
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("username", &self.username).field("password", &"***").finish()
+    }
+}
+
+/// How to authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Token sessions when the BMC has a SessionService (and no quirk says otherwise), else Basic.
+    Auto,
+    /// Always HTTP Basic.
+    Basic,
+}
+
+/// What is actually in use after `connect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthInUse {
+    Session,
+    Basic,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Per HTTP request, including the body (plus the platform's `slow=` quirk).
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Longest wait for a free request slot or session.
+    pub queue_timeout: Duration,
+    /// Requests in flight to this BMC at once.
+    pub max_concurrent_requests: usize,
+    /// Sessions this client may hold (a quirk may lower it).
+    pub session_limit: usize,
+    pub auth: AuthMode,
+    pub rules: Arc<RuleSet>,
+    /// For `power`: how often to poll, how long to wait for Off between the two halves of ForceOff+On.
+    pub power_poll_interval: Duration,
+    pub power_off_wait: Duration,
+    /// Collection pages followed through `@odata.nextLink`.
+    pub max_pages: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            request_timeout: Duration::from_secs(15),
+            connect_timeout: Duration::from_secs(5),
+            queue_timeout: Duration::from_secs(60),
+            max_concurrent_requests: 4,
+            session_limit: 2,
+            auth: AuthMode::Auto,
+            rules: Arc::new(RuleSet::builtin()),
+            power_poll_interval: Duration::from_millis(500),
+            power_off_wait: Duration::from_secs(60),
+            max_pages: 20,
+        }
+    }
+}
+
+struct Inner {
+    t: Transport,
+    creds: Credentials,
+    opts: ClientOptions,
+    root: ServiceRoot,
+    /// The service root as read (or as handed to `connect_known`), for callers that cache it.
+    root_doc: Arc<Value>,
+    profile: PlatformProfile,
+    slots: Arc<Semaphore>,
+    sessions: Option<Arc<SessionPool>>,
+    /// Session login turned out not to work (404/no token): Basic from now on.
+    basic_fallback: AtomicBool,
+    closed: AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let Some(pool) = &self.sessions else { return };
+        let left = pool.take_idle();
+        if left.is_empty() {
+            return;
+        }
+        // Best effort: `close().await` is the reliable path. Without a runtime the sessions time out on the BMC.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                let t = self.t.clone();
+                tracing::debug!(bmc = %t.bmc, n = left.len(), "client dropped without close(); logging out in background");
+                h.spawn(async move {
+                    for s in left {
+                        if let Err(e) = crate::session::logout(&t, &s).await {
+                            tracing::warn!(error = %e, "logout on drop failed");
+                        }
+                    }
+                });
+            }
+            Err(_) => {
+                tracing::warn!(bmc = %self.t.bmc, n = left.len(), "client dropped outside a runtime; sessions left to expire")
+            }
+        }
+    }
+}
+
+/// A Redfish client for one BMC. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("bmc", &self.inner.t.bmc)
+            .field("platform", &self.inner.profile.platform)
+            .finish()
+    }
+}
+
+/// A list read from a collection; members that could not be read are warnings, not failures.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Listing<T> {
+    pub items: Vec<T>,
+    pub warnings: Vec<FieldWarning>,
+}
+
+/// Result of a power action: what was sent, and the state before and after.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PowerOutcome {
+    pub action: PowerAction,
+    /// `None` when nothing had to be sent (already in the requested state).
+    pub plan: Option<ResetPlan>,
+    pub before: PowerState,
+    /// Read back right after the last request; a BMC may still be transitioning (confirming is the caller's).
+    pub after: PowerState,
+    pub warnings: Vec<FieldWarning>,
+}
+
+/// Outcome of `trust`: the pin that was replaced, and the new one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TrustOutcome {
+    pub previous: Option<Fingerprint>,
+    pub current: Fingerprint,
+}
+
+impl Client {
+    /// Connect: resolve the pin, fetch the service root (pinning the certificate on first use), classify the
+    /// platform, choose authentication. No session is created until a request needs one.
+    pub async fn connect(
+        target: BmcTarget,
+        creds: Credentials,
+        trust: TlsTrust,
+        opts: ClientOptions,
+    ) -> Result<Client, RedfishError> {
+        Self::connect_known(target, creds, trust, opts, None).await
+    }
+
+    /// Like [`Client::connect`], but with the service root document a previous client of the same BMC read
+    /// ([`Client::service_root_document`]): no request is sent until the caller's first one, which saves a
+    /// round trip per BMC in repeated fleet sweeps. The root is fetched anyway when there is no pin yet to
+    /// enforce (trust on first use must see the certificate before anything else is sent).
+    pub async fn connect_known(
+        target: BmcTarget,
+        creds: Credentials,
+        trust: TlsTrust,
+        opts: ClientOptions,
+        known_root: Option<Arc<Value>>,
+    ) -> Result<Client, RedfishError> {
+        let bmc = target.name.clone();
+        let base = parse_base(&target)?;
+        let (tls, pin, pinned) = if base.scheme() == "https" {
+            let pinned = match &trust {
+                TlsTrust::Pin { store, explicit } => match explicit {
+                    Some(p) => Some(*p),
+                    None => store
+                        .get_pin(&bmc)
+                        .await
+                        .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?,
+                },
+                _ => None,
+            };
+            let (cfg, state) = tls_config(&bmc, &trust, pinned).await?;
+            (Some(cfg), Some(state), pinned)
+        } else {
+            (None, None, None)
+        };
+        let http = Transport::build(&bmc, &base, tls, &opts)?;
+        let t = Transport { bmc: bmc.clone(), base, http, pin, timeout: opts.request_timeout };
+
+        let root_url = t.url("/redfish/v1/")?;
+        let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
+        let root_doc = match known_root {
+            Some(doc) if !needs_first_use => doc,
+            _ => Arc::new(Self::fetch_root(&t, &creds, &trust, &root_url).await?),
+        };
+        Self::finish(t, creds, opts, root_doc, &root_url)
+    }
+
+    /// GET the service root (needs no auth by spec; some BMCs want it anyway) and store a first-use pin.
+    async fn fetch_root(
+        t: &Transport,
+        creds: &Credentials,
+        trust: &TlsTrust,
+        root_url: &Url,
+    ) -> Result<Value, RedfishError> {
+        let bmc = &t.bmc;
+        let mut resp = t.send(t.http.get(root_url.clone()).timeout(t.timeout), "GET", root_url).await?;
+        if matches!(resp.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            let rb = t
+                .http
+                .get(root_url.clone())
+                .timeout(t.timeout)
+                .basic_auth(&creds.username, Some(&creds.password));
+            resp = t.send(rb, "GET", root_url).await?;
+        }
+        let root_doc = read_json(t, resp, "GET", root_url).await?;
+
+        if let (Some(state), TlsTrust::Pin { store, explicit: None }) = (&t.pin, trust) {
+            let newly = lock(state).newly_pinned.take();
+            if let Some(fp) = newly {
+                tracing::info!(bmc = %bmc, fingerprint = %fp, "pinned TLS certificate on first use");
+                store
+                    .set_pin(bmc, fp)
+                    .await
+                    .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?;
+            }
+        }
+        Ok(root_doc)
+    }
+
+    fn finish(
+        mut t: Transport,
+        creds: Credentials,
+        opts: ClientOptions,
+        root_doc: Arc<Value>,
+        root_url: &Url,
+    ) -> Result<Client, RedfishError> {
+        let bmc = t.bmc.clone();
+        let root = ServiceRoot::from_value(&root_doc, root_url.path());
+        let profile = opts.rules.profile(&root);
+        t.timeout = opts.request_timeout + profile.extra_timeout();
+        let sessions = if opts.auth == AuthMode::Basic || profile.no_session_service() {
+            None
+        } else {
+            let login = root.sessions.clone().or_else(|| {
+                root.session_service.as_ref().map(|s| format!("{}/Sessions", s.trim_end_matches('/')))
+            });
+            match login {
+                Some(l) => {
+                    let limit =
+                        profile.session_limit().map_or(opts.session_limit, |q| q.min(opts.session_limit));
+                    Some(SessionPool::new(t.url(&l)?, limit))
+                }
+                None => None,
+            }
+        };
+        let slots = Arc::new(Semaphore::new(opts.max_concurrent_requests.max(1)));
+        tracing::debug!(bmc = %bmc, platform = %profile.platform, quirks = ?profile.quirks, sessions = sessions.is_some(), "connected");
+        Ok(Client {
+            inner: Arc::new(Inner {
+                t,
+                creds,
+                opts,
+                root,
+                root_doc,
+                profile,
+                slots,
+                sessions,
+                basic_fallback: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    pub fn bmc(&self) -> &str {
+        &self.inner.t.bmc
+    }
+
+    pub fn service_root(&self) -> &ServiceRoot {
+        &self.inner.root
+    }
+
+    /// The service root document this client works from (to hand to a later [`Client::connect_known`]).
+    pub fn service_root_document(&self) -> Arc<Value> {
+        self.inner.root_doc.clone()
+    }
+
+    pub fn profile(&self) -> &PlatformProfile {
+        &self.inner.profile
+    }
+
+    pub fn auth_in_use(&self) -> AuthInUse {
+        if self.inner.sessions.is_some() && !self.inner.basic_fallback.load(Ordering::SeqCst) {
+            AuthInUse::Session
+        } else {
+            AuthInUse::Basic
+        }
+    }
+
+    /// Sessions this client currently holds on the BMC.
+    pub fn sessions_held(&self) -> usize {
+        self.inner.sessions.as_ref().map_or(0, |p| p.live())
+    }
+
+    /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature).
+    pub fn peer_certificate(&self) -> Option<(Fingerprint, Vec<u8>)> {
+        self.inner.t.pin.as_ref().and_then(|p| lock(p).last_seen.clone())
+    }
+
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.inner.t
+    }
+
+    /// Log out every session (DELETE) and refuse further requests. Waits up to the queue timeout for
+    /// requests in flight. Returns the number of sessions deleted, or the first logout error after trying all.
+    pub async fn close(&self) -> Result<usize, RedfishError> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::SeqCst) {
+            return Ok(0);
+        }
+        let Some(pool) = &inner.sessions else { return Ok(0) };
+        let sessions: Vec<Session> = pool.drain(inner.opts.queue_timeout).await;
+        let mut first_err = None;
+        let mut deleted = 0;
+        for s in &sessions {
+            match crate::session::logout(&inner.t, s).await {
+                Ok(()) => deleted += 1,
+                Err(e) => {
+                    tracing::warn!(error = %e, "logout failed");
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        inner.slots.close();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Navigation by links: collections (paged, embedded or linked members), the root's collections and typed
+//! listings. Member ids differ per vendor, so nothing here builds a path; every path is a link read.
+
+use serde_json::Value;
+
+use super::{Client, Listing};
+use crate::doc::FieldWarning;
+use crate::error::RedfishError;
+use crate::model::{self, Chassis, ComputerSystem, Manager};
+
+impl Client {
+    /// Members of a collection, following `nextLink` pages; embedded members are used as they are, bare links
+    /// fetched. A page or member that fails becomes a warning.
+    pub async fn members(&self, link: &str) -> Result<Listing<(String, Value)>, RedfishError> {
+        self.members_limited(link, usize::MAX).await.map(|(l, _)| l)
+    }
+
+    /// Like `members`, reading at most `max` members (no further pages, no further fetches); the flag says
+    /// whether more existed.
+    pub(crate) async fn members_limited(
+        &self,
+        link: &str,
+        max: usize,
+    ) -> Result<(Listing<(String, Value)>, bool), RedfishError> {
+        let mut warnings = Vec::new();
+        let (doc, notes) = self.get_json(link).await?;
+        warnings.extend(notes);
+        let (mut members, mut next) = model::collection_members(&doc, link, &mut warnings);
+        let mut pages = 1;
+        let mut unread_pages = false;
+        while let Some(n) = next.take() {
+            if members.len() >= max {
+                unread_pages = true;
+                break;
+            }
+            if pages >= self.inner.opts.max_pages {
+                warnings.push(FieldWarning {
+                    at: link.to_owned(),
+                    problem: format!("stopped after {pages} pages"),
+                });
+                break;
+            }
+            match self.get_json(&n).await {
+                Ok((d, notes)) => {
+                    warnings.extend(notes);
+                    let (m, nx) = model::collection_members(&d, &n, &mut warnings);
+                    members.extend(m);
+                    next = nx;
+                    pages += 1;
+                }
+                Err(e) => warnings
+                    .push(FieldWarning { at: n.clone(), problem: format!("next page unreadable: {e}") }),
+            }
+        }
+        let more = members.len() > max || unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
+        members.truncate(max);
+        let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
+            let id = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
+            let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
+            match (id, embedded) {
+                (Some(id), false) => {
+                    self.get_json(&id).await.map(|(v, n)| (id.clone(), v, n)).map_err(|e| (id, e.to_string()))
+                }
+                (id, true) => {
+                    let id = id.unwrap_or_else(|| format!("{link}#/Members/{i}"));
+                    let mut v = m;
+                    let notes = self.inner.profile.repair(&mut v, &id);
+                    Ok((id, v, notes))
+                }
+                (None, false) => Err((format!("{link}#/Members/{i}"), "member is not a link".to_owned())),
+            }
+        });
+        let mut items = Vec::new();
+        for r in futures::future::join_all(fetches).await {
+            match r {
+                Ok((id, v, notes)) => {
+                    warnings.extend(notes);
+                    items.push((id, v));
+                }
+                Err((at, problem)) => warnings.push(FieldWarning { at, problem }),
+            }
+        }
+        Ok((Listing { items, warnings }, more))
+    }
+
+    fn root_link(&self, link: &Option<String>, what: &'static str) -> Result<String, RedfishError> {
+        link.clone().ok_or_else(|| RedfishError::Missing {
+            bmc: self.bmc().to_owned(),
+            url: "/redfish/v1/".into(),
+            what,
+        })
+    }
+
+    pub async fn systems(&self) -> Result<Listing<ComputerSystem>, RedfishError> {
+        let link = self.root_link(&self.inner.root.systems, "Systems link")?;
+        self.typed(&link, ComputerSystem::from_value, |s| &mut s.warnings).await
+    }
+
+    pub async fn system(&self, link: &str) -> Result<ComputerSystem, RedfishError> {
+        let (v, notes) = self.get_json(link).await?;
+        let mut s = ComputerSystem::from_value(&v, link);
+        s.warnings.splice(0..0, notes);
+        Ok(s)
+    }
+
+    pub async fn chassis(&self) -> Result<Listing<Chassis>, RedfishError> {
+        let link = self.root_link(&self.inner.root.chassis, "Chassis link")?;
+        self.typed(&link, Chassis::from_value, |c| &mut c.warnings).await
+    }
+
+    pub async fn managers(&self) -> Result<Listing<Manager>, RedfishError> {
+        let link = self.root_link(&self.inner.root.managers, "Managers link")?;
+        self.typed(&link, Manager::from_value, |m| &mut m.warnings).await
+    }
+
+    pub(super) async fn typed<T>(
+        &self,
+        link: &str,
+        parse: fn(&Value, &str) -> T,
+        warnings_of: fn(&mut T) -> &mut Vec<FieldWarning>,
+    ) -> Result<Listing<T>, RedfishError> {
+        let l = self.members(link).await?;
+        let mut warnings = l.warnings;
+        let items = l
+            .items
+            .into_iter()
+            .map(|(id, v)| {
+                let mut t = parse(&v, &id);
+                warnings.append(warnings_of(&mut t));
+                t
+            })
+            .collect();
+        Ok(Listing { items, warnings })
+    }
+
+    pub async fn session_service(&self) -> Result<Option<model::SessionService>, RedfishError> {
+        let Some(link) = &self.inner.root.session_service else { return Ok(None) };
+        let (v, notes) = self.get_json(link).await?;
+        let mut s = model::SessionService::from_value(&v, link);
+        s.warnings.splice(0..0, notes);
+        Ok(Some(s))
+    }
+
+    pub async fn event_service(&self) -> Result<Option<model::EventService>, RedfishError> {
+        let Some(link) = &self.inner.root.event_service else { return Ok(None) };
+        let (v, notes) = self.get_json(link).await?;
+        let mut s = model::EventService::from_value(&v, link);
+        s.warnings.splice(0..0, notes);
+        Ok(Some(s))
+    }
+}

@@ -1,0 +1,134 @@
+//! Sending one authenticated request: the per-BMC request slots, a session token (or HTTP Basic when the
+//! BMC has no usable SessionService), one re-login on 401, and the JSON helpers built on it.
+
+use std::sync::atomic::Ordering;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use super::Client;
+use super::transport::{Reply, body_bytes, error_message, method_name, read_reply};
+use crate::doc::FieldWarning;
+use crate::error::RedfishError;
+use crate::session::{LoginError, SessionGuard};
+
+impl Client {
+    /// Send one request with auth, within the request-slot limit; re-login once on 401.
+    pub(crate) async fn request(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply, RedfishError> {
+        self.request_inner(method, link, body, false).await
+    }
+
+    /// GET for a never-ending body (SSE): no total timeout (the caller applies an idle limit), and the request
+    /// slot is released once headers arrive; the session stays lent to the stream.
+    pub(crate) async fn request_stream(&self, link: &str) -> Result<Reply, RedfishError> {
+        let mut r = self.request_inner(Method::GET, link, None, true).await?;
+        r._slot = None;
+        Ok(r)
+    }
+
+    async fn request_inner(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+        stream: bool,
+    ) -> Result<Reply, RedfishError> {
+        let inner = &self.inner;
+        let t = &inner.t;
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(RedfishError::Closed { bmc: t.bmc.clone() });
+        }
+        let url = t.url(link)?;
+        let mname = method_name(&method);
+        let slot =
+            match tokio::time::timeout(inner.opts.queue_timeout, inner.slots.clone().acquire_owned()).await {
+                Ok(Ok(p)) => p,
+                Ok(Err(_)) => return Err(RedfishError::Closed { bmc: t.bmc.clone() }),
+                Err(_) => {
+                    return Err(RedfishError::Busy {
+                        bmc: t.bmc.clone(),
+                        limit: inner.opts.max_concurrent_requests,
+                        after: inner.opts.queue_timeout,
+                    });
+                }
+            };
+        for attempt in 0..2 {
+            let mut guard = self.session().await?;
+            let mut rb = t.http.request(method.clone(), url.clone());
+            rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(t.timeout) };
+            rb = match &guard {
+                Some(g) => rb.header("X-Auth-Token", g.token()),
+                None => rb.basic_auth(&inner.creds.username, Some(&inner.creds.password)),
+            };
+            if let Some(b) = body {
+                rb = rb.json(b);
+            }
+            let resp = t.send(rb, mname, &url).await?;
+            if resp.status() == StatusCode::UNAUTHORIZED
+                && attempt == 0
+                && let Some(g) = guard.take()
+            {
+                tracing::info!(bmc = %t.bmc, url = %url, "session rejected (401); logging in again");
+                g.invalidate();
+                continue;
+            }
+            return Ok(Reply { resp, url, method: mname, guard, _slot: Some(slot) });
+        }
+        unreachable!("the loop returns on its second attempt")
+    }
+
+    async fn session(&self) -> Result<Option<SessionGuard>, RedfishError> {
+        let inner = &self.inner;
+        let Some(pool) = &inner.sessions else { return Ok(None) };
+        if inner.basic_fallback.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        match pool.checkout(&inner.t, &inner.creds, inner.opts.queue_timeout).await {
+            Ok(g) => Ok(Some(g)),
+            Err(LoginError::Unsupported(e)) => {
+                tracing::warn!(bmc = %inner.t.bmc, error = %e, "session login unsupported; using HTTP Basic");
+                inner.basic_fallback.store(true, Ordering::SeqCst);
+                Ok(None)
+            }
+            Err(LoginError::Refused(e) | LoginError::Fatal(e)) => Err(e),
+        }
+    }
+
+    /// GET a document as JSON, with the platform's repairs applied. Repairs are returned as notes.
+    pub async fn get_json(&self, link: &str) -> Result<(Value, Vec<FieldWarning>), RedfishError> {
+        let reply = self.request(Method::GET, link, None).await?;
+        let url = reply.url.clone();
+        let mut v = read_reply(&self.inner.t, reply).await?;
+        let notes = self.inner.profile.repair(&mut v, url.path());
+        Ok((v, notes))
+    }
+
+    /// POST/PATCH/DELETE with an optional JSON body; returns the reply document if there is one.
+    pub async fn send_json(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, RedfishError> {
+        let reply = self.request(method, link, body).await?;
+        let t = &self.inner.t;
+        let status = reply.resp.status();
+        let (url, m) = (reply.url.clone(), reply.method);
+        let bytes = body_bytes(t, reply).await?;
+        if !status.is_success() {
+            return Err(RedfishError::Status {
+                bmc: t.bmc.clone(),
+                method: m,
+                url: url.to_string(),
+                status: status.as_u16(),
+                message: error_message(&bytes),
+            });
+        }
+        Ok(serde_json::from_slice(&bytes).ok())
+    }
+}

@@ -1,0 +1,263 @@
+//! HTTP plumbing of one BMC: the base URL, redirects kept within the BMC, bounded sends, and turning replies
+//! into JSON or typed errors. Shared by the client, the session pool and the certificate probe.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode, Url};
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
+
+use lifeline_types::Fingerprint;
+
+use super::{BmcTarget, ClientOptions};
+use crate::error::RedfishError;
+use crate::session::SessionGuard;
+use crate::tls::{SharedPinState, TlsTrust, client_config, lock};
+
+/// HTTP plumbing shared by the client and the session pool.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    pub bmc: String,
+    pub base: Url,
+    pub http: reqwest::Client,
+    pub pin: Option<SharedPinState>,
+    pub timeout: Duration,
+}
+
+fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+impl Transport {
+    pub(super) fn build(
+        bmc: &str,
+        base: &Url,
+        tls: Option<rustls::ClientConfig>,
+        opts: &ClientOptions,
+    ) -> Result<reqwest::Client, RedfishError> {
+        let origin = base.clone();
+        // sushy redirects member names to UUID paths (307); follow only within the BMC, so tokens never leak.
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 5 {
+                attempt.error("more than 5 redirects")
+            } else if same_origin(attempt.url(), &origin) {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
+        let b = reqwest::Client::builder()
+            .redirect(policy)
+            .connect_timeout(opts.connect_timeout)
+            .pool_max_idle_per_host(opts.max_concurrent_requests.max(1))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .http1_only()
+            .user_agent(concat!("lifeline-redfish/", env!("CARGO_PKG_VERSION")));
+        let cfg = match tls {
+            Some(cfg) => cfg,
+            None => crate::tls::trust_nothing_config()
+                .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?,
+        };
+        b.tls_backend_preconfigured(cfg)
+            .build()
+            .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })
+    }
+
+    /// Resolve a link (path or absolute URL) against the BMC; refuse other hosts; drop `#fragments`
+    /// (legacy Thermal members link to `Thermal#/Temperatures/0`).
+    pub(crate) fn url(&self, link: &str) -> Result<Url, RedfishError> {
+        let mut u = self.base.join(link).map_err(|e| RedfishError::Url {
+            bmc: self.bmc.clone(),
+            url: link.to_owned(),
+            source: Box::new(e),
+        })?;
+        if !same_origin(&u, &self.base) {
+            return Err(RedfishError::ForeignLink {
+                bmc: self.bmc.clone(),
+                base: self.base.to_string(),
+                link: link.to_owned(),
+            });
+        }
+        u.set_fragment(None);
+        Ok(u)
+    }
+
+    /// Send, mapping transport failures: a refused pin becomes `CertificateChanged`.
+    pub(crate) async fn send(
+        &self,
+        rb: reqwest::RequestBuilder,
+        method: &'static str,
+        url: &Url,
+    ) -> Result<reqwest::Response, RedfishError> {
+        // reqwest's own timeout covers the request; this outer one guarantees a bound even if it did not.
+        let outer = self.timeout + Duration::from_secs(1);
+        match tokio::time::timeout(outer, rb.send()).await {
+            Err(_) => Err(RedfishError::Timeout {
+                bmc: self.bmc.clone(),
+                method,
+                url: url.to_string(),
+                after: outer,
+            }),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(self.map_err(e, method, url)),
+        }
+    }
+
+    pub(crate) fn map_err(&self, e: reqwest::Error, method: &'static str, url: &Url) -> RedfishError {
+        if let Some(pin) = &self.pin
+            && let Some((pinned, presented)) = lock(pin).mismatch.take()
+        {
+            return RedfishError::CertificateChanged { bmc: self.bmc.clone(), pinned, presented };
+        }
+        if e.is_timeout() {
+            return RedfishError::Timeout {
+                bmc: self.bmc.clone(),
+                method,
+                url: url.to_string(),
+                after: self.timeout,
+            };
+        }
+        RedfishError::Http { bmc: self.bmc.clone(), method, url: url.to_string(), source: e }
+    }
+}
+
+/// A Redfish error body's most useful message.
+pub(super) fn error_message(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let e = v.get("error")?;
+    let ext = e
+        .get("@Message.ExtendedInfo")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|i| i.get("Message"))
+        .and_then(Value::as_str);
+    ext.or_else(|| e.get("message").and_then(Value::as_str)).map(|s| s.chars().take(300).collect())
+}
+
+pub(super) fn method_name(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::PUT => "PUT",
+        _ => "HTTP",
+    }
+}
+
+/// A reply whose body has not been read yet, holding its request slot and session until then.
+pub(crate) struct Reply {
+    pub resp: reqwest::Response,
+    pub url: Url,
+    pub method: &'static str,
+    pub guard: Option<SessionGuard>,
+    pub _slot: Option<OwnedSemaphorePermit>,
+}
+
+pub(super) fn parse_base(target: &BmcTarget) -> Result<Url, RedfishError> {
+    let mut u = Url::parse(&target.url).map_err(|e| RedfishError::Url {
+        bmc: target.name.clone(),
+        url: target.url.clone(),
+        source: Box::new(e),
+    })?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Err(RedfishError::Url {
+            bmc: target.name.clone(),
+            url: target.url.clone(),
+            source: "expected http(s)://host[:port]".into(),
+        });
+    }
+    u.set_path("/");
+    u.set_query(None);
+    u.set_fragment(None);
+    Ok(u)
+}
+
+pub(super) async fn tls_config(
+    bmc: &str,
+    trust: &TlsTrust,
+    pinned: Option<Fingerprint>,
+) -> Result<(rustls::ClientConfig, SharedPinState), RedfishError> {
+    let trust2 = trust.clone();
+    let r = tokio::task::spawn_blocking(move || client_config(&trust2, pinned))
+        .await
+        .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?;
+    r.map_err(|e| match (e, trust) {
+        (crate::tls::TlsSetupError::Io(source, path), _) => {
+            RedfishError::CaFile { bmc: bmc.to_owned(), path, source }
+        }
+        (crate::tls::TlsSetupError::Empty(path), _) => RedfishError::CaEmpty { bmc: bmc.to_owned(), path },
+        (crate::tls::TlsSetupError::Rustls(source), _) => RedfishError::Build { bmc: bmc.to_owned(), source },
+    })
+}
+
+pub(super) fn is_connect(e: &RedfishError) -> bool {
+    matches!(e, RedfishError::Http { source, .. } if source.is_connect())
+}
+
+pub(super) async fn body_bytes(t: &Transport, reply: Reply) -> Result<bytes::Bytes, RedfishError> {
+    let Reply { resp, url, method, guard, _slot } = reply;
+    let r = match tokio::time::timeout(t.timeout, resp.bytes()).await {
+        Err(_) => {
+            Err(RedfishError::Timeout { bmc: t.bmc.clone(), method, url: url.to_string(), after: t.timeout })
+        }
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => Err(t.map_err(e, method, &url)),
+    };
+    drop(guard);
+    r
+}
+
+pub(super) async fn read_reply(t: &Transport, reply: Reply) -> Result<Value, RedfishError> {
+    let status = reply.resp.status();
+    let (url, method) = (reply.url.clone(), reply.method);
+    let bytes = body_bytes(t, reply).await?;
+    parse_json(t, status, &bytes, method, &url)
+}
+
+pub(super) async fn read_json(
+    t: &Transport,
+    resp: reqwest::Response,
+    method: &'static str,
+    url: &Url,
+) -> Result<Value, RedfishError> {
+    let status = resp.status();
+    let bytes = match tokio::time::timeout(t.timeout, resp.bytes()).await {
+        Err(_) => {
+            return Err(RedfishError::Timeout {
+                bmc: t.bmc.clone(),
+                method,
+                url: url.to_string(),
+                after: t.timeout,
+            });
+        }
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return Err(t.map_err(e, method, url)),
+    };
+    parse_json(t, status, &bytes, method, url)
+}
+
+fn parse_json(
+    t: &Transport,
+    status: StatusCode,
+    bytes: &[u8],
+    method: &'static str,
+    url: &Url,
+) -> Result<Value, RedfishError> {
+    if !status.is_success() {
+        return Err(RedfishError::Status {
+            bmc: t.bmc.clone(),
+            method,
+            url: url.to_string(),
+            status: status.as_u16(),
+            message: error_message(bytes),
+        });
+    }
+    serde_json::from_slice(bytes).map_err(|source| RedfishError::Json {
+        bmc: t.bmc.clone(),
+        url: url.to_string(),
+        source,
+    })
+}
