@@ -1,7 +1,7 @@
 //! Redfish health sweep over a simulated fleet: connect (TLS pin on first use), list systems, read power
 //! state and health of every BMC, all at once. Prints one table row per run.
 //!
-//! `cargo run --release -p lifeline-redfish --example bench_sweep -- [N=100] [RUNS=3]`
+//! `cargo run --release -p lifeline-redfish --example redfish_bench_sweep -- [N=100] [RUNS=3]`
 //! (the lead's fleet benchmark compares this against the targets; here it is a smoke measurement).
 
 use std::sync::Arc;
