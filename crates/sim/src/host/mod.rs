@@ -147,6 +147,9 @@ struct HostState {
     tty: Tty,
     sysrq_armed: bool,
     boots: u32,
+    /// When the system was last reset or powered on by a command (Redfish `LastResetTime`): a BMC's own
+    /// record, which clients use to confirm a cycle whose off phase was too short to observe.
+    last_reset: chrono::DateTime<chrono::Utc>,
     /// A switch's bootloader console (ONIE/GRUB, U-Boot, Aboot) while it boots; `None` once idle or off.
     boot_console: Option<crate::bootloader::BootConsole>,
 }
@@ -208,6 +211,7 @@ impl Host {
                 tty,
                 sysrq_armed: false,
                 boots: u32::from(cfg.powered_on),
+                last_reset: chrono::Utc::now(),
                 boot_console: None,
             }),
             events: broadcast::channel(16).0,
@@ -251,6 +255,11 @@ impl Host {
     }
     pub fn power_state(&self) -> PowerState {
         self.phase().power_state()
+    }
+
+    /// Redfish `LastResetTime`: the last reset, restart, cycle or power-on that a command caused.
+    pub fn last_reset(&self) -> chrono::DateTime<chrono::Utc> {
+        self.lock().last_reset
     }
     /// Completed boots since the sim started (tests wait on this).
     pub fn boots(&self) -> u32 {

@@ -30,6 +30,17 @@ impl Host {
     pub fn power_by(&self, cmd: PowerCommand, origin: &Origin) -> Result<PowerOutcome, HostError> {
         let mut st = self.lock();
         let (outcome, kind, noop) = self.execute(&mut st, cmd)?;
+        if !noop
+            && matches!(
+                kind,
+                ActionKind::PowerOn
+                    | ActionKind::PowerCycle
+                    | ActionKind::HardReset
+                    | ActionKind::GracefulRestart
+            )
+        {
+            st.last_reset = chrono::Utc::now();
+        }
         self.actions.record(origin, kind, noop);
         Ok(outcome)
     }

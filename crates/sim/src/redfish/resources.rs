@@ -377,6 +377,7 @@ fn system(bmc: &RedfishBmc) -> Value {
         "UUID": id.uuid,
         "BiosVersion": id.bios_version,
         "PowerState": power_state_str(h.power_state()),
+        "LastResetTime": h.last_reset().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         "Status": { "State": "Enabled", "Health": health(rollup(&sensors)) },
         "ProcessorSummary": { "Count": 2, "Model": "Intel(R) Xeon(R) Platinum 8480+" },
         "MemorySummary": { "TotalSystemMemoryGiB": 2048 },
