@@ -1,7 +1,6 @@
 //! Reading BMCs (health, event log) and the BMC-level actions that are not power: SEL clear, certificate
 //! trust, the credential hygiene audit.
 
-use futures::StreamExt;
 use lifeline_bmc::{EventLog, HealthSummary, HygieneOptions, HygieneRow};
 use lifeline_types::Health;
 use serde::Serialize;
@@ -30,51 +29,21 @@ pub struct Trusted {
 impl Lifeline {
     /// Sensors and the health rollup of each BMC; each reading is also kept as an observation.
     pub async fn health(&self, sel: &BmcSelection) -> Result<Vec<Row<HealthSummary>>> {
-        let pool = self.bmc_pool().await?;
         let store = self.store().await?.clone();
-        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
-            .map(|b| {
-                let bmc = pool.bmc(b.target);
-                let store = store.clone();
-                async move {
-                    let name = bmc.name().to_owned();
-                    let r = bmc
-                        .health()
-                        .await
-                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
-                    if let Ok(h) = &r
-                        && let Err(e) = store.observe(&name, "health", &serde_json::json!(h)).await
-                    {
-                        tracing::warn!(bmc = %name, "observation not stored: {e}");
-                    }
-                    Row::new("bmc", name, r)
-                }
-            })
-            .buffered(64)
-            .collect()
-            .await;
-        Ok(rows)
+        let store = &store;
+        self.each_bmc(sel, |bmc| async move {
+            let h = bmc.health().await?;
+            if let Err(e) = store.observe(bmc.name(), "health", &serde_json::json!(h)).await {
+                tracing::warn!(bmc = %bmc.name(), "observation not stored: {e}");
+            }
+            Ok(h)
+        })
+        .await
     }
 
     /// The newest `newest` entries of each BMC's event log.
     pub async fn sel(&self, sel: &BmcSelection, newest: usize) -> Result<Vec<Row<EventLog>>> {
-        let pool = self.bmc_pool().await?;
-        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
-            .map(|b| {
-                let bmc = pool.bmc(b.target);
-                async move {
-                    let name = bmc.name().to_owned();
-                    let r = bmc
-                        .events(newest)
-                        .await
-                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
-                    Row::new("bmc", name, r)
-                }
-            })
-            .buffered(64)
-            .collect()
-            .await;
-        Ok(rows)
+        self.each_bmc(sel, |bmc| async move { bmc.events(newest).await }).await
     }
 
     /// Clears each BMC's event log (audited by the bmc crate, under the target's lease).

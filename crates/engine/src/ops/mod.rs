@@ -98,7 +98,39 @@ impl<T> Acted<T> {
     }
 }
 
+/// Per-BMC reads and actions in flight at once (the BMC pool's own fan-out bounds the BMC traffic; this
+/// bounds the rows being set up: request rows, leases).
+pub(crate) const PER_BMC_CONCURRENCY: usize = 64;
+
 impl Lifeline {
+    /// Runs `f` on every selected BMC (bounded), one [`Row`] per BMC in selection order; a BMC error becomes
+    /// that row's error, named after the BMC.
+    pub(crate) async fn each_bmc<T, F, Fut>(
+        &self,
+        sel: &crate::targets::BmcSelection,
+        f: F,
+    ) -> Result<Vec<Row<T>>>
+    where
+        F: Fn(lifeline_bmc::Bmc) -> Fut,
+        Fut: Future<Output = std::result::Result<T, lifeline_bmc::BmcError>>,
+    {
+        use futures::StreamExt;
+        let pool = self.bmc_pool().await?;
+        let f = &f;
+        Ok(futures::stream::iter(sel.bmcs.iter().cloned())
+            .map(|b| {
+                let bmc = pool.bmc(b.target);
+                async move {
+                    let name = bmc.name().to_owned();
+                    let r = f(bmc).await.map_err(|source| EngineError::Bmc { target: name.clone(), source });
+                    Row::new("bmc", name, r)
+                }
+            })
+            .buffered(PER_BMC_CONCURRENCY)
+            .collect()
+            .await)
+    }
+
     /// Runs one action on one target under the idempotency table and the target's lease: a replayed
     /// request id returns the first outcome; a busy target is a conflict (or a wait); the action's result
     /// is stored for replays before the lease is released.

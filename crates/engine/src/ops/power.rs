@@ -11,10 +11,6 @@ use crate::error::{EngineError, Result};
 use crate::ops::{Acted, Row};
 use crate::targets::BmcSelection;
 
-/// At most this many targets are being set up (request row, lease) at once; the BMC pool's own fan-out
-/// bounds the BMC traffic.
-const SETUP_CONCURRENCY: usize = 64;
-
 /// `power status` for one BMC.
 #[derive(Debug, Clone, Serialize)]
 pub struct PowerStatus {
@@ -40,24 +36,11 @@ impl PowerOutcome {
 
 impl Lifeline {
     pub async fn power_status(&self, sel: &BmcSelection) -> Result<Vec<Row<PowerStatus>>> {
-        let pool = self.bmc_pool().await?;
-        let rows = futures::stream::iter(sel.bmcs.iter().cloned())
-            .map(|b| {
-                let bmc = pool.bmc(b.target);
-                async move {
-                    let name = bmc.name().to_owned();
-                    let r = bmc
-                        .power_state()
-                        .await
-                        .map(|power| PowerStatus { bmc: name.clone(), power })
-                        .map_err(|source| EngineError::Bmc { target: name.clone(), source });
-                    Row::new("bmc", name, r)
-                }
-            })
-            .buffered(SETUP_CONCURRENCY)
-            .collect()
-            .await;
-        Ok(rows)
+        self.each_bmc(sel, |bmc| async move {
+            let power = bmc.power_state().await?;
+            Ok(PowerStatus { bmc: bmc.name().to_owned(), power })
+        })
+        .await
     }
 
     /// Acts on every selected BMC; rows come back in selection order. How long to wait for the state is
@@ -81,7 +64,7 @@ impl Lifeline {
                     Row::new("bmc", name, r)
                 }
             })
-            .buffer_unordered(SETUP_CONCURRENCY)
+            .buffer_unordered(crate::ops::PER_BMC_CONCURRENCY)
             .collect::<Vec<_>>()
             .await;
         Ok(order(rows, &sel.names()))
