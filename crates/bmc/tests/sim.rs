@@ -7,10 +7,13 @@
 //! is used from the fleet's endpoint list when the fleet serves IPMI itself, else started here on the same
 //! host model.
 
+mod common;
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{Relay, relay_with};
 use lifeline_bmc::*;
 use lifeline_ipmi::client::Timing;
 use lifeline_redfish::{MemoryPinStore, PinStore};
@@ -346,49 +349,9 @@ async fn sweep_health_is_the_bmc_rollup() {
 
 /// A UDP relay between a client and a simulated BMC that can drop chosen BMC replies and counts the
 /// client's datagrams (the sim is the real responder; the relay only loses packets, as a network does).
-struct Relay {
-    addr: SocketAddr,
-    sent: Arc<std::sync::atomic::AtomicUsize>,
-    dropped: Arc<std::sync::atomic::AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 /// `drop_reply(datagram, already_dropped)`: whether to lose this reply from the BMC.
 async fn relay(upstream: SocketAddr, drop_reply: impl Fn(&[u8], usize) -> bool + Send + 'static) -> Relay {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let front = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
-    let back = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
-    back.connect(upstream).await.unwrap();
-    let addr = front.local_addr().unwrap();
-    let (sent, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (s, d) = (sent.clone(), dropped.clone());
-    let task = tokio::spawn(async move {
-        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
-        let mut client = None;
-        loop {
-            tokio::select! {
-                r = front.recv_from(&mut a) => if let Ok((n, from)) = r {
-                    client = Some(from);
-                    s.fetch_add(1, Ordering::Relaxed);
-                    let _ = back.send(&a[..n]).await;
-                },
-                r = back.recv(&mut b) => if let (Ok(n), Some(c)) = (r, client) {
-                    if drop_reply(&b[..n], d.load(Ordering::Relaxed)) {
-                        d.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    let _ = front.send_to(&b[..n], c).await;
-                },
-            }
-        }
-    });
-    Relay { addr, sent, dropped, task }
+    relay_with(upstream, move |b, towards_bmc, dropped| !towards_bmc && drop_reply(b, dropped)).await
 }
 
 /// RMCP+ Open Session Response (auth type 6, payload type 0x11).
@@ -559,33 +522,7 @@ async fn sweep_budget_adapts_to_a_lossy_link() {
 
 /// A relay that loses every datagram, both ways, while `blackout` is set.
 async fn blackout_relay(upstream: SocketAddr, blackout: Arc<std::sync::atomic::AtomicBool>) -> Relay {
-    let flag = blackout.clone();
-    let r = relay(upstream, move |_, _| flag.load(std::sync::atomic::Ordering::Relaxed)).await;
-    // Requests are dropped by a second hop in front: the client talks to `front`, which forwards to `r`.
-    let front = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
-    let back = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
-    back.connect(r.addr).await.unwrap();
-    let addr = front.local_addr().unwrap();
-    let inner = r;
-    let task = tokio::spawn(async move {
-        let _inner = inner;
-        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
-        let mut client = None;
-        loop {
-            tokio::select! {
-                r = front.recv_from(&mut a) => if let Ok((n, from)) = r {
-                    client = Some(from);
-                    if !blackout.load(std::sync::atomic::Ordering::Relaxed) {
-                        let _ = back.send(&a[..n]).await;
-                    }
-                },
-                r = back.recv(&mut b) => if let (Ok(n), Some(c)) = (r, client) {
-                    let _ = front.send_to(&b[..n], c).await;
-                },
-            }
-        }
-    });
-    Relay { addr, sent: Default::default(), dropped: Default::default(), task }
+    relay_with(upstream, move |_, _, _| blackout.load(std::sync::atomic::Ordering::Relaxed)).await
 }
 
 /// Issue 16 item 6: the power-down of a cycle executes, then the link goes dark and the power-up is lost.
