@@ -374,6 +374,9 @@ impl Conn {
     }
 }
 
+/// Sendings of the power-down of an IPMI cycle when every retransmission of a request was lost.
+const POWER_DOWN_TRIES: u32 = 3;
+
 fn chassis_cmd(op: ChassisOp) -> String {
     format!("Chassis Control {op:?} ({:#04x})", op as u8)
 }
@@ -387,10 +390,21 @@ impl IpmiConn {
     async fn cycle(&mut self, p: &PowerOptions) -> Result<Sent, BmcError> {
         let mut sent = Sent { acked: true, off_confirmed: true, ..Default::default() };
         sent.commands.push(chassis_cmd(ChassisOp::PowerDown));
-        match self.session.chassis_control(ChassisOp::PowerDown).await {
-            Ok(()) => {}
-            Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
-            Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+        // Power down is idempotent like power up: when even the state read that decides a lost reply was
+        // lost (a very lossy link), sending it again cannot double anything.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.session.chassis_control(ChassisOp::PowerDown).await {
+                Ok(()) => {}
+                Err(lifeline_ipmi::Error::Unconfirmed { .. }) => sent.acked = false,
+                Err(lifeline_ipmi::Error::Timeout { .. }) if tries < POWER_DOWN_TRIES => {
+                    sent.acked = false;
+                    continue;
+                }
+                Err(e) => return Err(ipmi_err(&self.bmc)(e)),
+            }
+            break;
         }
         let t0 = tokio::time::Instant::now();
         let deadline = t0 + p.timeout;

@@ -40,7 +40,8 @@ pub struct PowerOptions {
     /// IPMI cycle (power down, then up): time left off between Off confirmed and power up, so that
     /// capacitors drain and the BMC's own power-cycle interval is respected.
     pub cycle_off_time: Duration,
-    /// Poll interval while watching for the off phase of a Redfish `PowerCycle` (within `cycle_grace`).
+    /// Poll interval while watching for the off phase of a Redfish `PowerCycle`, for the first 3 s after the
+    /// request (an off phase can be shorter than `poll_interval`; later ones are long enough for it).
     pub fast_poll_interval: Duration,
     /// When the requested state is On and the host still reads Off this long after the power-up was sent,
     /// send it again (power-up is idempotent; a lossy link may have eaten it).
@@ -56,7 +57,7 @@ impl Default for PowerOptions {
             poll_interval: Duration::from_millis(250),
             cycle_grace: Duration::from_secs(10),
             cycle_off_time: Duration::from_secs(2),
-            fast_poll_interval: Duration::from_millis(100),
+            fast_poll_interval: Duration::from_millis(20),
             power_up_retry_after: Duration::from_secs(20),
             power_up_retries: 3,
         }

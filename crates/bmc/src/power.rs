@@ -154,6 +154,9 @@ impl PowerOps for ConnOps<'_> {
     }
 }
 
+/// How long after a `PowerCycle` request the state is polled at `fast_poll_interval`.
+const FAST_POLL_WINDOW: Duration = Duration::from_secs(3);
+
 fn ms(d: Duration) -> u64 {
     d.as_millis().min(u64::MAX as u128) as u64
 }
@@ -170,7 +173,18 @@ pub(crate) async fn confirm(
 ) -> Result<PowerReport, BmcError> {
     let started_at = Utc::now();
     let t0 = Instant::now();
-    let before = ops.state().await?;
+    // Nothing is sent before this read succeeds, so retrying it is always safe (a lossy link may need it).
+    let mut tries = 0;
+    let before = loop {
+        match ops.state().await {
+            Ok(s) => break s,
+            Err(e) if e.is_unreachable() && tries < 2 => {
+                tries += 1;
+                tracing::debug!(%bmc, error = %e, "power state unreadable before acting; reading again");
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let marker_before = ops.reset_marker();
     let mut report = PowerReport {
         bmc: bmc.to_owned(),
@@ -259,6 +273,8 @@ pub(crate) async fn confirm(
     let mut seen_off = sent.off_confirmed;
     let deadline = t0 + opts.timeout;
     let grace_end = Instant::now() + opts.cycle_grace;
+    // Off phases start within a few seconds of the request; a later one lasts long enough for normal polls.
+    let fast_end = Instant::now() + opts.cycle_grace.min(FAST_POLL_WINDOW);
     let mut last = before;
     let mut reset_recorded = false;
     // When the power-up (or the BMC's own cycle) was last sent, for resending it to a host that stays off.
@@ -272,7 +288,7 @@ pub(crate) async fn confirm(
     }
     loop {
         // Right after a PowerCycle the off phase may be short: poll fast until it is seen or the grace ends.
-        let fast = sent.expects_off && !seen_off && Instant::now() < grace_end;
+        let fast = sent.expects_off && !seen_off && Instant::now() < fast_end;
         let interval =
             if fast { opts.poll_interval.min(opts.fast_poll_interval) } else { opts.poll_interval };
         tokio::time::sleep(interval).await;
@@ -325,17 +341,23 @@ pub(crate) async fn confirm(
             }
             let why = match c {
                 Confirmation::ResetRecorded => Some(format!(
-                    "no Off was observed (polled every {} ms for {} s), but the BMC's LastResetTime moved from {} to {}",
+                    "no Off was observed (polled every {} ms for {} s, then every {} ms for {} s), but the BMC's \
+                     LastResetTime moved from {} to {}",
                     opts.fast_poll_interval.as_millis(),
-                    opts.cycle_grace.as_secs(),
+                    opts.cycle_grace.min(FAST_POLL_WINDOW).as_secs_f32(),
+                    opts.poll_interval.as_millis(),
+                    opts.cycle_grace.as_secs_f32(),
                     marker_before.as_deref().unwrap_or("none"),
                     ops.reset_marker().as_deref().unwrap_or("none"),
                 )),
                 Confirmation::OffNotObserved => Some(format!(
-                    "the BMC acknowledged and reports On, but no Off was observed (polled every {} ms for {} s) \
-                     and it recorded no reset (no LastResetTime change): the cycle may not have happened",
+                    "the BMC acknowledged and reports On, but no Off was observed (polled every {} ms for {} s, \
+                     then every {} ms for {} s) and it recorded no reset (no LastResetTime change): the cycle \
+                     may not have happened",
                     opts.fast_poll_interval.as_millis(),
-                    opts.cycle_grace.as_secs()
+                    opts.cycle_grace.min(FAST_POLL_WINDOW).as_secs_f32(),
+                    opts.poll_interval.as_millis(),
+                    opts.cycle_grace.as_secs_f32(),
                 )),
                 Confirmation::Unconfirmed => Some(
                     "the reply was lost and no transition was observed: the action may or may not have run; \

@@ -310,3 +310,45 @@ async fn hygiene_audit_is_bounded_and_finds_cipher_suite_zero() {
     let rows = pool.hygiene_audit(vec![sim.target(0, "node1")], &o).await;
     assert!(rows[0].attempts.is_empty());
 }
+
+/// Issue 16 item 6 against a real BMC: cycles at 50 % loss both ways (a relay in front of ipmi_sim) each
+/// power down exactly once and leave the host on; a lost power-up is resent (idempotent), never the
+/// power-down.
+#[tokio::test]
+async fn cycles_at_50_percent_loss_power_down_once_and_end_on() {
+    let Some(sim) = IpmiSims::start(1) else { return };
+    let relay = lossy_relay(sim.addr(0), 50, 0x5eed_1e55).await;
+    let mut t = sim.target(0, "lossy1");
+    t.address = relay.addr.ip().to_string();
+    t.ipmi_port = relay.addr.port();
+    t.cipher_suites = Some(vec![3]);
+    let mut opts = quick_options();
+    opts.ipmi_timing = lifeline_ipmi::client::Timing {
+        attempt_timeout: Duration::from_millis(100),
+        max_attempt_timeout: Duration::from_millis(400),
+        attempts: 20,
+    };
+    opts.power.timeout = Duration::from_secs(60);
+    opts.power.power_up_retry_after = Duration::from_secs(4);
+    opts.op_timeout = Duration::from_secs(60);
+    let (pool, _) = pool_with(opts);
+    let bmc = pool.bmc(t);
+    for i in 0..2 {
+        let before = count(&sim.chassis_log(0), "power 0");
+        // An error means nothing was sent (every retransmission of a read lost): asked for again.
+        let r = loop {
+            match bmc.power(PowerAction::Cycle, None).await {
+                Ok(r) => break r,
+                Err(e) => assert_eq!(count(&sim.chassis_log(0), "power 0"), before, "{}", error_chain(&e)),
+            }
+        };
+        assert!(r.confirmed, "cycle {i}: {r:#?}");
+        let log = sim.chassis_log(0);
+        assert_eq!(count(&log, "power 0"), before + 1, "cycle {i}: exactly one power down: {log:?} {r:#?}");
+        assert_eq!(
+            pool.bmc(sim.target(0, "direct")).power_state().await.unwrap(),
+            PowerState::On,
+            "cycle {i}"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! simulator can share the schema subset without depending on the client.
 
 pub mod doc;
+mod log_model;
 pub mod model;
 pub mod power;
 pub mod psu;

@@ -167,3 +167,69 @@ pub fn static_mockup(mockup: &std::path::Path) -> Option<Static> {
     }
     panic!("sushy-static did not listen on {ip}:{port}");
 }
+
+/// A UDP relay in front of a BMC (for loss a peer cannot inject itself). `sent`: requests forwarded;
+/// `dropped`: datagrams lost on purpose. Dropping the relay stops it.
+pub struct Relay {
+    pub addr: std::net::SocketAddr,
+    pub sent: Arc<std::sync::atomic::AtomicUsize>,
+    pub dropped: Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `lose(datagram, towards_bmc, already_dropped)`: whether to lose this datagram.
+pub async fn relay_with(
+    upstream: std::net::SocketAddr,
+    mut lose: impl FnMut(&[u8], bool, usize) -> bool + Send + 'static,
+) -> Relay {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let front = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    let back = tokio::net::UdpSocket::bind((upstream.ip(), 0)).await.unwrap();
+    back.connect(upstream).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    let (sent, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, d) = (sent.clone(), dropped.clone());
+    let task = tokio::spawn(async move {
+        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+        let mut client = None;
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut a) => if let Ok((n, from)) = r {
+                    client = Some(from);
+                    if lose(&a[..n], true, d.load(Ordering::Relaxed)) {
+                        d.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    s.fetch_add(1, Ordering::Relaxed);
+                    let _ = back.send(&a[..n]).await;
+                },
+                r = back.recv(&mut b) => if let (Ok(n), Some(c)) = (r, client) {
+                    if lose(&b[..n], false, d.load(Ordering::Relaxed)) {
+                        d.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    let _ = front.send_to(&b[..n], c).await;
+                },
+            }
+        }
+    });
+    Relay { addr, sent, dropped, task }
+}
+
+/// A relay losing `loss_percent` of the datagrams in each direction (xorshift64 from `seed`: reproducible).
+pub async fn lossy_relay(upstream: std::net::SocketAddr, loss_percent: u64, seed: u64) -> Relay {
+    let mut state = seed | 1;
+    relay_with(upstream, move |_, _, _| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % 100 < loss_percent
+    })
+    .await
+}
