@@ -182,7 +182,8 @@ pub enum InventoryCmd {
 pub struct BmcSel {
     /// Device names, racks, sites, roles, groups or globs from the inventory (`all` for everything).
     pub targets: Vec<String>,
-    /// A BMC not in the inventory: `ipmi://USER@HOST[:PORT]` or `redfish://USER@HOST[:PORT]` (repeatable).
+    /// A BMC not in the inventory: `ipmi://USER@HOST[:PORT]`, `redfish://USER@HOST[:PORT]`, or (plain HTTP,
+    /// insecure, audited) `redfish+http://USER@HOST[:PORT]` (repeatable).
     /// The password comes from LIFELINE_BMC_PASSWORD or a prompt, never the command line.
     #[arg(long, value_name = "URL")]
     pub bmc: Vec<String>,

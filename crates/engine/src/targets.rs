@@ -76,6 +76,8 @@ pub fn bmc_target(d: &Device, password: String) -> Option<BmcTarget> {
         t = t.with_port(p);
     }
     t.tls_pin = b.tls_fingerprint;
+    // Plain-HTTP Redfish only where the inventory says so (`tls = false`); warned and audited as insecure.
+    t.redfish_tls = b.tls;
     Some(t)
 }
 

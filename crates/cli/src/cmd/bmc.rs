@@ -110,10 +110,7 @@ pub async fn power(g: &Global, a: PowerArgs) -> CmdResult {
                     p.before.to_string(),
                     p.observed.to_string(),
                     if p.action_sent { p.commands.join(", ") } else { "nothing".into() },
-                    serde_json::to_value(p.confirmation)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                    p.confirmation.describe().to_owned(),
                     human_ms(p.total_ms),
                     p.note.clone().unwrap_or_default(),
                 ]);
@@ -164,11 +161,17 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
         outln!("{} ({}): {}", h.bmc, h.protocol, h.health);
         let mut t = table(&["sensor", "kind", "reading", "health", "state"]);
         for s in &h.sensors {
-            let reading = match (s.reading, &s.units) {
+            let mut reading = match (s.reading, &s.units) {
                 (Some(v), Some(u)) => format!("{v:.1} {u}"),
                 (Some(v), None) => format!("{v:.1}"),
                 _ => "-".into(),
             };
+            if let Some(w) = s.output_watts {
+                reading = format!("{reading} (out {w:.0} W)");
+            }
+            if let Some(l) = &s.line_input {
+                reading = format!("{reading} input {l}");
+            }
             t.add_row(vec![
                 s.name.clone(),
                 s.kind.clone(),
@@ -213,23 +216,40 @@ pub async fn sel(g: &Global, a: SelArgs) -> CmdResult {
     for r in &rows {
         failed |= row_error(g, r)?;
         let Ok(log) = &r.result else { continue };
+        // A BMC with no event log service cannot say whether anything went wrong: not a clean "0 entries".
+        failed |= log.no_log_service;
         if g.json {
             continue;
         }
-        outln!(
-            "{} ({}): {} entries shown{}",
-            log.bmc,
-            log.protocol,
-            log.entries.len(),
-            log.total.map(|t| format!(" of {t}")).unwrap_or_default()
-        );
-        let mut tb = table(&["id", "time", "severity", "sensor", "message"]);
+        if log.no_log_service {
+            outln!(
+                "{} ({}): no event log service found (no SEL, EventLog or vendor log)",
+                log.bmc,
+                log.protocol
+            );
+        } else {
+            outln!(
+                "{} ({}): {} entries shown{}",
+                log.bmc,
+                log.protocol,
+                log.entries.len(),
+                log.total.map(|t| format!(" of {t}")).unwrap_or_default()
+            );
+        }
+        for w in &log.warnings {
+            outln!("  warning: {w}");
+        }
+        if log.entries.is_empty() {
+            continue;
+        }
+        let mut tb = table(&["id", "time", "severity", "log", "sensor", "message"]);
         for e in &log.entries {
             let time = e.time.map(|t| t.to_rfc3339()).or(e.time_note.clone()).unwrap_or_default();
             tb.add_row(vec![
                 e.id.clone(),
                 time,
                 e.severity.to_string(),
+                e.log.clone().unwrap_or_default(),
                 e.sensor.clone().unwrap_or_default(),
                 e.message.clone(),
             ]);
@@ -315,6 +335,9 @@ pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
     } else {
         outln!("{}", sweep_table(&sweep.rows));
         outln!("{} BMCs, {} unreachable, failing or critical", sweep.rows.len(), sweep.failing);
+        for r in sweep.rows.iter().filter(|r| r.hint.is_some()) {
+            outln!("{}: {}", r.name, r.hint.as_deref().unwrap_or_default());
+        }
     }
     l.close().await;
     Ok(verdict(sweep.failing > 0 || !sweep.complete))
