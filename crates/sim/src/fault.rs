@@ -46,6 +46,9 @@ pub enum Fault {
     ConfigChange,
     /// A switch presents a new SSH host key (re-imaged or swapped): a pinned client must refuse it.
     SshKeyChange,
+    /// The BMC logs a SEL entry whose message carries HTML (`<script>`, an `onerror` image): clients must
+    /// show BMC text as text.
+    SelMarkup,
 }
 
 /// Why a fault string was rejected.
@@ -62,7 +65,8 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, config-change, ssh-key-change";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, config-change, ssh-key-change, \
+sel-markup";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -82,6 +86,7 @@ impl Fault {
             Fault::PfcStorm { .. } => "pfc-storm",
             Fault::ConfigChange => "config-change",
             Fault::SshKeyChange => "ssh-key-change",
+            Fault::SelMarkup => "sel-markup",
         }
     }
 
@@ -173,6 +178,7 @@ impl FromStr for Fault {
             "boot-loop" => none("boot-loop", value, Fault::BootLoop),
             "config-change" => none("config-change", value, Fault::ConfigChange),
             "ssh-key-change" => none("ssh-key-change", value, Fault::SshKeyChange),
+            "sel-markup" => none("sel-markup", value, Fault::SelMarkup),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -248,6 +254,7 @@ mod tests {
             ("pfc-storm=Ethernet8", Fault::PfcStorm { port: "Ethernet8".into() }),
             ("config-change", Fault::ConfigChange),
             ("ssh-key-change", Fault::SshKeyChange),
+            ("sel-markup", Fault::SelMarkup),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
