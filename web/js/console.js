@@ -13,6 +13,14 @@ export async function render(main, { name }) {
   mirrorStyles(holder);
   const term = new Terminal({ cols: 120, rows: 32, scrollback: 10000, convertEol: false, disableStdin: false });
   term.open(holder);
+  // The screen's text for tests and screen readers' tooling (the DOM shows only the visible rows).
+  holder.dataset.ready = 'yes';
+  window.lifelineConsoleText = () => {
+    const b = term.buffer.active;
+    const out = [];
+    for (let i = 0; i < b.length; i += 1) out.push(b.getLine(i).translateToString(true));
+    return out.join('\n');
+  };
   // Scrollback: what the always-on logger recorded before this page opened.
   try {
     const log = await api('GET', `/api/v1/consoles/${enc(name)}/log?limit=2000`);
@@ -31,7 +39,7 @@ export async function render(main, { name }) {
     writing = mode !== 'read';
     ws.onopen = () => { status.textContent = writing ? 'attached: you hold the write lock' : 'attached read-only'; document.body.dataset.console = writing ? 'write' : 'read-only'; };
     ws.onmessage = (ev) => {
-      if (typeof ev.data !== 'string') { term.write(new Uint8Array(ev.data)); return; }
+      if (typeof ev.data !== 'string') { term.write(new Uint8Array(ev.data), () => term.scrollToBottom()); return; }
       const m = JSON.parse(ev.data);
       if (m.type === 'writer') status.textContent = m.writer ? `writer: ${m.writer}` : 'no writer';
       else if (m.type === 'lagged') status.textContent = `lagging: ${m.missed} bytes missed`;
