@@ -13,6 +13,7 @@
 //!   they see into fault records, [`webhook`] tells the outside.
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop.
 //! - [`client`]: the CLI's `--server URL` mode.
+//! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
 
 pub mod access;
 pub mod accounts;
@@ -21,12 +22,14 @@ pub mod auth;
 pub mod client;
 pub mod error;
 pub mod faults;
+pub mod live;
 pub mod metrics;
 pub mod openapi;
 pub mod scheduler;
 pub mod serve;
 pub mod state;
 pub mod tls;
+pub mod web;
 pub mod webhook;
 
 pub use auth::Role;

@@ -81,7 +81,7 @@ pub async fn state(
 
 /// The application: every route behind its access rule.
 pub fn app(state: AppState) -> axum::Router {
-    crate::access::router(state, crate::api::routes())
+    crate::web::secure(crate::access::router(state, crate::api::routes()))
 }
 
 async fn terminated() {

@@ -52,6 +52,14 @@ const EXPECTED: &[(&str, &str, Option<Role>)] = &[
     ("GET", "/api/v1/tokens", Some(Role::Admin)),
     ("POST", "/api/v1/tokens", Some(Role::Admin)),
     ("DELETE", "/api/v1/tokens/{id}", Some(Role::Admin)),
+    ("GET", "/api/v1/inventory", Some(Role::Viewer)),
+    ("GET", "/api/v1/devices/{name}/evidence", Some(Role::Viewer)),
+    ("POST", "/api/v1/bmc/hygiene", Some(Role::Admin)),
+    ("GET", "/api/v1/live", Some(Role::Viewer)),
+    ("GET", "/", None),
+    ("GET", "/ui/{page}", None),
+    ("GET", "/ui/{page}/{name}", None),
+    ("GET", "/assets/{file}", None),
 ];
 
 fn concrete(path: &str) -> String {

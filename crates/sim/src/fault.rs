@@ -57,6 +57,9 @@ pub enum Fault {
     RedfishDown,
     /// A switch presents a new SSH host key (re-imaged or swapped): a pinned client must refuse it.
     SshKeyChange,
+    /// The BMC logs a SEL entry whose message carries HTML (`<script>`, an `onerror` image): clients must
+    /// show BMC text as text.
+    SelMarkup,
 }
 
 /// Why a fault string was rejected.
@@ -73,7 +76,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -96,6 +99,7 @@ impl Fault {
             Fault::SshKeyChange => "ssh-key-change",
             Fault::MgmtDown => "mgmt-down",
             Fault::RedfishDown => "redfish-down",
+            Fault::SelMarkup => "sel-markup",
         }
     }
 
@@ -191,6 +195,7 @@ impl FromStr for Fault {
             "ssh-key-change" => none("ssh-key-change", value, Fault::SshKeyChange),
             "mgmt-down" => none("mgmt-down", value, Fault::MgmtDown),
             "redfish-down" => none("redfish-down", value, Fault::RedfishDown),
+            "sel-markup" => none("sel-markup", value, Fault::SelMarkup),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -278,6 +283,7 @@ mod tests {
             ("ssh-key-change", Fault::SshKeyChange),
             ("mgmt-down", Fault::MgmtDown),
             ("redfish-down", Fault::RedfishDown),
+            ("sel-markup", Fault::SelMarkup),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");

@@ -50,7 +50,7 @@ pub fn routes() -> Vec<Route> {
             "/api/v1/consoles/{name}/write",
             operator(),
             "consoles",
-            "WebSocket: attach with the write lock (`?take_over=true` takes it from its holder; audited).",
+            "WebSocket: attach with the write lock (`?take_over=true` takes it from its holder; audited). The text frame `{\"type\":\"break\"}` sends a serial break.",
             get(attach_write),
         ),
     ]
@@ -194,6 +194,9 @@ fn event_json(ev: &ViewerEvent) -> Option<String> {
     Some(v.to_string())
 }
 
+/// The one text frame that is a command rather than input: send a serial break (writers only).
+pub const BREAK_FRAME: &str = r#"{"type":"break"}"#;
+
 /// Console → socket and socket → console until either side ends; returns how it ended, for the audit row.
 async fn pump(
     mut socket: WebSocket,
@@ -218,6 +221,12 @@ async fn pump(
                 Some(Ok(Message::Binary(b))) => {
                     if viewer.is_writer() && viewer.write(&b).await.is_err() {
                         return "console write failed";
+                    }
+                }
+                Some(Ok(Message::Text(t))) if t.as_str() == BREAK_FRAME => {
+                    // The web console's "send break" (a serial break is not a byte, so it cannot be typed).
+                    if viewer.is_writer() && viewer.send_break().await.is_err() {
+                        return "console break failed";
                     }
                 }
                 Some(Ok(Message::Text(t))) => {

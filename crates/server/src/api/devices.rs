@@ -88,7 +88,7 @@ async fn summary(
     })
 }
 
-async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<DeviceSummary>>> {
+pub(crate) async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<DeviceSummary>>> {
     let inv = s.base.inventory()?;
     let faults = s.store.faults(Some("open"), 100_000).await?;
     let mut out = Vec::with_capacity(inv.devices.len());

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod faults;
 pub mod session;
 pub mod system;
+pub mod views;
 
 use axum::http::HeaderMap;
 
@@ -29,6 +30,9 @@ pub fn routes() -> Vec<Route> {
     r.extend(faults::routes());
     r.extend(audit::routes());
     r.extend(admin::routes());
+    r.extend(views::routes());
+    r.extend(crate::live::routes());
+    r.extend(crate::web::routes());
     r
 }
 

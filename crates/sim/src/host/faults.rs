@@ -180,6 +180,21 @@ impl Host {
                 }
             }
             Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown => return Err(not_applicable()),
+            Fault::SelMarkup => {
+                self.log_sel(
+                    &mut st,
+                    NewSel {
+                        sensor_type: sensor_type::CRITICAL_INTERRUPT,
+                        sensor_number: 0x70,
+                        event_type: 0x6f,
+                        deassertion: false,
+                        event_data: [0x00, 0xff, 0xff],
+                        severity: Health::Warning,
+                        message: SEL_MARKUP.into(),
+                        message_id: "Lifeline.1.0.MarkupInMessage",
+                    },
+                );
+            }
         }
         st.faults.retain(|f| !same_slot(f, fault));
         st.faults.push(fault.clone());
@@ -236,6 +251,9 @@ pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
         _ => a.name() == b.name(),
     }
 }
+
+/// The `sel-markup` fault's message: what a hostile or broken BMC could put in a SEL entry.
+pub const SEL_MARKUP: &str = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\"> BMC says <b>hi</b>";
 
 pub(super) fn xid_message(code: u16) -> &'static str {
     match code {

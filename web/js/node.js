@@ -1,0 +1,77 @@
+// One node: inventory and last observation, power buttons (confirmed), sensors, SEL, FRU, certificate
+// pin, agent report and scheduler observations, open faults, audit trail. BMC text goes in as text only.
+import { h, api, can, badge, confirmAction, flash, fail, time, table, section, pre, enc } from './lib.js';
+
+const POWER = [['cycle', 'Power cycle'], ['reset', 'Hard reset'], ['soft', 'Soft off'], ['off', 'Power off'], ['on', 'Power on']];
+
+async function load(el, fn) {
+  try { el.replaceChildren(await fn()); } catch (e) { el.replaceChildren(h('p', { class: 'error' }, e.message)); }
+}
+
+export async function render(main, { name }) {
+  const d = await api('GET', `/api/v1/devices/${enc(name)}`);
+  const o = d.observed || {};
+  main.append(h('h1', {}, `Node ${d.name}`),
+    h('p', { class: 'bar' }, badge(o.power), ' ', badge(o.health), ' ',
+      h('a', { href: `/ui/console/${enc(d.name)}`, id: 'open-console' }, 'Console'), ' · ',
+      h('a', { href: `/ui/audit?target=${enc(d.name)}` }, 'Full audit log')));
+  if (can('operator') && d.bmc) {
+    const result = h('span', { id: 'power-result' });
+    main.append(h('div', { class: 'bar', id: 'power-buttons' }, POWER.map(([a, label]) => h('button', {
+      'data-action': a, class: a === 'on' ? '' : 'danger',
+      onclick: async () => {
+        if (!(await confirmAction(`${label} ${d.name}?`, [`${d.name} (BMC ${d.bmc.address}, ${d.bmc.protocol})`], 'Audited as you.'))) return;
+        result.textContent = `${label}…`;
+        try {
+          const r = await api('POST', `/api/v1/devices/${enc(d.name)}/power`, { action: a });
+          result.textContent = `${label}: ${r.outcome || r.state || 'done'}`;
+          flash(`${label} ${d.name}: done`);
+        } catch (e) { result.textContent = ''; fail(e); }
+      },
+    }, label)), ' ', result));
+  }
+  const summary = h('div'), sensors = h('div'), sel = h('div'), evidence = h('div'), faults = h('div'), audit = h('div');
+  main.append(
+    section('Summary', summary), section('Sensors', sensors), section('System event log (SEL)', sel),
+    section('Certificate, agent and scheduler', evidence), section('Open faults', faults), section('Audit trail', audit));
+  const b = d.bmc || {};
+  summary.append(table(['Field', 'Value'], [
+    ['Role', d.role], ['Rack', `${d.site || ''} / ${d.rack}`], ['Model (FRU)', d.model || '—'],
+    ['GPUs', d.gpus ? `${d.gpus.count} × ${d.gpus.model || ''}` : '—'],
+    ['BMC', b.address ? `${b.address} (${b.protocol}${b.flavor ? `, ${b.flavor}` : ''})` : 'none'],
+    ['Reachable', o.reachable === undefined || o.reachable === null ? 'not yet swept' : String(o.reachable)],
+    ['Observed', time(o.observed_at)],
+  ]));
+  if (!d.bmc) { sensors.append('No BMC.'); sel.append('No BMC.'); } else {
+    load(sensors, async () => {
+      const hs = await api('GET', `/api/v1/devices/${enc(name)}/health`);
+      return h('div', {}, h('p', {}, 'Rollup: ', badge(hs.health), ` over ${hs.protocol}`),
+        table(['Sensor', 'Kind', 'Reading', 'Health'], hs.sensors.map((s) => [s.name, s.kind,
+          s.reading === null ? (s.state || '—') : `${s.reading} ${s.units || ''}`, badge(s.health)])),
+        hs.warnings.length ? pre(hs.warnings.join('\n')) : null);
+    });
+    load(sel, async () => {
+      const log = await api('GET', `/api/v1/devices/${enc(name)}/sel?newest=50`);
+      return table(['Id', 'Time', 'Severity', 'Message'],
+        log.entries.map((e) => [e.id, e.time ? time(e.time) : (e.time_note || '—'), badge(e.severity), h('span', { class: 'sel-message' }, e.message)]),
+        { id: 'sel' });
+    });
+  }
+  load(evidence, async () => {
+    const ev = await api('GET', `/api/v1/devices/${enc(name)}/evidence`);
+    const obs = ev.observations || {};
+    return h('div', {},
+      table(['Field', 'Value'], [['BMC protocol', ev.protocol || '—'], ['TLS certificate pin', ev.tls_pin || 'not pinned (IPMI, or never contacted)']]),
+      ...['agent', 'verify', 'scheduler', 'drain'].map((k) => h('details', { open: k === 'agent' && !!obs[k] },
+        h('summary', {}, `${k}: ${obs[k] ? `observed ${time(obs[k].observed_at)}` : 'nothing recorded'}`),
+        obs[k] ? pre(obs[k].value) : null)));
+  });
+  load(faults, async () => {
+    const fs = (await api('GET', '/api/v1/faults?state=open')).filter((f) => f.device === name);
+    return fs.length ? table(['Id', 'Kind', 'Severity', 'Message', 'Opened'], fs.map((f) => [String(f.id), f.kind, badge(f.severity), f.message, time(f.opened_at_ms)])) : h('p', {}, 'None.');
+  });
+  load(audit, async () => {
+    const rows = await api('GET', `/api/v1/audit?target=${enc(name)}&limit=50`);
+    return table(['Time', 'Actor', 'Action', 'Outcome'], rows.map((r) => [time(r.at_ms), r.actor, r.action, badge(r.outcome)]), { id: 'node-audit' });
+  });
+}
