@@ -87,16 +87,8 @@ impl Leases {
         let mut waited_on_same_action = false;
         let mut pause = Duration::from_millis(50);
         loop {
-            let attempt = match self.store.try_lease(target, &self.holder, request_id, action, ttl_ms).await {
+            let attempt = match self.try_once(target, request_id, action, ttl_ms).await {
                 Ok(a) => a,
-                // The holder released between our two statements: simply try again.
-                Err(_) if deadline.is_some() || !waited_on_same_action => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    match self.store.try_lease(target, &self.holder, request_id, action, ttl_ms).await {
-                        Ok(a) => a,
-                        Err(e) => return Err(e.into()),
-                    }
-                }
                 Err(e) => return Err(e.into()),
             };
             match attempt {
@@ -169,6 +161,30 @@ fn holder_is_dead_here(holder: &str) -> bool {
     }
     // Signal 0 checks existence; EPERM means it exists under another user.
     matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+}
+
+impl Leases {
+    /// One take; a holder that released between our insert and our read (the row vanished) is not a
+    /// failure: take again, a bounded number of times (each retry means someone else made progress).
+    async fn try_once(
+        &self,
+        target: &str,
+        request_id: &str,
+        action: &str,
+        ttl_ms: i64,
+    ) -> std::result::Result<LeaseAttempt, lifeline_store::StoreError> {
+        let mut last = None;
+        for _ in 0..50 {
+            match self.store.try_lease(target, &self.holder, request_id, action, ttl_ms).await {
+                Ok(a) => return Ok(a),
+                Err(e) => {
+                    last = Some(e);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        }
+        Err(last.expect("at least one attempt"))
+    }
 }
 
 /// The dead holder's request gets its ending: we cannot know what it did, only that it stopped.

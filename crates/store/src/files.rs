@@ -46,7 +46,10 @@ pub(crate) fn check_sqlite_file(path: &Path) -> Result<bool, StoreError> {
             detail: "it is a directory".into(),
         });
     }
-    if meta.len() > 0 {
+    // Opening and closing our own descriptor on a database file that SQLite already has open in this
+    // process would drop SQLite's POSIX locks on it (fcntl locks are per process and per file): lost writes
+    // and a corrupted WAL. So the header is read only on the first open of this file in this process.
+    if meta.len() > 0 && first_open_in_process(path) {
         let mut head = [0u8; 16];
         let n = std::fs::File::open(path)
             .and_then(|mut f| f.read(&mut head))
@@ -62,6 +65,18 @@ pub(crate) fn check_sqlite_file(path: &Path) -> Result<bool, StoreError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let writable = |p: &Path| nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok();
     Ok(!writable(path) || !writable(dir))
+}
+
+/// Records `path` as opened by this process; true the first time.
+fn first_open_in_process(path: &Path) -> bool {
+    static OPENED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut seen = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.contains(&key) {
+        return false;
+    }
+    seen.push(key);
+    true
 }
 
 /// A read-only store can only be used when it needs no migration.
