@@ -9,16 +9,30 @@
 //! | GET | `/devices` | | `[DeviceInfo]` |
 //! | GET | `/devices/{name}` | | `DeviceInfo` |
 //! | GET | `/devices/{name}/console` | | last few KiB of the serial console (text) |
+//! | GET | `/devices/{name}/actions` | | `[Action]`: executed power/BMC/config actions, oldest first |
 //! | POST | `/faults/{name}` | `{"fault": "rail-down=mlx5_3"}` | `DeviceInfo` (200), 400 bad fault, 404, 422 not applicable |
 //! | DELETE | `/faults/{name}` | | `DeviceInfo` with no faults |
 //! | POST | `/power/{name}` | `{"action": "on"\|"off"\|"cycle"\|"reset"\|"soft"}` | `DeviceInfo` |
+//!
+//! `GET /devices/{name}/actions` answers, per executed action (see [`crate::actions`] for what counts):
+//! ```json
+//! [{"seq": 1, "time": "2025-03-03T02:11:09.123456Z", "protocol": "ipmi", "action": "power-cycle",
+//!   "origin": "admin@127.0.0.1:40312", "noop": false}]
+//! ```
+//! `protocol` is `redfish`, `ipmi`, `ssh` or `control`; `action` one of `power-on`, `power-off`,
+//! `power-cycle`, `hard-reset`, `soft-off`, `graceful-restart`, `nmi`, `bmc-reset`, `sel-clear`,
+//! `config-apply`, `config-reload`; `origin` is `user@addr:port` when the user is known (Redfish session
+//! or Basic user, IPMI username, SSH login), else `addr:port`; `noop` is true when the command was
+//! accepted but changed nothing (`On` while on). Refused commands and deduplicated IPMI retransmissions
+//! are not listed.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::StatusCode;
@@ -28,6 +42,8 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::actions::Origin;
+pub use crate::actions::{Action, ActionKind, Protocol};
 use crate::fault::Fault;
 use crate::fleet::{DeviceError, Devices};
 
@@ -79,10 +95,13 @@ pub async fn serve(listener: TcpListener, devices: Arc<Devices>, cancel: Cancell
         .route("/devices", get(list))
         .route("/devices/{name}", get(show))
         .route("/devices/{name}/console", get(console))
+        .route("/devices/{name}/actions", get(actions))
         .route("/faults/{name}", post(inject).delete(clear))
         .route("/power/{name}", post(power))
         .with_state(devices);
-    let _ = axum::serve(listener, app).with_graceful_shutdown(cancel.cancelled_owned()).await;
+    let _ = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(cancel.cancelled_owned())
+        .await;
 }
 
 async fn list(State(d): State<Arc<Devices>>) -> Json<Vec<DeviceInfo>> {
@@ -99,6 +118,13 @@ async fn show(State(d): State<Arc<Devices>>, Path(name): Path<String>) -> Respon
 async fn console(State(d): State<Arc<Devices>>, Path(name): Path<String>) -> Response {
     match d.console_history(&name) {
         Ok(text) => text.into_response(),
+        Err(e) => device_error(e),
+    }
+}
+
+async fn actions(State(d): State<Arc<Devices>>, Path(name): Path<String>) -> Response {
+    match d.actions(&name) {
+        Ok(a) => Json(a).into_response(),
         Err(e) => device_error(e),
     }
 }
@@ -121,12 +147,17 @@ async fn clear(State(d): State<Arc<Devices>>, Path(name): Path<String>) -> Respo
     }
 }
 
-async fn power(State(d): State<Arc<Devices>>, Path(name): Path<String>, body: Json<PowerBody>) -> Response {
+async fn power(
+    State(d): State<Arc<Devices>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(name): Path<String>,
+    body: Json<PowerBody>,
+) -> Response {
     let action = match body.action.parse::<lifeline_types::PowerAction>() {
         Ok(a) => a,
         Err(e) => return err(StatusCode::BAD_REQUEST, e),
     };
-    match d.power(&name, action) {
+    match d.power(&name, action, &Origin::new(Protocol::Control, Some(peer), None)) {
         Ok(i) => Json(i).into_response(),
         Err(e) => device_error(e),
     }
@@ -180,6 +211,11 @@ impl Client {
     /// Every simulated device.
     pub async fn devices(url: &str) -> Result<Vec<DeviceInfo>, ControlError> {
         request(url, http::Method::GET, "/devices", None).await
+    }
+
+    /// What `device` was made to do: executed power, BMC and config actions, oldest first.
+    pub async fn actions(url: &str, device: &str) -> Result<Vec<Action>, ControlError> {
+        request(url, http::Method::GET, &format!("/devices/{device}/actions"), None).await
     }
 
     /// Power action on a device through the sim (not through its BMC): `on`, `off`, `cycle`, `reset`, `soft`.

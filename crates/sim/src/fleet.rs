@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::actions::{Action, Origin};
 use crate::console::HostKind;
 use crate::control::DeviceInfo;
 use crate::fault::Fault;
@@ -312,7 +313,16 @@ impl Devices {
         self.info(name)
     }
 
-    pub fn power(&self, name: &str, action: PowerAction) -> Result<DeviceInfo, DeviceError> {
+    /// What the device was made to do, oldest first (see [`crate::actions`]).
+    pub fn actions(&self, name: &str) -> Result<Vec<Action>, DeviceError> {
+        Ok(match self.lookup(name)? {
+            Device::Server(s) => s.host.actions().entries(),
+            Device::Switch(s) => s.state.actions.entries(),
+        })
+    }
+
+    /// A power action through the sim (not through a BMC protocol), recorded as coming from `origin`.
+    pub fn power(&self, name: &str, action: PowerAction, origin: &Origin) -> Result<DeviceInfo, DeviceError> {
         let host = self
             .host(name)
             .ok_or_else(|| DeviceError::NotSupported { name: name.into(), what: "power (no BMC)".into() })?;
@@ -323,7 +333,7 @@ impl Devices {
             PowerAction::Reset => PowerCommand::ForceRestart,
             PowerAction::Soft => PowerCommand::GracefulShutdown,
         };
-        host.power(cmd)?;
+        host.power_by(cmd, origin)?;
         self.info(name)
     }
 }
@@ -474,7 +484,11 @@ impl Fleet {
                 let udp = SocketAddr::new(b.address, opts.ports.port(623, b.ipmi_port));
                 endpoints.push(serve_ipmi(&sw.name, b, udp, h, &cancel, &mut tasks).await?);
             }
-            let state = Arc::new(crate::switch::SwitchState::from_spec(sw));
+            let mut state = crate::switch::SwitchState::from_spec(sw);
+            if let Some(h) = &bmc {
+                state = state.with_actions(h.actions().clone());
+            }
+            let state = Arc::new(state);
             let addr = SocketAddr::new(sw.address, opts.ports.port(22, sw.ssh_port));
             let listener = bind_tcp(&sw.name, EndpointKind::Ssh, addr).await?;
             endpoints.push(Endpoint {

@@ -19,6 +19,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, broadcast};
 use tokio::task::AbortHandle;
 
+use crate::actions::{ActionKind, ActionLog, Origin};
 pub use crate::console::{Console, HostKind};
 use crate::console::{boot_loop_lines, bootloader_lines, kernel_lines, login_banner, post_lines};
 use crate::fault::Fault;
@@ -352,6 +353,7 @@ pub struct Host {
     export_gen: AtomicU64,
     /// Last export generation written; held while writing so writers never interleave.
     export_written: Mutex<u64>,
+    actions: Arc<ActionLog>,
     weak: Weak<Host>,
 }
 
@@ -399,6 +401,7 @@ impl Host {
             export_dir: cfg.export_dir,
             export_gen: AtomicU64::new(1),
             export_written: Mutex::new(0),
+            actions: Arc::default(),
             weak: weak.clone(),
         })
     }
@@ -476,6 +479,14 @@ impl Host {
         let e = self.lock().sel.clear();
         let _ = self.events.send(HostEvent::Sel(e));
     }
+    /// Clears the SEL on a protocol request, recorded in the action log.
+    pub fn sel_clear_by(&self, origin: &Origin) {
+        let mut st = self.lock();
+        let e = st.sel.clear();
+        self.actions.record(origin, ActionKind::SelClear, false);
+        drop(st);
+        let _ = self.events.send(HostEvent::Sel(e));
+    }
     pub fn sel_add(&self, e: NewSel) -> SelEntry {
         let entry = self.lock().sel.add(e);
         let _ = self.events.send(HostEvent::Sel(entry.clone()));
@@ -497,74 +508,120 @@ impl Host {
         self.faults.changed.notify_waiters();
     }
 
-    /// Runs a power command. Returns at once; the boot proceeds in the background.
+    /// A BMC reset requested through a protocol, recorded in the action log.
+    pub fn reset_bmc_by(&self, origin: &Origin) {
+        self.actions.record(origin, ActionKind::BmcReset, false);
+        self.reset_bmc();
+    }
+
+    /// What this device was made to do (shared with a switch's SSH CLI).
+    pub fn actions(&self) -> &Arc<ActionLog> {
+        &self.actions
+    }
+
+    /// Runs a power command. Returns at once; the boot proceeds in the background. Not recorded in the
+    /// action log: this is for in-band causes (console `reboot`, SysRq) and tests; front ends use
+    /// [`Host::power_by`].
     pub fn power(&self, cmd: PowerCommand) -> Result<PowerOutcome, HostError> {
         let mut st = self.lock();
+        self.execute(&mut st, cmd).map(|(outcome, _, _)| outcome)
+    }
+
+    /// Runs a power command requested through a BMC protocol or the control API, and records it in the
+    /// action log (while holding the state lock, so the log order is the execution order). A refused
+    /// command is not recorded; one without effect is recorded as a no-op.
+    pub fn power_by(&self, cmd: PowerCommand, origin: &Origin) -> Result<PowerOutcome, HostError> {
+        let mut st = self.lock();
+        let (outcome, kind, noop) = self.execute(&mut st, cmd)?;
+        self.actions.record(origin, kind, noop);
+        Ok(outcome)
+    }
+
+    /// The power state machine: what `cmd` does in the current phase, and what to call it in the log.
+    fn execute(
+        &self,
+        st: &mut HostState,
+        cmd: PowerCommand,
+    ) -> Result<(PowerOutcome, ActionKind, bool), HostError> {
         let phase = st.phase;
         let on = phase != Phase::Off;
         let not_on = || HostError::NotPoweredOn { host: self.name.clone(), command: cmd };
-        match cmd {
+        let unchanged = |kind| Ok((PowerOutcome::NoChange, kind, true));
+        let kind = match cmd {
             PowerCommand::On | PowerCommand::ForceOn => {
                 if on {
-                    return Ok(PowerOutcome::NoChange);
+                    return unchanged(ActionKind::PowerOn);
                 }
-                self.start(&mut st, Sequence::Boot { cold: true });
+                self.start(st, Sequence::Boot { cold: true });
+                ActionKind::PowerOn
             }
             PowerCommand::ForceOff => {
                 if !on {
-                    return Ok(PowerOutcome::NoChange);
+                    return unchanged(ActionKind::PowerOff);
                 }
-                self.cut_power(&mut st);
+                self.cut_power(st);
+                ActionKind::PowerOff
             }
             PowerCommand::GracefulShutdown => {
                 if !on {
-                    return Ok(PowerOutcome::NoChange);
+                    return unchanged(ActionKind::SoftOff);
                 }
                 // Firmware and a crashed kernel ignore ACPI power button events.
-                if phase == Phase::OsUp {
-                    self.start(&mut st, Sequence::Shutdown { then_boot: false });
+                if phase != Phase::OsUp {
+                    return Ok((PowerOutcome::Started, ActionKind::SoftOff, true));
                 }
+                self.start(st, Sequence::Shutdown { then_boot: false });
+                ActionKind::SoftOff
             }
             PowerCommand::PushPowerButton => {
                 if !on {
-                    self.start(&mut st, Sequence::Boot { cold: true });
+                    self.start(st, Sequence::Boot { cold: true });
+                    ActionKind::PowerOn
                 } else if phase == Phase::OsUp {
-                    self.start(&mut st, Sequence::Shutdown { then_boot: false });
+                    self.start(st, Sequence::Shutdown { then_boot: false });
+                    ActionKind::SoftOff
+                } else {
+                    return Ok((PowerOutcome::Started, ActionKind::SoftOff, true));
                 }
             }
             PowerCommand::ForceRestart => {
                 if !on {
                     return Err(not_on());
                 }
-                self.start(&mut st, Sequence::Boot { cold: false });
+                self.start(st, Sequence::Boot { cold: false });
+                ActionKind::HardReset
             }
             PowerCommand::GracefulRestart => {
                 if !on {
                     return Err(not_on());
                 }
                 if phase == Phase::OsUp {
-                    self.start(&mut st, Sequence::Shutdown { then_boot: true });
+                    self.start(st, Sequence::Shutdown { then_boot: true });
                 } else {
-                    self.start(&mut st, Sequence::Boot { cold: false });
+                    self.start(st, Sequence::Boot { cold: false });
                 }
+                ActionKind::GracefulRestart
             }
             PowerCommand::PowerCycle => {
                 if !on {
                     return Err(not_on());
                 }
-                self.cut_power(&mut st);
-                self.start(&mut st, Sequence::Cycle);
+                self.cut_power(st);
+                self.start(st, Sequence::Cycle);
+                ActionKind::PowerCycle
             }
             PowerCommand::Nmi => {
                 if !on {
                     return Err(not_on());
                 }
-                if phase == Phase::OsUp {
-                    self.panic(&mut st, "NMI: Not continuing");
+                if phase != Phase::OsUp {
+                    return Ok((PowerOutcome::Started, ActionKind::Nmi, true));
                 }
+                self.panic(st, "NMI: Not continuing");
+                ActionKind::Nmi
             }
-        }
-        Ok(PowerOutcome::Started)
+        };
+        Ok((PowerOutcome::Started, kind, false))
     }
 
     fn cut_power(&self, st: &mut HostState) {

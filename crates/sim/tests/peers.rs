@@ -127,22 +127,7 @@ async fn openssh_reads_a_switch_config_and_sees_a_config_change() {
     }
     let f = Fleet::start(FleetSpec::generate(1, 2), SimOptions::for_tests()).await.unwrap();
     let ep = f.endpoint("leaf2", EndpointKind::Ssh).unwrap().clone(); // eos
-    let ssh = |command: &'static str| {
-        let mut cmd = Command::new("sshpass");
-        cmd.args([
-            "-p",
-            &ep.password,
-            "ssh",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-        ])
-        .args(["-o", "LogLevel=ERROR", "-p", &ep.port.to_string()])
-        .arg(format!("{}@{}", ep.username, ep.address))
-        .arg(command);
-        cmd
-    };
+    let ssh = |command: &'static str| common::ssh(&ep, command);
     let before = run(ssh("show running-config")).await;
     assert!(before.status.success(), "{}", String::from_utf8_lossy(&before.stderr));
     let before = String::from_utf8_lossy(&before.stdout).into_owned();
@@ -165,13 +150,7 @@ async fn ipmitool_and_redfish_see_the_same_bmc() {
     let f = fleet(2, SimOptions::for_tests()).await;
     let name = "gpu-node-02";
     let ipmi = f.endpoint(name, EndpointKind::Ipmi).unwrap().clone();
-    let ipmitool = |args: &[&str]| {
-        let mut cmd = Command::new("ipmitool");
-        cmd.args(["-I", "lanplus", "-C", "17", "-N", "1", "-R", "3", "-H", &ipmi.address.to_string()])
-            .args(["-p", &ipmi.port.to_string(), "-U", &ipmi.username, "-P", &ipmi.password])
-            .args(args);
-        cmd
-    };
+    let ipmitool = |args: &[&str]| common::ipmitool(&ipmi, args);
     Client::inject(f.control_url(), name, "gpu-ecc=2").await.unwrap();
     let sel = run(ipmitool(&["sel", "list"])).await;
     let sel = String::from_utf8_lossy(&sel.stdout).into_owned();

@@ -20,6 +20,7 @@ use lifeline_ipmi::wire::{
 
 use super::session::{Bmc, Out};
 use super::sol::Sol;
+use crate::actions::{Origin, Protocol};
 use crate::host::{Phase, PowerCommand};
 use crate::sel::now_secs;
 
@@ -39,6 +40,14 @@ impl Bmc {
         match (req.netfn, req.cmd) {
             // ---- App ----
             (netfn::APP, 0x01) => ok(self.device_id().encode()),
+            // Cold / Warm Reset (`ipmitool mc reset cold|warm`): answered, then every session goes.
+            (netfn::APP, 0x02 | 0x03) => {
+                if !admin {
+                    return err(cc::INSUFFICIENT_PRIVILEGE);
+                }
+                self.host.reset_bmc_by(&self.origin(idx));
+                ok(vec![])
+            }
             (netfn::APP, 0x37) => ok(self.guid.to_vec()),
             (GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD) => (self.auth_caps(req), Vec::new()),
             (netfn::APP, 0x54) => (self.cipher_suites(req), Vec::new()),
@@ -141,7 +150,7 @@ impl Bmc {
                     ChassisOp::PulseDiagnostic => PowerCommand::Nmi,
                     ChassisOp::SoftShutdown => PowerCommand::GracefulShutdown,
                 };
-                match self.host.power(cmd) {
+                match self.host.power_by(cmd, &self.origin(idx)) {
                     Ok(_) => ok(vec![]),
                     Err(_) => err(cc::NOT_SUPPORTED_IN_STATE),
                 }
@@ -253,7 +262,7 @@ impl Bmc {
                 }
                 let Ok(r) = ClearSel::decode(&req.data) else { return err(cc::INVALID_DATA_FIELD) };
                 if r.action == lifeline_ipmi::wire::sel::CLEAR_SEL_INITIATE {
-                    self.host.sel_clear();
+                    self.host.sel_clear_by(&self.origin(idx));
                 }
                 ok(ClearSelStatus { progress: 1 }.encode())
             }
@@ -266,6 +275,12 @@ impl Bmc {
 
             _ => err(cc::INVALID_COMMAND),
         }
+    }
+
+    /// Who sent the request of session `idx`: its peer and the BMC's one user (RAKP admits no other).
+    fn origin(&self, idx: usize) -> Origin {
+        let user = self.host.bmc_config().username.clone();
+        Origin::new(Protocol::Ipmi, Some(self.sessions[idx].peer), Some(user))
     }
 
     fn device_id(&self) -> DeviceId {

@@ -43,8 +43,8 @@ pub(super) struct Session {
     replay_high: u32,
     replay_mask: u64,
     out_seq: u32,
-    /// Last Chassis Control (rqSeq, data) and its response: a retransmission of it is
-    /// answered from here instead of being executed twice.
+    /// Last acting request (chassis control, clear SEL, BMC reset): (rqSeq, data) and its response. A
+    /// retransmission of it is answered from here instead of being executed twice.
     pub last_control: Option<(u8, Vec<u8>, Instant, Response)>,
 }
 
@@ -435,7 +435,8 @@ impl Bmc {
     fn in_session_command(&mut self, idx: usize, req: Request) -> Out {
         let s = &self.sessions[idx];
         let (id, peer) = (s.id, s.peer);
-        let is_control = req.netfn == 0x00 && req.cmd == 0x02;
+        // Requests that act (chassis control, clear SEL, BMC reset) run once per (rqSeq, data).
+        let is_control = matches!((req.netfn, req.cmd), (0x00, 0x02) | (0x0A, 0x47) | (0x06, 0x02 | 0x03));
         if is_control
             && let Some((seq, data, at, resp)) = &s.last_control
             && *seq == req.rq_seq

@@ -411,3 +411,33 @@ async fn own_client_sol_console_text_keys_break_stuck_and_steal() {
     sol3.deactivate().await.unwrap();
     s2.close().await.unwrap();
 }
+
+/// A lost reply makes the client resend the same request (same rqSeq): the BMC answers it from its
+/// duplicate cache, so the action log shows one execution per request, never two.
+#[tokio::test]
+async fn retransmitted_chassis_control_executes_once() {
+    use crate::actions::ActionKind;
+    let sim = start(|_| {}).await;
+    let mut lossy = quick();
+    lossy.timing.attempts = 16;
+    lossy.timing.max_attempt_timeout = Duration::from_millis(200);
+    lossy.timing.attempt_timeout = Duration::from_millis(100);
+    let s = Session::open(sim.addr, &lossy).await.unwrap();
+    let cycles =
+        || sim.host.actions().entries().iter().filter(|a| a.action == ActionKind::PowerCycle).count();
+    let mut acknowledged = 0;
+    for _ in 0..10 {
+        let before = cycles();
+        sim.host.inject(&Fault::UdpLoss { pct: 50 }).unwrap();
+        let r = s.chassis_control(ChassisOp::PowerCycle).await;
+        sim.host.clear_faults();
+        let executed = cycles() - before;
+        assert!(executed <= 1, "one request executed {executed} times");
+        if r.is_ok() {
+            acknowledged += 1;
+            assert_eq!(executed, 1, "acknowledged but not executed");
+        }
+        wait_for("OS up", || sim.host.phase() == Phase::OsUp).await;
+    }
+    assert!(acknowledged >= 3, "only {acknowledged}/10 requests got through 50% loss");
+}

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::actions::{Origin, Protocol};
 use crate::host::Host;
 pub use flavor::Flavor;
 pub use tls::TlsError;
@@ -195,6 +196,7 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
         return;
     }
     let _ = tcp.set_nodelay(true);
+    let peer = tcp.peer_addr().ok();
     let acceptor = tokio_rustls::TlsAcceptor::from(bmc.tls_config().0);
     let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
@@ -202,7 +204,7 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
     };
     let svc = hyper::service::service_fn(move |req| {
         let bmc = bmc.clone();
-        async move { Ok::<_, Infallible>(handle(bmc, req).await) }
+        async move { Ok::<_, Infallible>(handle(bmc, req, peer).await) }
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -218,7 +220,7 @@ fn is_public(method: &Method, path: &str) -> bool {
         || (method == Method::POST && path == "/redfish/v1/SessionService/Sessions")
 }
 
-async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
+async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>, peer: Option<SocketAddr>) -> Response {
     if bmc.host.bmc().unresponsive() {
         hang(&bmc).await;
     }
@@ -230,9 +232,12 @@ async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
     let raw = parts.uri.path();
     let path = if raw.len() > 1 { raw.trim_end_matches('/') } else { raw }.to_owned();
     let who = if is_public(&parts.method, &path) { None } else { Some(authenticate(&bmc, &parts.headers)) };
-    if let Some(Err(resp)) = who {
-        return resp;
-    }
+    let user = match who {
+        Some(Err(resp)) => return resp,
+        Some(Ok(user)) => Some(user),
+        None => None,
+    };
+    let origin = Origin::new(Protocol::Redfish, peer, user);
     let body = match axum::body::to_bytes(Body::new(body), MAX_BODY).await {
         Ok(b) => b,
         Err(_) => {
@@ -244,7 +249,7 @@ async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>) -> Response {
             );
         }
     };
-    let mut resp = resources::dispatch(&bmc, &parts.method, &path, &parts.headers, &body).await;
+    let mut resp = resources::dispatch(&bmc, &parts.method, &path, &parts.headers, &body, &origin).await;
     let h = resp.headers_mut();
     h.insert("OData-Version", HeaderValue::from_static("4.0"));
     if !h.contains_key(header::CACHE_CONTROL) {

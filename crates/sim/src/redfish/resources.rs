@@ -12,6 +12,7 @@ use lifeline_types::{Health, PowerState};
 use serde_json::{Map, Value, json};
 
 use super::{RedfishBmc, Session, error, events, json_response, lock};
+use crate::actions::Origin;
 use crate::host::{BOOT_TARGETS, BootOverride, HostError, PowerCommand, PowerOutcome};
 use crate::sel::SelEntry;
 use crate::sensors::{Sensor, SensorKind};
@@ -85,6 +86,7 @@ pub(super) async fn dispatch(
     path: &str,
     headers: &HeaderMap,
     body: &Bytes,
+    origin: &Origin,
 ) -> Response {
     let f = bmc.flavor;
     if path == "/redfish" {
@@ -129,13 +131,13 @@ pub(super) async fn dispatch(
             if *method != Method::POST {
                 return method_not_allowed("POST");
             }
-            reset_system(bmc, body)
+            reset_system(bmc, body, origin)
         }
         ["Systems", id, "LogServices", tail @ ..] if *id == f.system_id && f.sel_under_system => {
-            log_services(bmc, method, path, tail)
+            log_services(bmc, method, path, tail, origin)
         }
         ["Managers", id, "LogServices", tail @ ..] if *id == f.manager_id && !f.sel_under_system => {
-            log_services(bmc, method, path, tail)
+            log_services(bmc, method, path, tail, origin)
         }
         ["Chassis"] => get_only(method, || {
             ok(collection(
@@ -178,7 +180,7 @@ pub(super) async fn dispatch(
             };
             match m.get("ResetType").and_then(Value::as_str) {
                 Some("GracefulRestart" | "ForceRestart") | None => {
-                    bmc.host.reset_bmc();
+                    bmc.host.reset_bmc_by(origin);
                     no_content()
                 }
                 Some(other) => param_not_in_list(other, "ResetType"),
@@ -502,7 +504,7 @@ fn prop_not_in_list(value: &str, prop: &str) -> Response {
     )
 }
 
-fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
+fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
     let m = match parse_json(body) {
         Ok(m) => m,
         Err(r) => return r,
@@ -539,7 +541,7 @@ fn reset_system(bmc: &RedfishBmc, body: &Bytes) -> Response {
             &[],
         );
     }
-    match bmc.host.power(cmd) {
+    match bmc.host.power_by(cmd, origin) {
         Ok(PowerOutcome::Started | PowerOutcome::NoChange) => no_content(),
         Err(HostError::NotPoweredOn { .. }) => error(
             StatusCode::CONFLICT,
@@ -784,7 +786,7 @@ fn log_entry(base: &str, e: &SelEntry) -> Value {
     })
 }
 
-fn log_services(bmc: &RedfishBmc, method: &Method, path: &str, tail: &[&str]) -> Response {
+fn log_services(bmc: &RedfishBmc, method: &Method, path: &str, tail: &[&str], origin: &Origin) -> Response {
     let coll = bmc.log_services_path();
     let sel = bmc.flavor.sel_id;
     let base = format!("{coll}/{sel}");
@@ -831,7 +833,7 @@ fn log_services(bmc: &RedfishBmc, method: &Method, path: &str, tail: &[&str]) ->
             if *method != Method::POST {
                 return method_not_allowed("POST");
             }
-            bmc.host.sel_clear();
+            bmc.host.sel_clear_by(origin);
             no_content()
         }
         _ => not_found(path),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use lifeline_types::Platform;
 
 use super::SwitchState;
+use crate::actions::{ActionKind, Origin, Protocol};
 
 /// Lines per page when paging is on (IOS default on a 24-line terminal).
 const PAGE: usize = 23;
@@ -75,6 +76,8 @@ impl Reply {
 
 pub struct Cli {
     state: Arc<SwitchState>,
+    /// Who is typing (recorded with the config changes this session executes).
+    origin: Origin,
     privileged: bool,
     paging: bool,
     mode: Mode,
@@ -88,8 +91,19 @@ impl Cli {
             paging: !exec && matches!(state.platform, Platform::Ios | Platform::Nxos),
             privileged: exec || linux,
             state,
+            origin: Origin::new(Protocol::Ssh, None, None),
             mode: Mode::Normal,
         }
+    }
+
+    /// Names the SSH peer and login for the action log.
+    pub fn with_origin(mut self, origin: Origin) -> Cli {
+        self.origin = origin;
+        self
+    }
+
+    fn record(&self, kind: ActionKind, noop: bool) {
+        self.state.actions.record(&self.origin, kind, noop);
     }
 
     pub fn prompt(&self) -> String {
@@ -206,6 +220,12 @@ impl Cli {
         }
     }
 
+    /// Records `kind` and answers `text`.
+    fn recorded(&self, kind: ActionKind, text: String) -> Reply {
+        self.record(kind, false);
+        Reply::out(text)
+    }
+
     fn invalid(&self) -> Reply {
         Reply::err("% Invalid input detected at '^' marker.\n")
     }
@@ -300,6 +320,7 @@ impl Cli {
             Pending::Reload => {
                 if a.is_empty() || a.starts_with('y') || a == "confirm" {
                     self.state.reload();
+                    self.record(ActionKind::ConfigReload, false);
                     Reply {
                         text: "\n*** System going down for reload ***\n".into(),
                         close: true,
@@ -354,6 +375,7 @@ impl Cli {
             ["configure", "replace", src] if self.privileged => match self.state.read_file(src) {
                 Some(body) => {
                     self.state.set_running_from_text(&body);
+                    self.record(ActionKind::ConfigApply, false);
                     Reply::out("")
                 }
                 None => Reply::err(format!("% Error: could not open {src}\n")),
@@ -420,7 +442,7 @@ impl Cli {
                     return Reply::err(format!("Error: {src} does not exist\n"));
                 };
                 match self.state.sonic_replace(&text) {
-                    Ok(()) => Reply::out(format!(
+                    Ok(()) => self.recorded(ActionKind::ConfigReload, format!(
                         "Disabling container monitoring ...\nStopping SONiC target ...\n\
                          Running command: /usr/local/bin/sonic-cfggen -j {src} --write-to-db\n\
                          Restarting SONiC target ...\nEnabling container monitoring ...\nReloading Monit configuration ...\n"
@@ -433,9 +455,10 @@ impl Cli {
                     return Reply::err(format!("Error: {src} does not exist\n"));
                 };
                 match self.state.sonic_merge(&text) {
-                    Ok(()) => Reply::out(format!(
-                        "Running command: /usr/local/bin/sonic-cfggen -j {src} --write-to-db\n"
-                    )),
+                    Ok(()) => self.recorded(
+                        ActionKind::ConfigApply,
+                        format!("Running command: /usr/local/bin/sonic-cfggen -j {src} --write-to-db\n"),
+                    ),
                     Err(e) => Reply::err(format!("Error: {src} is not valid JSON: {e}\n")),
                 }
             }
@@ -459,7 +482,8 @@ impl Cli {
                 Reply::out("")
             }
             ["nv", "config", "apply", ..] => {
-                let rev = self.state.nv_apply();
+                let (rev, applied) = self.state.nv_apply();
+                self.record(ActionKind::ConfigApply, !applied);
                 Reply::out(format!("applied [rev_id: {rev}]\n"))
             }
             ["nv", "config", "detach"] => {

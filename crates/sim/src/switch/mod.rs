@@ -12,7 +12,7 @@ mod openssh_tests;
 mod server;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use lifeline_types::Platform;
@@ -22,6 +22,7 @@ use russh::keys::ssh_key::private::Ed25519Keypair;
 pub use cli::{Cli, Reply};
 pub use server::serve;
 
+use crate::actions::ActionLog;
 use crate::spec::SwitchSpec;
 
 /// Path of SONiC's saved config (served by `cat` and `config reload`).
@@ -56,6 +57,8 @@ pub struct SwitchState {
     pub platform: Platform,
     pub username: String,
     pub password: String,
+    /// Config changes executed over SSH (shared with the switch's BMC log when it has one).
+    pub actions: Arc<ActionLog>,
     inner: Mutex<Inner>,
 }
 
@@ -134,6 +137,7 @@ impl SwitchState {
             platform,
             username: username.to_owned(),
             password: password.to_owned(),
+            actions: Arc::default(),
             inner: Mutex::new(Inner {
                 saved: running.clone(),
                 running,
@@ -151,6 +155,12 @@ impl SwitchState {
 
     pub fn from_spec(spec: &SwitchSpec) -> SwitchState {
         SwitchState::new(&spec.name, spec.platform, &spec.tier, &spec.username, &spec.password)
+    }
+
+    /// Records into `log` instead of a log of its own (the BMC's, so one device has one sequence).
+    pub fn with_actions(mut self, log: Arc<ActionLog>) -> SwitchState {
+        self.actions = log;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -353,8 +363,10 @@ impl SwitchState {
         }
     }
 
-    pub(crate) fn nv_apply(&self) -> u32 {
+    /// Applies the pending revision; returns the new revision and whether there was one to apply.
+    pub(crate) fn nv_apply(&self) -> (u32, bool) {
         let mut i = self.lock();
+        let applied = i.pending.is_some();
         if let Some(p) = i.pending.take() {
             let mut s = p.join("\n");
             if !s.is_empty() {
@@ -364,7 +376,7 @@ impl SwitchState {
             i.last_change = Utc::now();
         }
         i.revision += 1;
-        i.revision
+        (i.revision, applied)
     }
 
     pub(crate) fn nv_detach(&self) {

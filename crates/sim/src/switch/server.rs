@@ -5,6 +5,7 @@
 //! ends every session of that switch, which is what stopping a simulated switch must do.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use super::{Cli, Reply, SwitchState};
+use crate::actions::{Origin, Protocol};
 
 /// Accept SSH connections for `state` until the listener fails or this future is dropped.
 pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::Result<()> {
@@ -21,7 +23,7 @@ pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::R
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (sock, _) = accepted?;
+                let (sock, peer) = accepted?;
                 let _ = sock.set_nodelay(true);
                 let config = Arc::new(server::Config {
                     keys: vec![state.host_key()],
@@ -32,7 +34,7 @@ pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::R
                     nodelay: true,
                     ..Default::default()
                 });
-                let handler = Conn { state: state.clone(), chans: HashMap::new() };
+                let handler = Conn { state: state.clone(), chans: HashMap::new(), peer, user: None };
                 conns.spawn(async move {
                     if let Ok(running) = server::run_stream(config, sock, handler).await {
                         let _ = running.await;
@@ -53,6 +55,9 @@ struct Chan {
 struct Conn {
     state: Arc<SwitchState>,
     chans: HashMap<ChannelId, Chan>,
+    peer: SocketAddr,
+    /// The login, once authenticated.
+    user: Option<String>,
 }
 
 fn crlf(text: &str) -> String {
@@ -60,6 +65,11 @@ fn crlf(text: &str) -> String {
 }
 
 impl Conn {
+    fn cli(&self, exec: bool) -> Cli {
+        let origin = Origin::new(Protocol::Ssh, Some(self.peer), self.user.clone());
+        Cli::new(self.state.clone(), exec).with_origin(origin)
+    }
+
     fn send(
         &self,
         session: &mut Session,
@@ -91,6 +101,7 @@ impl server::Handler for Conn {
 
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
         if user == self.state.username && password == self.state.password {
+            self.user = Some(user.to_owned());
             Ok(Auth::Accept)
         } else {
             Ok(Auth::reject())
@@ -112,6 +123,9 @@ impl server::Handler for Conn {
             Some(mut answers) => {
                 let ok = user == self.state.username
                     && answers.next().is_some_and(|a| a.as_ref() == self.state.password.as_bytes());
+                if ok {
+                    self.user = Some(user.to_owned());
+                }
                 Ok(if ok { Auth::Accept } else { Auth::reject() })
             }
         }
@@ -123,10 +137,7 @@ impl server::Handler for Conn {
         reply: server::ChannelOpenHandle,
         _session: &mut Session,
     ) -> Result<(), Self::Error> {
-        self.chans.insert(
-            channel.id(),
-            Chan { cli: Cli::new(self.state.clone(), false), line: Vec::new(), last_cr: false },
-        );
+        self.chans.insert(channel.id(), Chan { cli: self.cli(false), line: Vec::new(), last_cr: false });
         reply.accept().await;
         Ok(())
     }
@@ -147,7 +158,7 @@ impl server::Handler for Conn {
         session: &mut Session,
     ) -> Result<(), Self::Error> {
         session.channel_success(channel)?;
-        let mut cli = Cli::new(self.state.clone(), true);
+        let mut cli = self.cli(true);
         let cmd = String::from_utf8_lossy(data).into_owned();
         let r = cli.line(&cmd);
         if !r.text.is_empty() {

@@ -114,6 +114,25 @@ pub fn skip(what: &str) {
     eprintln!("SKIP: {what}");
 }
 
+/// `ipmitool -I lanplus -C 17 … ARGS` against a BMC's IPMI endpoint (short timeouts, 3 retries).
+pub fn ipmitool(ep: &lifeline_sim::Endpoint, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("ipmitool");
+    cmd.args(["-I", "lanplus", "-C", "17", "-N", "1", "-R", "3", "-H", &ep.address.to_string()])
+        .args(["-p", &ep.port.to_string(), "-U", &ep.username, "-P", &ep.password])
+        .args(args);
+    cmd
+}
+
+/// `sshpass … ssh … USER@ADDR COMMAND` against a switch endpoint, host keys not checked.
+pub fn ssh(ep: &lifeline_sim::Endpoint, command: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sshpass");
+    cmd.args(["-p", &ep.password, "ssh", "-o", "StrictHostKeyChecking=no"])
+        .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-p", &ep.port.to_string()])
+        .arg(format!("{}@{}", ep.username, ep.address))
+        .arg(command);
+    cmd
+}
+
 /// Polls `f` until it returns true (at most `secs`).
 pub async fn eventually(secs: u64, mut f: impl AsyncFnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
