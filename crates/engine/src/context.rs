@@ -99,6 +99,21 @@ impl Lifeline {
         self
     }
 
+    /// The same context (store, inventory, pools, lease holder) acting under another request id: a runbook
+    /// step's actions are replayable by the step's own id and nest under the run's lease.
+    pub fn scoped(&self, request_id: Option<String>) -> Lifeline {
+        Lifeline {
+            config: self.config.clone(),
+            paths: self.paths.clone(),
+            identity: Identity { request_id, ..self.identity.clone() },
+            holder: self.holder.clone(),
+            bmc_options: self.bmc_options.clone(),
+            store: self.store.clone(),
+            inventory: self.inventory.clone(),
+            bmc_pool: self.bmc_pool.clone(),
+        }
+    }
+
     /// A context for another actor over the same store and inventory (a runbook run inside the server).
     pub fn identity(&self) -> &Identity {
         &self.identity

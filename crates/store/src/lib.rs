@@ -14,6 +14,7 @@ mod leases;
 mod open;
 mod pins;
 mod records;
+mod runs;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
@@ -23,6 +24,7 @@ pub use leases::{LeaseAttempt, LeaseRow, RequestRow};
 pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
+pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.
 pub fn now_ms() -> i64 {

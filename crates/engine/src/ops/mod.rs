@@ -6,9 +6,11 @@ pub mod backup;
 pub mod bmc;
 pub mod console;
 pub mod inventory;
+pub mod notify;
 pub mod power;
 pub mod readmit;
 pub mod sweep;
+pub mod wait;
 
 use std::future::Future;
 
