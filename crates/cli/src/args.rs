@@ -97,6 +97,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Serve a simulated fleet (Redfish, IPMI + SOL, SSH switches) on loopback, or inject faults into one.
     Sim(SimArgs),
+    /// Recovery runbooks: list, show, check, run; follow runs (status, log, approve, abort, resume).
+    #[command(subcommand)]
+    Runbook(crate::cmd::runbook::RunbookCmd),
 }
 
 #[derive(Debug, Args)]

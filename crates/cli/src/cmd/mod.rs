@@ -6,6 +6,7 @@ pub mod bmc;
 mod console;
 mod demo;
 pub mod inventory;
+pub mod runbook;
 pub mod sim;
 mod verify;
 
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Sel(a) => bmc::sel(&cli.global, a).await,
         Command::Sweep(a) => bmc::sweep(&cli.global, a).await,
         Command::Bmc(c) => bmc::bmc(&cli.global, c).await,
+        Command::Runbook(c) => runbook::run(&cli.global, c).await,
     };
     match result {
         Ok(code) => code,
