@@ -114,7 +114,20 @@ impl Lifeline {
         }
     }
 
-    /// A context for another actor over the same store and inventory (a runbook run inside the server).
+    /// A context for another actor over the same store, inventory and configuration (a runbook run inside
+    /// the CLI or the server): its own lease holder and BMC pool (whose audit rows carry the new actor).
+    /// Why share the store instead of opening it again: a process must open a SQLite file once — a second
+    /// open reads the file's header through a new descriptor, and closing that descriptor drops every
+    /// POSIX lock the process holds on the file, after which another process's last close may checkpoint
+    /// and delete the WAL under our feet (lost writes, "database disk image is malformed").
+    pub fn for_actor(&self, identity: Identity) -> Lifeline {
+        let mut l = Lifeline::from_parts(self.config.clone(), self.paths.clone(), identity);
+        l.bmc_options = self.bmc_options.clone();
+        l.store = self.store.clone();
+        l.inventory = self.inventory.clone();
+        l
+    }
+
     pub fn identity(&self) -> &Identity {
         &self.identity
     }

@@ -343,7 +343,9 @@ impl Executor {
     /// Runs a run's remaining steps in this process, as `runbook:<id>`, holding the target's lease.
     async fn drive(&self, id: &str) -> Result<RunView> {
         let (run, rb, _) = self.load(id).await?;
-        let l = Lifeline::new(&self.settings, Identity::new(format!("runbook:{id}")))?;
+        // The run's own context shares this process's store (opened once, see `Lifeline::for_actor`).
+        self.base.store().await?;
+        let l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
         let audit = l.audit().await?;
         let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45)));
         let lease = match leases
@@ -362,9 +364,7 @@ impl Executor {
         let result = Driver { x: self, l: &l, rb: &rb, run_id: id, target: run.target.clone() }.go().await;
         release(lease).await;
         result?;
-        let view = self.status(id).await?;
-        l.close().await;
-        Ok(view)
+        self.status(id).await
     }
 }
 

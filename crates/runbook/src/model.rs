@@ -114,6 +114,7 @@ impl Kind {
         match (self, op) {
             (Kind::Power, Op::Power { action }) => matches!(action.as_str(), "on" | "off"),
             (Kind::Restore, Op::Restore { compare_only, .. }) => *compare_only,
+            (Kind::Sel, Op::Sel { clear, .. }) => !*clear,
             (Kind::BmcReset | Kind::Console | Kind::Exec | Kind::Notify | Kind::Restore, _) => false,
             _ => true,
         }

@@ -287,6 +287,37 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
                 ctx.run_id
             ))
         }
+        (Kind::Sel, _) => {
+            // A clear is visible: the log holds nothing but the clear's own entry afterwards.
+            let sel = match ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false) {
+                Ok(s) => s,
+                Err(e) => return Found::Unknown(e.chain()),
+            };
+            match ctx
+                .l
+                .sel(&sel, 50)
+                .await
+                .ok()
+                .and_then(|r| r.into_iter().next())
+                .and_then(|r| r.result.ok())
+            {
+                Some(log)
+                    if log.entries.len() <= 1
+                        && log.entries.iter().all(|e| e.message.to_lowercase().contains("clear")) =>
+                {
+                    Found::Done(StepResult::ok(
+                        "the event log is cleared",
+                        json!({ "matched": false, "count": 0 }),
+                        json!({ "entries": log.entries }),
+                    ))
+                }
+                Some(_) => Found::NotStarted,
+                None => Found::Unknown(format!(
+                    "the event log of {} cannot be read to see whether it was cleared",
+                    ctx.target
+                )),
+            }
+        }
         _ => Found::Unknown(format!(
             "step `{}` ({}) was in flight when the run stopped and its effect cannot be read back: check {}, then `lifeline runbook approve {}` (run it again) or `--skip`",
             ctx.step.name,

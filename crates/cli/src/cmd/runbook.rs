@@ -322,10 +322,13 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
         return Ok(Code::Ok);
     }
     crate::prompt::confirm(&format!("run `{}` on {}", rb.name, a.targets.join(", ")), a.yes)?;
-    // One task per target: admission is serialised in the store, the runs proceed side by side.
+    // One task per target: admission is serialised in the store, the runs proceed side by side. One
+    // executor (one store opened once in this process) serves them all.
+    let x = std::sync::Arc::new(executor(g, env)?);
+    x.base.store().await?;
     let mut tasks = tokio::task::JoinSet::new();
     for (i, t) in a.targets.iter().enumerate() {
-        let x = executor(g, env.clone())?;
+        let x = x.clone();
         let (rb, text, t, opts) = (rb.clone(), text.clone(), t.clone(), opts.clone());
         tasks.spawn(async move { (i, t.clone(), x.start(&rb, &text, &t, &opts).await) });
     }
@@ -334,6 +337,7 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
         results.push(r.map_err(|e| Exit::internal(anyhow!("run task: {e}")))?);
     }
     results.sort_by_key(|(i, _, _)| *i);
+    x.base.close().await;
     let mut views = Vec::new();
     let mut errors = Vec::new();
     for (_, t, r) in results {
