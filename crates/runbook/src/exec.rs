@@ -166,7 +166,7 @@ impl Executor {
         let store = self.base.store().await?.clone();
         let audit = self.base.audit().await?;
         let leases = self.base.leases().await?.with_wait(Some(Duration::from_secs(60)));
-        let admission = match leases.acquire(ADMISSION, "runbook.admit", &id, &audit).await? {
+        let admission = match acquire(&leases, ADMISSION, "runbook.admit", &id, &audit).await? {
             Acquired::Lease(g) => g,
             Acquired::DoneBy(_) => {
                 return Err(
@@ -250,9 +250,7 @@ impl Executor {
             });
         }
         let i = run.next_step;
-        let attempt = journal.iter().filter(|j| j.step_index == i).map(|j| j.attempt).max().unwrap_or(0) + 1;
-        let attempt =
-            if journal.iter().any(|j| j.step_index == i && j.phase == "intent") { attempt } else { 1 };
+        let attempt = next_attempt(&journal, i);
         let store = self.base.store().await?;
         store
             .approve_step(&ApprovalRow {
@@ -348,9 +346,14 @@ impl Executor {
         let l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
         let audit = l.audit().await?;
         let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45)));
-        let lease = match leases
-            .acquire(&run.target, &format!("runbook.{}", run.runbook), &format!("runbook:{id}"), &audit)
-            .await?
+        let lease = match acquire(
+            &leases,
+            &run.target,
+            &format!("runbook.{}", run.runbook),
+            &format!("runbook:{id}"),
+            &audit,
+        )
+        .await?
         {
             Acquired::Lease(g) => g,
             Acquired::DoneBy(_) => {
@@ -365,6 +368,27 @@ impl Executor {
         release(lease).await;
         result?;
         self.status(id).await
+    }
+}
+
+/// Takes a lease, retrying the store's transient "released between two statements" answer, which the
+/// engine retries only once: six processes queueing for the admission lease meet it more often.
+async fn acquire(
+    leases: &lifeline_engine::lease::Leases,
+    target: &str,
+    action: &str,
+    request_id: &str,
+    audit: &lifeline_engine::AuditService,
+) -> Result<Acquired> {
+    let mut tries = 0;
+    loop {
+        match leases.acquire(target, action, request_id, audit).await {
+            Err(EngineError::Store(e)) if tries < 50 && e.to_string().contains("lease.take") => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return Ok(other?),
+        }
     }
 }
 
@@ -574,7 +598,6 @@ impl Driver<'_> {
         let mine: Vec<&JournalRow> =
             journal.iter().filter(|j| j.step_index == i as i64 && j.phase != "run").collect();
         let last_intent = mine.iter().rev().find(|j| j.phase == "intent").copied();
-        let last_attempt = mine.iter().map(|j| j.attempt).max().unwrap_or(0);
         let approval =
             |attempt: i64| approvals.iter().find(|a| a.step_index == i as i64 && a.attempt == attempt);
         // A step left in flight by a process that died: its intent has no outcome after it.
@@ -607,7 +630,7 @@ impl Driver<'_> {
                 crate::steps::Found::Unknown(why) => Next::Pause(why, attempt + 1),
             });
         }
-        let attempt = last_attempt + 1;
+        let attempt = next_attempt(journal, i as i64);
         if step.approve {
             match approval(attempt) {
                 Some(a) if a.decision == "skip" => {
@@ -665,6 +688,12 @@ impl Driver<'_> {
 /// The request id base of one step attempt; the engine scopes it per target (`…/<target>`).
 pub(crate) fn request_base(run: &str, step: &str, attempt: i64) -> String {
     format!("runbook:{run}/{step}#{attempt}")
+}
+
+/// The attempt a step's next try (and an approval of it) carries: one more than its last intent.
+fn next_attempt(journal: &[JournalRow], i: i64) -> i64 {
+    journal.iter().filter(|j| j.step_index == i && j.phase == "intent").map(|j| j.attempt).max().unwrap_or(0)
+        + 1
 }
 
 /// Each step's latest outputs, by step name, for `when`.
