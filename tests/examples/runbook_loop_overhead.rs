@@ -60,7 +60,7 @@ fn main() {
         scontrol(c, &["update", "nodename=gpu-node-03", "state=resume"]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    println!("{:>4} {:>10} {:>10} {:>10}   {}", "run", "loop ms", "machine ms", "overhead", "steps (ms)");
+    println!(" run    loop ms machine ms   overhead   steps (ms)");
     let mut overheads = Vec::new();
     for i in 1..=runs {
         sim.fault("gpu-node-03", "gpu-xid=0:79");
