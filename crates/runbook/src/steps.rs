@@ -206,7 +206,8 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
     // sending; without one nothing went on the wire.
     let sent = match store.audit_log(Some(ctx.target), 500).await {
         Ok(rows) => rows.iter().any(|r| {
-            r.entry.request_id.as_deref() == Some(rid.as_str()) && r.entry.action.starts_with("power.")
+            r.entry.request_id.as_deref() == Some(rid.as_str())
+                && (r.entry.action.starts_with("power.") || r.entry.action == "bmc.reset")
         }),
         Err(_) => true,
     };
@@ -287,6 +288,7 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
                 ctx.run_id
             ))
         }
+        (Kind::BmcReset, _) if !sent => Found::NotStarted,
         (Kind::Sel, _) => {
             // A clear is visible: the log holds nothing but the clear's own entry afterwards.
             let sel = match ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false) {
@@ -364,7 +366,31 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
                 Err(e) => StepResult::error(e.chain()),
             }
         }
-        Op::BmcReset { .. } => StepResult::error("bmc-reset is not available in this build of the engine"),
+        Op::BmcReset { protocol } => {
+            if protocol.as_deref() == Some("redfish") {
+                return StepResult::error(
+                    "bmc-reset over Redfish (Manager.Reset) is not available yet: use protocol = \"ipmi\"",
+                );
+            }
+            let sel = match l.select_bmcs(&target, &[], false) {
+                Ok(s) => s,
+                Err(e) => return StepResult::error(e.chain()),
+            };
+            let wait = ctx.step.timeout.saturating_sub(Duration::from_secs(15)).max(Duration::from_secs(1));
+            match l.bmc_reset(&sel.bmcs[0], wait).await {
+                Ok(acted) => {
+                    let ev = serde_json::to_value(&acted).unwrap_or_default();
+                    let answering = ev.get("answering").and_then(Value::as_bool).unwrap_or(false);
+                    let out = json!({ "answering": answering });
+                    if answering {
+                        StepResult::ok("BMC cold reset; it answers again", out, ev)
+                    } else {
+                        StepResult::failed("BMC cold reset sent; it has not answered since", out, ev)
+                    }
+                }
+                Err(e) => StepResult::error(e.chain()),
+            }
+        }
         Op::WaitFor { what, value, node, interval } => {
             wait_for(ctx, &l, *what, value, node.as_deref(), secs(interval, Duration::from_secs(2))).await
         }

@@ -74,10 +74,12 @@ pub fn inventory(nodes: &[Node], offset: u16) -> String {
     for (i, n) in nodes.iter().enumerate() {
         let port = if n.protocol == "ipmi" { 623 + offset } else { 443 + offset };
         let flavor = if n.protocol == "ipmi" { "openbmc-like" } else { "generic" };
+        // `auto` speaks both protocols on their standard ports (a simulator on port offset 0).
+        let port = if n.protocol == "auto" { String::new() } else { format!(", port = {port}") };
         let sub = 200 + i;
         t.push_str(&format!(
             "\n[[device]]\nname = \"{}\"\nrole = \"gpu-node\"\nrack = \"{}\"\n\
-             bmc = {{ address = \"{}\", port = {port}, protocol = \"{}\", flavor = \"{flavor}\" }}\n\
+             bmc = {{ address = \"{}\"{port}, protocol = \"{}\", flavor = \"{flavor}\" }}\n\
              frontend = {{ address = \"{}\", interface = \"eno1\" }}\n\
              gpus = {{ count = 2, model = \"NVIDIA H100 80GB HBM3\" }}\n\
              rail = [\n  {{ hca = \"mlx5_0\", netdev = \"rdma0\", fabric = \"backend\", subnet = \"127.{sub}.0.0/24\", address = \"127.{sub}.0.1\", rate-gbps = 400, mtu = 9000, link-layer = \"ethernet\" }},\n  {{ hca = \"mlx5_1\", netdev = \"rdma1\", fabric = \"backend\", subnet = \"127.{sub}.1.0/24\", address = \"127.{sub}.1.1\", rate-gbps = 400, mtu = 9000, link-layer = \"ethernet\" }},\n]\n",

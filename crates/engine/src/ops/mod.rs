@@ -4,6 +4,7 @@
 pub mod audit_log;
 pub mod backup;
 pub mod bmc;
+pub mod bmc_reset;
 pub mod console;
 pub mod inventory;
 pub mod notify;
