@@ -13,6 +13,7 @@ const OFFSET: u16 = 24100;
 #[test]
 fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     let Some(conf) = slurm_conf() else { return };
+    let _locks = (lock_slurm_node("gpu-node-03"), lock_slurm_node("gpu-node-04"));
     let fleet = nodes(&[("gpu-node-03", "r1", "redfish"), ("gpu-node-04", "r2", "ipmi")]);
     let sim = start(&fleet, OFFSET);
     let _sshd: Vec<Sshd> = fleet.iter().map(|n| sshd(n, &sim.node_state)).collect();

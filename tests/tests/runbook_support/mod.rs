@@ -77,6 +77,14 @@ pub fn inventory(nodes: &[Node], offset: u16) -> String {
         // `auto` speaks both protocols on their standard ports (a simulator on port offset 0).
         let port = if n.protocol == "auto" { String::new() } else { format!(", port = {port}") };
         let sub = 200 + i;
+        if n.name.starts_with("head") {
+            t.push_str(&format!(
+                "\n[[device]]\nname = \"{}\"\nrole = \"head-node\"\nrack = \"{}\"\n\
+                 bmc = {{ address = \"{}\"{port}, protocol = \"{}\", flavor = \"{flavor}\" }}\n",
+                n.name, n.rack, n.bmc, n.protocol
+            ));
+            continue;
+        }
         t.push_str(&format!(
             "\n[[device]]\nname = \"{}\"\nrole = \"gpu-node\"\nrack = \"{}\"\n\
              bmc = {{ address = \"{}\"{port}, protocol = \"{}\", flavor = \"{flavor}\" }}\n\
@@ -136,6 +144,15 @@ pub fn sshd(node: &Node, node_state: &Path) -> Sshd {
         }
     });
     Sshd { stop }
+}
+
+/// Serialises the tests that drive one node of the shared real Slurm (its four nodes are shared by every
+/// test that needs a scheduler).
+pub fn lock_slurm_node(node: &str) -> std::fs::File {
+    let f =
+        std::fs::File::create(std::env::temp_dir().join(format!("lifeline-e2e-slurm-{node}.lock"))).unwrap();
+    f.lock().unwrap();
+    f
 }
 
 pub fn executed(sim: &SimProcess, device: &str, action: &str) -> usize {
