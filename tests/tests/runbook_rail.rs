@@ -6,13 +6,18 @@
 #[path = "runbook_support/mod.rs"]
 mod support;
 
-use lifeline_test_utils::{SimProcess, output_json as json, output_text as text, unique_loopback, workspace_root};
+use lifeline_test_utils::{
+    SimProcess, output_json as json, output_text as text, unique_loopback, workspace_root,
+};
 use support::*;
 
 const OFFSET: u16 = 25100;
 
 fn leaf_writes(sim: &SimProcess) -> usize {
-    sim.actions("leaf-r01").iter().filter(|a| a["action"] == "config-apply" || a["action"] == "config-reload").count()
+    sim.actions("leaf-r01")
+        .iter()
+        .filter(|a| a["action"] == "config-apply" || a["action"] == "config-reload")
+        .count()
 }
 
 #[test]
@@ -38,7 +43,16 @@ fn rail_down_restores_a_drifted_leaf_once_and_escalates_without_drift() {
     let rb = workspace_root().join("runbooks");
     let ns = sim.node_state.to_str().unwrap();
     let env = ["--node-state", ns, "--interval-ms", "20", "--slurm-conf", conf.to_str().unwrap()];
-    let mut args = vec!["runbook", "run", "rail-down", "gpu-node-02", "--yes", "--json", "--runbooks", rb.to_str().unwrap()];
+    let mut args = vec![
+        "runbook",
+        "run",
+        "rail-down",
+        "gpu-node-02",
+        "--yes",
+        "--json",
+        "--runbooks",
+        rb.to_str().unwrap(),
+    ];
     args.extend(env);
 
     sim.fault("leaf-r01", "config-change");
@@ -62,16 +76,33 @@ fn rail_down_restores_a_drifted_leaf_once_and_escalates_without_drift() {
     assert_eq!(leaf_writes(&sim), 1, "{:?}", sim.actions("leaf-r01"));
     assert_eq!(sinfo(&conf, "gpu-node-02").0, "idle", "readmitted");
     let o = sim.lifeline(&["backup", "restore", "leaf-r01", "--dry-run", "--json"]);
-    assert!(json(&o)["diff"].as_str().unwrap_or("x").trim().is_empty(), "the leaf equals its backup: {}", text(&o));
+    assert!(
+        json(&o)["diff"].as_str().unwrap_or("x").trim().is_empty(),
+        "the leaf equals its backup: {}",
+        text(&o)
+    );
 
     // A rail down with the leaf as backed up: nothing is pushed, the node stays drained, escalated.
     sim.fault("gpu-node-02", "rail-down=mlx5_1");
     let o = sim.lifeline(&args);
     let v = json(&o);
     assert_eq!(v["state"], "escalated", "{v:#}");
-    let states: Vec<(&str, &str)> =
-        v["steps"].as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap())).collect();
-    assert_eq!(states, [("drain", "ok"), ("compare", "ok"), ("restore-leaf", "skipped"), ("verify", "failed"), ("readmit", "pending")]);
+    let states: Vec<(&str, &str)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("drain", "ok"),
+            ("compare", "ok"),
+            ("restore-leaf", "skipped"),
+            ("verify", "failed"),
+            ("readmit", "pending")
+        ]
+    );
     assert_eq!(leaf_writes(&sim), 1, "{:?}", sim.actions("leaf-r01"));
     let (st, reason) = sinfo(&conf, "gpu-node-02");
     assert!(st.starts_with("drain") && reason.starts_with("lifeline: "), "{st} {reason}");

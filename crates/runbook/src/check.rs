@@ -403,11 +403,12 @@ fn step(
                         && let Some(r) = resolved(s)
                         && what == WaitWhat::Tcp
                         && !r.contains(':')
+                        && r != "management"
                     {
                         cx.err(
                             v.span().start,
                             format!(
-                                "`tcp` `{r}`: expected HOST:PORT (frontend:22, management:22 or an address)"
+                                "`tcp` `{r}`: expected HOST:PORT (frontend:22, management:22 or an address) or `management` (its inventory port)"
                             ),
                         );
                     }
@@ -466,9 +467,14 @@ fn step(
             let to = arg(cx, "to", false);
             let compare_only =
                 get("compare-only").and_then(|v| cx.boolean(v, "compare-only")).unwrap_or(false);
+            let require_equal =
+                get("require-equal").and_then(|v| cx.boolean(v, "require-equal")).unwrap_or(false);
+            if require_equal && !compare_only {
+                cx.err(at, format!("step `{label}`: `require-equal` needs `compare-only = true`"));
+            }
             let allow_scrubbed =
                 get("allow-scrubbed").and_then(|v| cx.boolean(v, "allow-scrubbed")).unwrap_or(false);
-            Op::Restore { switch, version, to, compare_only, allow_scrubbed }
+            Op::Restore { switch, version, to, compare_only, require_equal, allow_scrubbed }
         }
         Kind::Drain => Op::Drain { reason: arg(cx, "reason", true)? },
         Kind::Verify => Op::Verify,

@@ -100,7 +100,7 @@ impl Kind {
             Kind::Console => &["rescue", "bootloader-wait"],
             Kind::Sel => &["match", "clear", "newest"],
             Kind::Backup => &["switch"],
-            Kind::Restore => &["switch", "version", "to", "compare-only", "allow-scrubbed"],
+            Kind::Restore => &["switch", "version", "to", "compare-only", "require-equal", "allow-scrubbed"],
             Kind::Drain => &["reason"],
             Kind::Verify | Kind::Readmit => &[],
             Kind::Notify => &["url", "message"],
@@ -167,6 +167,8 @@ pub enum Op {
         version: Option<String>,
         to: Option<String>,
         compare_only: bool,
+        /// With `compare-only`: fail when the running config differs from the version.
+        require_equal: bool,
         allow_scrubbed: bool,
     },
     Drain {
@@ -191,7 +193,8 @@ pub enum WaitWhat {
     Power,
     /// `bmc = "reachable" | "redfish" | "ipmi" | "both"`.
     Bmc,
-    /// `tcp = "HOST:PORT"` (`frontend:22`, `management:22` name the target's addresses).
+    /// `tcp = "HOST:PORT"` (`frontend:22`, `management:22` name the target's addresses; `management`
+    /// alone uses the inventory's management port).
     Tcp,
     /// `ssh = "frontend"` or `"HOST:PORT"`: the port answers with an SSH banner.
     Ssh,

@@ -95,7 +95,8 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
             Op::Sel { pattern: ro(pattern)?, clear: *clear, newest: *newest }
         }
         Op::Backup { switch } => Op::Backup { switch: ro(switch)? },
-        Op::Restore { switch, version, to, compare_only, allow_scrubbed } => Op::Restore {
+        Op::Restore { switch, version, to, compare_only, require_equal, allow_scrubbed } => Op::Restore {
+            require_equal: *require_equal,
             switch: ro(switch)?,
             version: ro(version)?,
             to: ro(to)?,
@@ -473,7 +474,7 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
                 Ok(None) => StepResult::error("no switch"),
             }
         }
-        Op::Restore { switch, version, to, compare_only, allow_scrubbed } => {
+        Op::Restore { switch, version, to, compare_only, require_equal, allow_scrubbed } => {
             let v = version.as_deref().and_then(|v| v.parse::<u32>().ok());
             match l
                 .backup_restore(
@@ -492,7 +493,9 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
                     let verified = ev.get("verified").and_then(Value::as_bool).unwrap_or(false);
                     let out =
                         json!({ "drifted": drifted, "verified": verified, "version": ev.get("version") });
-                    if *compare_only {
+                    if *compare_only && *require_equal && drifted {
+                        StepResult::failed("the running config differs from the backup", out, ev)
+                    } else if *compare_only {
                         StepResult::ok(
                             if drifted {
                                 "the running config differs from the backup"
@@ -651,6 +654,11 @@ async fn wait_for(
 fn address(d: &Device, value: &str, ssh: bool) -> Result<String, String> {
     let (host, port) = match value.rsplit_once(':') {
         Some((h, p)) if p.parse::<u16>().is_ok() => (h, p.to_owned()),
+        // `management` alone: the port the inventory gives for the switch's management SSH.
+        _ if value == "management" => {
+            let port = d.management.as_ref().and_then(|m| m.port).unwrap_or(22);
+            (value, port.to_string())
+        }
         _ => (value, if ssh { "22".to_owned() } else { return Err(format!("`{value}`: no port")) }),
     };
     let host = match host {
