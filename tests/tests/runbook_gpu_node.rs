@@ -35,8 +35,6 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
         "--json",
         "--var",
         &os,
-        "--var",
-        "boot-timeout=2m",
         "--runbooks",
         runbooks.to_str().unwrap(),
         "--node-state",
