@@ -613,7 +613,7 @@ impl Driver<'_> {
                 });
             }
             let found =
-                crate::steps::recover(ctx, &request_base(self.run_id, &step.name, attempt), intent).await;
+                crate::recover::recover(ctx, &request_base(self.run_id, &step.name, attempt), intent).await;
             self.journal(
                 i,
                 attempt,
@@ -624,10 +624,12 @@ impl Driver<'_> {
             )
             .await?;
             return Ok(match found {
-                crate::steps::Found::Replay => Next::Run(attempt),
-                crate::steps::Found::NotStarted | crate::steps::Found::Repeatable => Next::Run(attempt + 1),
-                crate::steps::Found::Done(r) => Next::Done(r, attempt),
-                crate::steps::Found::Unknown(why) => Next::Pause(why, attempt + 1),
+                crate::recover::Found::Replay => Next::Run(attempt),
+                crate::recover::Found::NotStarted | crate::recover::Found::Repeatable => {
+                    Next::Run(attempt + 1)
+                }
+                crate::recover::Found::Done(r) => Next::Done(r, attempt),
+                crate::recover::Found::Unknown(why) => Next::Pause(why, attempt + 1),
             });
         }
         let attempt = next_attempt(journal, i as i64);

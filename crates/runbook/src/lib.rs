@@ -42,6 +42,7 @@ pub mod exec;
 pub mod guard;
 pub mod library;
 pub mod model;
+mod recover;
 mod steps;
 pub mod view;
 

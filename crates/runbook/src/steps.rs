@@ -1,7 +1,7 @@
 //! Each step kind over the engine's operations: what it does, what it records before acting (the state a
 //! resume compares against), how its result is judged, and how a crashed attempt is recovered.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -9,7 +9,6 @@ use lifeline_engine::ops::readmit::{ReportSource, schedulers};
 use lifeline_engine::ops::wait::{SchedulerState, Waited, wait_slurm, wait_tcp};
 use lifeline_engine::{Acted, Lifeline, error_chain};
 use lifeline_inventory::Device;
-use lifeline_store::JournalRow;
 use lifeline_types::{BmcProtocol, PowerAction, PowerState};
 use serde_json::{Value, json};
 
@@ -41,7 +40,7 @@ pub(crate) struct StepResult {
 }
 
 impl StepResult {
-    fn ok(message: impl Into<String>, outputs: Value, evidence: Value) -> Self {
+    pub(crate) fn ok(message: impl Into<String>, outputs: Value, evidence: Value) -> Self {
         StepResult { ok: true, timed_out: false, message: message.into(), outputs, evidence }
     }
 
@@ -141,7 +140,7 @@ pub(crate) async fn pre_state(ctx: &StepCtx<'_>) -> Value {
     }
 }
 
-async fn sel_ids(ctx: &StepCtx<'_>) -> Option<Vec<String>> {
+pub(crate) async fn sel_ids(ctx: &StepCtx<'_>) -> Option<Vec<String>> {
     let sel = ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false).ok()?;
     let rows = ctx.l.sel(&sel, 50).await.ok()?;
     let log = rows.into_iter().next()?.result.ok()?;
@@ -152,183 +151,6 @@ async fn sel_ids(ctx: &StepCtx<'_>) -> Option<Vec<String>> {
             .map(|e| e.id.clone())
             .collect(),
     )
-}
-
-/// What the journal and the target say about an attempt that was in flight when its process died.
-pub(crate) enum Found {
-    /// The engine finished the action and kept its outcome: run the same attempt, the engine replays it.
-    Replay,
-    /// The action was never sent: run a new attempt.
-    NotStarted,
-    /// Idempotent: running it again does no harm.
-    Repeatable,
-    /// The state shows the effect: the step is done.
-    Done(StepResult),
-    /// Nothing tells: an operator must look.
-    Unknown(String),
-}
-
-impl Found {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Found::Replay => "replay",
-            Found::NotStarted => "not-started",
-            Found::Repeatable => "repeat",
-            Found::Done(_) => "found-done",
-            Found::Unknown(_) => "unknown",
-        }
-    }
-
-    pub fn message(&self) -> String {
-        match self {
-            Found::Replay => "the action finished before the crash; its recorded outcome is used".into(),
-            Found::NotStarted => "the action was never sent; running it".into(),
-            Found::Repeatable => "the step is idempotent; running it again".into(),
-            Found::Done(r) => format!("the target's state shows the action took effect: {}", r.message),
-            Found::Unknown(why) => why.clone(),
-        }
-    }
-}
-
-/// Decides about an attempt whose outcome the journal does not have.
-pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &JournalRow) -> Found {
-    if ctx.step.kind.idempotent(ctx.op) {
-        return Found::Repeatable;
-    }
-    let Ok(store) = ctx.l.store().await else { return Found::Unknown("the store cannot be read".into()) };
-    let rid = format!("{request_base}/{}", ctx.target);
-    match store.request(&rid).await {
-        Ok(Some(r)) if r.state == "done" => return Found::Replay,
-        Ok(None) => return Found::NotStarted,
-        Ok(Some(_)) => {}
-        Err(e) => return Found::Unknown(format!("the request table cannot be read: {e}")),
-    }
-    // The engine started the action. Did the BMC get it? The bmc crate writes its intent row just before
-    // sending; without one nothing went on the wire.
-    let sent = match store.audit_log(Some(ctx.target), 500).await {
-        Ok(rows) => rows.iter().any(|r| {
-            r.entry.request_id.as_deref() == Some(rid.as_str())
-                && (r.entry.action.starts_with("power.") || r.entry.action == "bmc.reset")
-        }),
-        Err(_) => true,
-    };
-    match (ctx.step.kind, ctx.op) {
-        (Kind::Power, Op::Power { action }) => {
-            if !sent {
-                return Found::NotStarted;
-            }
-            let before: BTreeSet<String> = intent
-                .evidence
-                .get("sel_ids")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default();
-            let now = sel_ids(ctx).await;
-            let new_power_events: Vec<String> =
-                now.clone().unwrap_or_default().into_iter().filter(|id| !before.contains(id)).collect();
-            let want = PowerAction::from_str(action).map(PowerAction::target_state).ok();
-            let sel = ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false);
-            let power = match &sel {
-                Ok(s) => ctx
-                    .l
-                    .power_status(s)
-                    .await
-                    .ok()
-                    .and_then(|r| r.into_iter().next())
-                    .and_then(|r| r.result.ok())
-                    .map(|p| p.power),
-                Err(_) => None,
-            };
-            let evidence = json!({ "power": power, "new_power_events": new_power_events, "request_id": rid });
-            if now.is_some() && !new_power_events.is_empty() {
-                if power == want {
-                    return Found::Done(StepResult::ok(
-                        format!(
-                            "{} new power event(s) in the BMC's log since the attempt and power is {}",
-                            new_power_events.len(),
-                            power.map(|p| p.to_string()).unwrap_or_default()
-                        ),
-                        json!({ "confirmed": true, "power": power }),
-                        evidence,
-                    ));
-                }
-                if let (Some(s), Some(w)) = (sel.as_ref().ok(), want) {
-                    // Half-way (off seen, not yet on): wait for it to finish rather than act again.
-                    let waited = ctx
-                        .l
-                        .wait_power(&s.bmcs[0], w, Duration::from_secs(120), Duration::from_millis(200))
-                        .await;
-                    if let Ok(w) = waited
-                        && w.reached
-                    {
-                        return Found::Done(StepResult::ok(
-                            "the action was under way; its end state was reached",
-                            json!({ "confirmed": true, "power": w.observed }),
-                            json!({ "wait": w, "before": evidence }),
-                        ));
-                    }
-                }
-            }
-            if now.is_some()
-                && new_power_events.is_empty()
-                && power.is_some()
-                && power
-                    == intent
-                        .evidence
-                        .get("power")
-                        .and_then(|p| p.as_str())
-                        .and_then(|p| PowerState::from_str(p).ok())
-                && !matches!(action.as_str(), "cycle" | "reset")
-            {
-                return Found::NotStarted;
-            }
-            Found::Unknown(format!(
-                "power {action} on {} may or may not have been executed (power now {}, {} new power events): check the node, then `lifeline runbook approve {}` to run it again or `--skip` if it happened",
-                ctx.target,
-                power.map(|p| p.to_string()).unwrap_or_else(|| "unknown".into()),
-                new_power_events.len(),
-                ctx.run_id
-            ))
-        }
-        (Kind::BmcReset, _) if !sent => Found::NotStarted,
-        (Kind::Sel, _) => {
-            // A clear is visible: the log holds nothing but the clear's own entry afterwards.
-            let sel = match ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false) {
-                Ok(s) => s,
-                Err(e) => return Found::Unknown(e.chain()),
-            };
-            match ctx
-                .l
-                .sel(&sel, 50)
-                .await
-                .ok()
-                .and_then(|r| r.into_iter().next())
-                .and_then(|r| r.result.ok())
-            {
-                Some(log)
-                    if log.entries.len() <= 1
-                        && log.entries.iter().all(|e| e.message.to_lowercase().contains("clear")) =>
-                {
-                    Found::Done(StepResult::ok(
-                        "the event log is cleared",
-                        json!({ "matched": false, "count": 0 }),
-                        json!({ "entries": log.entries }),
-                    ))
-                }
-                Some(_) => Found::NotStarted,
-                None => Found::Unknown(format!(
-                    "the event log of {} cannot be read to see whether it was cleared",
-                    ctx.target
-                )),
-            }
-        }
-        _ => Found::Unknown(format!(
-            "step `{}` ({}) was in flight when the run stopped and its effect cannot be read back: check {}, then `lifeline runbook approve {}` (run it again) or `--skip`",
-            ctx.step.name,
-            ctx.step.kind.as_str(),
-            ctx.target,
-            ctx.run_id
-        )),
-    }
 }
 
 /// Runs one attempt.
