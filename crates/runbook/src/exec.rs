@@ -324,6 +324,13 @@ impl Executor {
         Ok(RunView::build(&run, Some(&rb), &journal))
     }
 
+    /// Runs left `running` by a process that stopped (what a restarting server resumes with
+    /// [`Executor::resume`]; a run whose process is still alive keeps its target lease and is refused).
+    pub async fn interrupted_runs(&self) -> Result<Vec<String>> {
+        let store = self.base.store().await?;
+        Ok(store.runs_in(&["running"]).await?.into_iter().map(|r| r.id).collect())
+    }
+
     /// Continues a run that is `running` (its process died) from its journal.
     pub async fn resume(&self, id: &str) -> Result<RunView> {
         let (run, _, _) = self.load(id).await?;
