@@ -92,7 +92,19 @@ fn six_faulted_nodes_in_a_rack_with_a_guard_of_two_start_exactly_two_runs() {
         assert_eq!(executed(&sim, n, "power-cycle"), 1, "{:?}", sim.actions(n));
     }
     let o = sim.lifeline(&["runbook", "run", "guard-test", again, "--yes", "--json", "--config", cfg]);
-    assert_eq!(json(&o)["state"], "waiting-approval", "{}", text(&o));
+    let waiting = json(&o);
+    assert_eq!(waiting["state"], "waiting-approval", "{}", text(&o));
+
+    // Aborted while it waits: it ends, nothing was done, and its journal says so (`log --follow` returns
+    // once the run is no longer running).
+    let id = waiting["run"].as_str().unwrap();
+    let o = sim.lifeline(&["runbook", "abort", id, "--json", "--config", cfg]);
+    assert_eq!(json(&o)["state"], "aborted", "{}", text(&o));
+    let o = sim.lifeline(&["runbook", "approve", id, "--json", "--config", cfg]);
+    assert_eq!(o.status.code(), Some(1), "an aborted run cannot be approved: {}", text(&o));
+    let o = sim.lifeline(&["runbook", "log", id, "--follow", "--config", cfg]);
+    assert!(text(&o).contains("aborted"), "{}", text(&o));
+    assert!(sim.actions(again).is_empty(), "{:?}", sim.actions(again));
 
     // The dry run says what the guard would answer, and does nothing.
     let other = refused[1]["target"].as_str().unwrap();
