@@ -112,6 +112,9 @@ pub enum Command {
     /// Fault records opened by the server's rules.
     #[command(subcommand)]
     Fault(crate::cmd::server::FaultCmd),
+    /// Recovery runbooks: list, show, check, run; follow runs (status, log, approve, abort, resume).
+    #[command(subcommand)]
+    Runbook(crate::cmd::runbook::RunbookCmd),
 }
 
 #[derive(Debug, Args)]

@@ -34,6 +34,9 @@ pub struct ServerConfig {
     /// `[[webhook]]`: where fault notifications are posted (JSON, retried).
     #[serde(default)]
     pub webhook: Vec<Webhook>,
+    /// Runbooks: where they live, the blast-radius guard, which may run `exec` steps.
+    #[serde(default)]
+    pub runbooks: RunbooksConfig,
 }
 
 /// `[server]` of `lifeline.toml`.
@@ -85,6 +88,63 @@ pub struct BackupSchedule {
 fn default_retries() -> u32 {
     3
 }
+
+// --- [runbooks] -------------------------------------------------------------------------------------------
+
+/// `[runbooks]`: the runbook library and the limits every run is admitted under.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunbooksConfig {
+    /// The runbook library (default: `runbooks/` in the working directory).
+    pub dir: Option<PathBuf>,
+    /// Runbooks an administrator allows to run `exec` steps on the jump host.
+    #[serde(default)]
+    pub exec_allowed: Vec<String>,
+    #[serde(default)]
+    pub guard: GuardConfig,
+}
+
+/// `[runbooks.guard]`: the blast-radius guard. A rack-wide fault is not fixed by cycling every node in it,
+/// so a new run is refused when too many runs are active in its rack, role or the fleet, or when too large
+/// a share of its rack is already in recovery (active or escalated runs).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GuardConfig {
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent: u32,
+    #[serde(default = "default_max_per_rack")]
+    pub max_concurrent_per_rack: u32,
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent_per_role: u32,
+    /// No new run in a rack where more than this share of the same role is in recovery.
+    #[serde(default = "default_max_percent")]
+    pub max_in_recovery_percent: u32,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            max_concurrent: default_max_concurrent(),
+            max_concurrent_per_rack: default_max_per_rack(),
+            max_concurrent_per_role: default_max_concurrent(),
+            max_in_recovery_percent: default_max_percent(),
+        }
+    }
+}
+
+fn default_max_concurrent() -> u32 {
+    8
+}
+
+fn default_max_per_rack() -> u32 {
+    2
+}
+
+fn default_max_percent() -> u32 {
+    25
+}
+
+// -----------------------------------------------------------------------------------------------------------
 
 /// What the front end was told explicitly (flags and their environment variables).
 #[derive(Debug, Clone, Default)]
@@ -151,6 +211,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ServerConfig> {
             tls_key: fix(cfg.server.tls_key.clone()),
             ..cfg.server.clone()
         },
+        runbooks: RunbooksConfig { dir: fix(cfg.runbooks.dir.clone()), ..cfg.runbooks.clone() },
         ..cfg
     })
 }

@@ -99,20 +99,38 @@ impl Lifeline {
         self
     }
 
-    /// A context for another actor over the same configuration, store and inventory (a web user's request
-    /// inside the server, a runbook run). The BMC pool is not shared: its audit sink writes as the actor.
-    pub fn with_identity(&self, identity: Identity) -> Lifeline {
-        let holder = crate::lease::holder_name(&identity.actor);
+    /// The same context (store, inventory, pools, lease holder) acting under another request id: a runbook
+    /// step's actions are replayable by the step's own id and nest under the run's lease.
+    pub fn scoped(&self, request_id: Option<String>) -> Lifeline {
         Lifeline {
             config: self.config.clone(),
             paths: self.paths.clone(),
-            identity,
-            holder,
+            identity: Identity { request_id, ..self.identity.clone() },
+            holder: self.holder.clone(),
             bmc_options: self.bmc_options.clone(),
             store: self.store.clone(),
             inventory: self.inventory.clone(),
-            bmc_pool: OnceLock::new(),
+            bmc_pool: self.bmc_pool.clone(),
         }
+    }
+
+    /// A context for another actor over the same store, inventory and configuration (a runbook run inside
+    /// the CLI or the server): its own lease holder and BMC pool (whose audit rows carry the new actor).
+    /// Why share the store instead of opening it again: a process must open a SQLite file once — a second
+    /// open reads the file's header through a new descriptor, and closing that descriptor drops every
+    /// POSIX lock the process holds on the file, after which another process's last close may checkpoint
+    /// and delete the WAL under our feet (lost writes, "database disk image is malformed").
+    pub fn for_actor(&self, identity: Identity) -> Lifeline {
+        let mut l = Lifeline::from_parts(self.config.clone(), self.paths.clone(), identity);
+        l.bmc_options = self.bmc_options.clone();
+        l.store = self.store.clone();
+        l.inventory = self.inventory.clone();
+        l
+    }
+
+    /// The same as [`Lifeline::for_actor`] (the server's name for it).
+    pub fn with_identity(&self, identity: Identity) -> Lifeline {
+        self.for_actor(identity)
     }
 
     pub fn identity(&self) -> &Identity {

@@ -15,6 +15,7 @@ mod open;
 mod pins;
 mod records;
 mod users;
+mod runs;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
@@ -25,6 +26,7 @@ pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
 pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
+pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.
 pub fn now_ms() -> i64 {

@@ -8,6 +8,7 @@ mod demo;
 pub mod inventory;
 mod remote;
 pub mod server;
+pub mod runbook;
 pub mod sim;
 mod verify;
 
@@ -40,6 +41,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::User(c) => server::user(&cli.global, c).await,
         Command::Token(c) => server::token(&cli.global, c).await,
         Command::Fault(c) => server::fault(&cli.global, c).await,
+        Command::Runbook(c) => runbook::run(&cli.global, c).await,
     };
     finish(result)
 }

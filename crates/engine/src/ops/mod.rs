@@ -4,11 +4,14 @@
 pub mod audit_log;
 pub mod backup;
 pub mod bmc;
+pub mod bmc_reset;
 pub mod console;
 pub mod inventory;
+pub mod notify;
 pub mod power;
 pub mod readmit;
 pub mod sweep;
+pub mod wait;
 
 use std::future::Future;
 

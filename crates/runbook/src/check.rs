@@ -1,0 +1,642 @@
+//! Turns a runbook file into a [`Runbook`], reporting **every** problem at once as FILE:LINE:COL.
+//!
+//! The file is parsed into TOML's span-keeping tree (`DeTable::parse_recoverable`, as the inventory check
+//! does) and walked by hand: which keys a step may have depends on its `kind`, and a hand walk reports an
+//! unknown or misplaced key, a bad value and a dangling reference in one pass without serde's
+//! untagged/flatten machinery, which loses locations and stops at the first error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use lifeline_inventory::{Diagnostic, Severity, SourceMap};
+use lifeline_types::Role;
+use sha2::Digest;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::cond::{Cond, Ref, template_refs};
+use crate::model::*;
+
+/// The outcome of checking one file.
+#[derive(Debug)]
+pub struct Checked {
+    pub diagnostics: Vec<Diagnostic>,
+    /// Present when there were no errors.
+    pub runbook: Option<Runbook>,
+}
+
+impl Checked {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+const TOP_KEYS: &[&str] =
+    &["name", "description", "targets", "fault", "touches", "never-touches", "worst-case", "params", "step"];
+const STEP_KEYS: &[&str] =
+    &["name", "kind", "description", "when", "on-failure", "goto", "timeout", "approve"];
+/// Variables every run has besides its parameters.
+pub const BUILTIN_VARS: &[&str] = &["target", "run", "runbook"];
+
+type Val<'a> = Spanned<DeValue<'a>>;
+
+struct Cx {
+    map: SourceMap,
+    diags: Vec<Diagnostic>,
+}
+
+impl Cx {
+    fn err(&mut self, offset: usize, msg: impl Into<String>) {
+        self.diags.push(self.map.error(offset, msg));
+    }
+
+    fn string(&mut self, v: &Val<'_>, what: &str) -> Option<String> {
+        match v.get_ref().as_str() {
+            Some(s) => Some(s.to_owned()),
+            None => {
+                self.err(
+                    v.span().start,
+                    format!("`{what}` must be a string, found {}", v.get_ref().type_str()),
+                );
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, v: &Val<'_>, what: &str) -> Option<bool> {
+        let b = v.get_ref().as_bool();
+        if b.is_none() {
+            self.err(
+                v.span().start,
+                format!("`{what}` must be true or false, found {}", v.get_ref().type_str()),
+            );
+        }
+        b
+    }
+
+    fn duration(&mut self, v: &Val<'_>, what: &str) -> Option<Duration> {
+        let s = self.string(v, what)?;
+        match humantime::parse_duration(&s) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.err(v.span().start, format!("`{what}`: `{s}` is not a duration ({e}; e.g. 30s, 5m)"));
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, v: &Val<'_>, what: &str) -> Option<Vec<(usize, String)>> {
+        let Some(a) = v.get_ref().as_array() else {
+            self.err(
+                v.span().start,
+                format!("`{what}` must be an array of strings, found {}", v.get_ref().type_str()),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        for item in a.iter() {
+            out.push((item.span().start, self.string(item, what)?));
+        }
+        Some(out)
+    }
+}
+
+/// One string argument with where it is, kept for the reference checks.
+struct Arg {
+    at: usize,
+    text: String,
+}
+
+/// Checks runbook text as if read from `file`. The file must be named after the runbook.
+pub fn check_str(file: &Path, text: &str) -> Checked {
+    let mut cx = Cx { map: SourceMap::new(file, text), diags: Vec::new() };
+    let (root, syntax) = DeTable::parse_recoverable(text);
+    for e in syntax {
+        let at = e.span().map_or(0, |s| s.start);
+        cx.err(at, format!("syntax error: {}", e.message().trim()));
+    }
+    let root = root.into_inner();
+    let mut top: BTreeMap<String, Val<'_>> = BTreeMap::new();
+    for (k, v) in root.iter() {
+        let key = k.get_ref().to_string();
+        if TOP_KEYS.contains(&key.as_str()) {
+            top.insert(key, v.clone());
+        } else {
+            cx.err(k.span().start, format!("unknown key `{key}` (expected one of: {})", TOP_KEYS.join(", ")));
+        }
+    }
+    let need = |cx: &mut Cx, key: &str| -> Option<String> {
+        match top.get(key) {
+            Some(v) => cx.string(v, key),
+            None => {
+                cx.err(0, format!("missing `{key}`"));
+                None
+            }
+        }
+    };
+    let name = need(&mut cx, "name");
+    let description = need(&mut cx, "description");
+    let fault = need(&mut cx, "fault");
+    let touches = need(&mut cx, "touches");
+    let never_touches = need(&mut cx, "never-touches");
+    let worst_case = need(&mut cx, "worst-case");
+    if let (Some(n), Some(v)) = (&name, top.get("name")) {
+        if n.is_empty() || !n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+            cx.err(v.span().start, format!("`name` `{n}`: lowercase letters, digits and `-` only"));
+        }
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        if file.extension().is_some_and(|e| e == "toml") && stem != n {
+            cx.err(
+                v.span().start,
+                format!("runbook `{n}` must be in a file named `{n}.toml`, not `{stem}.toml`"),
+            );
+        }
+    }
+    let mut targets = Vec::new();
+    match top.get("targets") {
+        None => cx.err(0, "missing `targets` (the roles it applies to, e.g. [\"gpu-node\"])"),
+        Some(v) => {
+            for (at, s) in cx.strings(v, "targets").unwrap_or_default() {
+                match s.parse::<Role>() {
+                    Ok(r) => targets.push(r),
+                    Err(e) => cx.err(at, format!("`targets`: {e}")),
+                }
+            }
+        }
+    }
+    let params = params(&mut cx, top.get("params"));
+    let steps = steps(&mut cx, top.get("step"), &params);
+    let mut diagnostics = cx.diags;
+    diagnostics.sort_by_key(|d| (d.line, d.col));
+    diagnostics.dedup();
+    let ok = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let runbook = match (ok, name, description, fault, touches, never_touches, worst_case) {
+        (
+            true,
+            Some(name),
+            Some(description),
+            Some(fault),
+            Some(touches),
+            Some(never_touches),
+            Some(worst_case),
+        ) => Some(Runbook {
+            name,
+            description,
+            targets,
+            fault,
+            touches,
+            never_touches,
+            worst_case,
+            params,
+            steps,
+            digest: format!("sha256:{}", hex::encode(sha2::Sha256::digest(text.as_bytes()))),
+        }),
+        _ => None,
+    };
+    Checked { diagnostics, runbook }
+}
+
+fn params(cx: &mut Cx, v: Option<&Val<'_>>) -> Vec<Param> {
+    let Some(v) = v else { return Vec::new() };
+    let Some(t) = v.get_ref().as_table() else {
+        cx.err(v.span().start, "`params` must be a table of `[params.NAME]` tables");
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, pv) in t.iter() {
+        let name = k.get_ref().to_string();
+        if BUILTIN_VARS.contains(&name.as_str()) {
+            cx.err(k.span().start, format!("parameter `{name}` is built in; pick another name"));
+        }
+        let Some(pt) = pv.get_ref().as_table() else {
+            cx.err(
+                pv.span().start,
+                format!("parameter `{name}` must be a table with `default` and `description`"),
+            );
+            continue;
+        };
+        let (mut default, mut description) = (None, String::new());
+        for (pk, x) in pt.iter() {
+            match pk.get_ref().as_ref() {
+                "default" => {
+                    default = match x.get_ref() {
+                        DeValue::String(s) => Some(s.to_string()),
+                        DeValue::Integer(i) => Some(i.as_str().to_owned()),
+                        DeValue::Boolean(b) => Some(b.to_string()),
+                        other => {
+                            cx.err(
+                                x.span().start,
+                                format!(
+                                    "`default` of `{name}` must be a string, integer or boolean, found {}",
+                                    other.type_str()
+                                ),
+                            );
+                            None
+                        }
+                    }
+                }
+                "description" => description = cx.string(x, "description").unwrap_or_default(),
+                other => cx.err(
+                    pk.span().start,
+                    format!("unknown key `{other}` in parameter `{name}` (expected: default, description)"),
+                ),
+            }
+        }
+        match default {
+            Some(default) => out.push(Param { name, default, description }),
+            None => cx.err(pv.span().start, format!("parameter `{name}` needs a `default`")),
+        }
+    }
+    out
+}
+
+fn steps(cx: &mut Cx, v: Option<&Val<'_>>, params: &[Param]) -> Vec<Step> {
+    let Some(v) = v else {
+        cx.err(0, "missing `[[step]]`: a runbook needs at least one step");
+        return Vec::new();
+    };
+    let Some(items) = v.get_ref().as_array() else {
+        cx.err(v.span().start, "`step` must be an array of tables (`[[step]]`)");
+        return Vec::new();
+    };
+    let vars: BTreeMap<String, String> = params
+        .iter()
+        .map(|p| (p.name.clone(), p.default.clone()))
+        .chain(BUILTIN_VARS.iter().map(|b| ((*b).to_owned(), String::new())))
+        .collect();
+    let names: Vec<(usize, Option<String>)> = items
+        .iter()
+        .map(|it| {
+            let n = it.get_ref().as_table().and_then(|t| t.get("name")).and_then(|n| n.get_ref().as_str());
+            (it.span().start, n.map(str::to_owned))
+        })
+        .collect();
+    let all_names: BTreeSet<String> = names.iter().filter_map(|(_, n)| n.clone()).collect();
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(t) = item.get_ref().as_table() else {
+            cx.err(item.span().start, "each `step` must be a table");
+            continue;
+        };
+        let earlier: BTreeSet<String> = names[..i].iter().filter_map(|(_, n)| n.clone()).collect();
+        if let Some(s) = step(cx, item.span().start, t, &vars, &earlier, &all_names) {
+            if !seen.insert(s.name.clone()) {
+                cx.err(item.span().start, format!("step name `{}` is used twice", s.name));
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn step(
+    cx: &mut Cx,
+    at: usize,
+    t: &DeTable<'_>,
+    vars: &BTreeMap<String, String>,
+    earlier: &BTreeSet<String>,
+    all: &BTreeSet<String>,
+) -> Option<Step> {
+    let get = |k: &str| t.get(k);
+    let name = match get("name") {
+        Some(v) => cx.string(v, "name"),
+        None => {
+            cx.err(at, "step without a `name`");
+            None
+        }
+    };
+    let label = name.clone().unwrap_or_else(|| "?".into());
+    let kind = match get("kind") {
+        None => {
+            cx.err(at, format!("step `{label}` has no `kind` (one of: {})", kinds()));
+            None
+        }
+        Some(v) => cx.string(v, "kind").and_then(|k| match Kind::ALL.iter().find(|(s, _)| *s == k) {
+            Some((_, kind)) => Some(*kind),
+            None => {
+                cx.err(v.span().start, format!("unknown step kind `{k}` (expected one of: {})", kinds()));
+                None
+            }
+        }),
+    };
+    for (k, _) in t.iter() {
+        let key = k.get_ref().as_ref();
+        let ok = STEP_KEYS.contains(&key) || kind.is_none_or(|kd| kd.keys().contains(&key));
+        if !ok {
+            let kd = kind.map(Kind::as_str).unwrap_or_default();
+            let hint = Kind::ALL
+                .iter()
+                .find(|(_, x)| x.keys().contains(&key))
+                .map(|(s, _)| format!(" (it belongs to `{s}` steps)"))
+                .unwrap_or_default();
+            cx.err(k.span().start, format!("unknown key `{key}` in `{kd}` step `{label}`{hint}"));
+        }
+    }
+    let mut args: Vec<Arg> = Vec::new();
+    let mut arg = |cx: &mut Cx, key: &str, required: bool| -> Option<String> {
+        match get(key) {
+            Some(v) => {
+                let s = cx.string(v, key)?;
+                args.push(Arg { at: v.span().start, text: s.clone() });
+                Some(s)
+            }
+            None if required => {
+                cx.err(at, format!("step `{label}` needs `{key}`"));
+                None
+            }
+            None => None,
+        }
+    };
+    let resolved = |s: &str| crate::cond::render(s, vars).ok();
+    let one_of = |cx: &mut Cx, key: &str, s: &Option<String>, allowed: &[&str]| {
+        if let (Some(s), Some(v)) = (s, get(key))
+            && let Some(r) = resolved(s)
+            && !template_refs(s).iter().any(|(_, n)| BUILTIN_VARS.contains(&n.as_str()))
+            && !allowed.contains(&r.as_str())
+        {
+            cx.err(v.span().start, format!("`{key}` `{r}` (expected one of: {})", allowed.join(", ")));
+        }
+    };
+    let op = match kind? {
+        Kind::Power => {
+            let action = arg(cx, "action", true);
+            one_of(cx, "action", &action, &["on", "off", "cycle", "reset", "soft"]);
+            Op::Power { action: action? }
+        }
+        Kind::BmcReset => {
+            let protocol = arg(cx, "protocol", false);
+            one_of(cx, "protocol", &protocol, &["auto", "redfish", "ipmi"]);
+            Op::BmcReset { protocol }
+        }
+        Kind::WaitFor => {
+            let present: Vec<(&str, WaitWhat)> = [
+                ("power", WaitWhat::Power),
+                ("bmc", WaitWhat::Bmc),
+                ("tcp", WaitWhat::Tcp),
+                ("ssh", WaitWhat::Ssh),
+                ("scheduler", WaitWhat::Scheduler),
+            ]
+            .into_iter()
+            .filter(|(k, _)| get(k).is_some())
+            .collect();
+            if present.len() != 1 {
+                cx.err(
+                    at,
+                    format!("`wait-for` step `{label}` needs exactly one of power, bmc, tcp, ssh, scheduler"),
+                );
+            }
+            let interval = get("interval")
+                .and_then(|v| cx.duration(v, "interval"))
+                .map(|d| humantime::format_duration(d).to_string());
+            let (key, what) = *present.first()?;
+            let value = arg(cx, key, true);
+            match what {
+                WaitWhat::Power => one_of(cx, key, &value, &["on", "off"]),
+                WaitWhat::Bmc => one_of(cx, key, &value, &["reachable", "redfish", "ipmi", "both"]),
+                WaitWhat::Scheduler => {
+                    one_of(cx, key, &value, &["responding", "drained", "drained-by-lifeline", "in-service"])
+                }
+                WaitWhat::Tcp | WaitWhat::Ssh => {
+                    if let (Some(s), Some(v)) = (&value, get(key))
+                        && let Some(r) = resolved(s)
+                        && what == WaitWhat::Tcp
+                        && !r.contains(':')
+                        && r != "management"
+                    {
+                        cx.err(
+                            v.span().start,
+                            format!(
+                                "`tcp` `{r}`: expected HOST:PORT (frontend:22, management:22 or an address) or `management` (its inventory port)"
+                            ),
+                        );
+                    }
+                }
+            }
+            let node = arg(cx, "node", false);
+            Op::WaitFor { what, value: value?, node, interval }
+        }
+        Kind::Console => {
+            let rescue = arg(cx, "rescue", true);
+            one_of(cx, "rescue", &rescue, &["onie", "u-boot", "grub", "aboot"]);
+            let bootloader_wait = get("bootloader-wait")
+                .and_then(|v| cx.duration(v, "bootloader-wait"))
+                .map(|d| humantime::format_duration(d).to_string());
+            Op::Console { rescue: rescue?, bootloader_wait }
+        }
+        Kind::Sel => {
+            let pattern = arg(cx, "match", false);
+            if let (Some(p), Some(v)) = (&pattern, get("match"))
+                && let Err(e) = regex::Regex::new(p)
+            {
+                cx.err(v.span().start, format!("`match` is not a valid regular expression: {e}"));
+            }
+            let clear = get("clear").and_then(|v| cx.boolean(v, "clear")).unwrap_or(false);
+            let newest = match get("newest") {
+                Some(v) => match v
+                    .get_ref()
+                    .as_integer()
+                    .and_then(|i| i.as_str().replace('_', "").parse::<usize>().ok())
+                {
+                    Some(n) if n > 0 => n,
+                    _ => {
+                        cx.err(v.span().start, "`newest` must be a positive integer");
+                        50
+                    }
+                },
+                None => 50,
+            };
+            Op::Sel { pattern, clear, newest }
+        }
+        Kind::Backup => Op::Backup { switch: arg(cx, "switch", false) },
+        Kind::Restore => {
+            let switch = arg(cx, "switch", false);
+            let version = arg(cx, "version", false);
+            if let (Some(s), Some(v)) = (&version, get("version"))
+                && let Some(r) = resolved(s)
+                && r != "last-good"
+                && r != "latest"
+                && r.parse::<u32>().is_err()
+            {
+                cx.err(
+                    v.span().start,
+                    format!("`version` `{r}`: expected last-good, latest or a version number"),
+                );
+            }
+            let to = arg(cx, "to", false);
+            let compare_only =
+                get("compare-only").and_then(|v| cx.boolean(v, "compare-only")).unwrap_or(false);
+            let require_equal =
+                get("require-equal").and_then(|v| cx.boolean(v, "require-equal")).unwrap_or(false);
+            if require_equal && !compare_only {
+                cx.err(at, format!("step `{label}`: `require-equal` needs `compare-only = true`"));
+            }
+            let allow_scrubbed =
+                get("allow-scrubbed").and_then(|v| cx.boolean(v, "allow-scrubbed")).unwrap_or(false);
+            Op::Restore { switch, version, to, compare_only, require_equal, allow_scrubbed }
+        }
+        Kind::Drain => Op::Drain { reason: arg(cx, "reason", true)? },
+        Kind::Verify => Op::Verify,
+        Kind::Readmit => Op::Readmit,
+        Kind::Notify => {
+            let url = arg(cx, "url", true);
+            if let (Some(u), Some(v)) = (&url, get("url"))
+                && !u.starts_with("http://")
+                && !u.starts_with("https://")
+                && !u.starts_with("{{")
+            {
+                cx.err(v.span().start, format!("`url` `{u}`: expected an http:// or https:// URL"));
+            }
+            let message = arg(cx, "message", true);
+            Op::Notify { url: url?, message: message? }
+        }
+        Kind::Exec => {
+            let command = match get("command") {
+                Some(v) => cx.strings(v, "command").map(|c| {
+                    for (a, s) in &c {
+                        args.push(Arg { at: *a, text: s.clone() });
+                    }
+                    c.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
+                }),
+                None => {
+                    cx.err(at, format!("step `{label}` needs `command` (an array: program and arguments)"));
+                    None
+                }
+            };
+            match command {
+                Some(c) if c.is_empty() => {
+                    cx.err(at, "`command` is empty");
+                    None
+                }
+                other => other.map(|command| Op::Exec { command }),
+            }?
+        }
+    };
+    let when = get("when").and_then(|v| {
+        let s = cx.string(v, "when")?;
+        match Cond::parse(&s) {
+            Ok(c) => {
+                for r in c.references() {
+                    match r {
+                        Ref::Step { step, .. } if !earlier.contains(step) => {
+                            let why = if all.contains(step) { "a later step" } else { "no such step" };
+                            cx.err(
+                                v.span().start,
+                                format!(
+                                    "`when` refers to `{step}`: {why} (only earlier steps' results are known)"
+                                ),
+                            );
+                        }
+                        Ref::Var(n) if !vars.contains_key(n) => {
+                            cx.err(v.span().start, format!("`when` refers to unknown parameter `{n}`"))
+                        }
+                        _ => {}
+                    }
+                }
+                Some(c)
+            }
+            Err(e) => {
+                cx.err(v.span().start, format!("`when`: {e}"));
+                None
+            }
+        }
+    });
+    for a in &args {
+        for (off, n) in template_refs(&a.text) {
+            if !vars.contains_key(&n) {
+                // +1: the opening quote of the string.
+                cx.err(
+                    a.at + 1 + off,
+                    format!("unknown variable `{{{{{n}}}}}` (parameters: {})", known(vars)),
+                );
+            }
+        }
+    }
+    let goto = get("goto").and_then(|v| cx.string(v, "goto").map(|s| (v.span().start, s)));
+    let on_failure = match get("on-failure") {
+        None => {
+            if let Some((gat, _)) = &goto {
+                cx.err(*gat, "`goto` needs `on-failure = \"goto\"`");
+            }
+            OnFailure::Stop
+        }
+        Some(v) => match cx.string(v, "on-failure").as_deref() {
+            Some("stop") => OnFailure::Stop,
+            Some("continue") => OnFailure::Continue,
+            Some("escalate") => OnFailure::Escalate,
+            Some("goto") => match goto {
+                Some((gat, g)) => {
+                    if !all.contains(&g) {
+                        cx.err(gat, format!("`goto` names no step: `{g}`"));
+                    } else if Some(&g) == name.as_ref() {
+                        cx.err(gat, "a step cannot `goto` itself");
+                    }
+                    OnFailure::Goto(g)
+                }
+                None => {
+                    cx.err(v.span().start, "`on-failure = \"goto\"` needs `goto = \"STEP\"`");
+                    OnFailure::Stop
+                }
+            },
+            Some(other) => {
+                cx.err(
+                    v.span().start,
+                    format!("`on-failure` `{other}` (expected one of: stop, continue, goto, escalate)"),
+                );
+                OnFailure::Stop
+            }
+            None => OnFailure::Stop,
+        },
+    };
+    let timeout = get("timeout").and_then(|v| cx.duration(v, "timeout"));
+    let approve = match get("approve") {
+        None => false,
+        Some(v) => match cx.string(v, "approve").as_deref() {
+            Some("required") => true,
+            Some("none") | None => false,
+            Some(other) => {
+                cx.err(v.span().start, format!("`approve` `{other}` (expected `required` or `none`)"));
+                false
+            }
+        },
+    };
+    if let Some(d) = get("description") {
+        cx.string(d, "description");
+    }
+    let kind = kind?;
+    Some(Step {
+        name: name?,
+        kind,
+        op,
+        when,
+        on_failure,
+        timeout: timeout.unwrap_or(kind.default_timeout()),
+        approve,
+    })
+}
+
+fn kinds() -> String {
+    Kind::ALL.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(", ")
+}
+
+fn known(vars: &BTreeMap<String, String>) -> String {
+    vars.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks a file on disk.
+pub fn check_file(path: &Path) -> Checked {
+    match std::fs::read_to_string(path) {
+        Ok(text) => check_str(path, &text),
+        Err(e) => Checked {
+            diagnostics: vec![Diagnostic {
+                file: path.to_path_buf(),
+                line: 1,
+                col: 1,
+                severity: Severity::Error,
+                message: format!("cannot read: {e}"),
+            }],
+            runbook: None,
+        },
+    }
+}

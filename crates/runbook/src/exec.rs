@@ -1,0 +1,715 @@
+//! The executor: admits a run (guard, one run per target), then drives it step by step under the target's
+//! lease, with a journal row before and after every step; resumes a run from its journal after a crash.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lifeline_engine::audit::Outcome;
+use lifeline_engine::lease::{Acquired, LeaseGuard};
+use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec};
+use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
+use lifeline_inventory::Device;
+use lifeline_store::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow, now_ms};
+use serde::Serialize;
+use sha2::Digest;
+
+use crate::error::{Result, RunbookError};
+use crate::guard::{self, GuardVerdict};
+use crate::library::parse_stored;
+use crate::model::{OnFailure, Runbook};
+use crate::steps::{StepCtx, StepResult};
+use crate::view::RunView;
+
+/// Where the executor finds schedulers and verification reports (the CLI's flags, the server's config).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub schedulers: SchedulerSpec,
+    pub reports: Option<ReportSource>,
+}
+
+/// How to start a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `--var NAME=VALUE`.
+    pub vars: Vec<(String, String)>,
+}
+
+/// The lease that serialises admission decisions across processes and replicas.
+const ADMISSION: &str = "runbook-admission";
+/// A step visited more often than this in one run (a `goto` loop) ends the run failed.
+const MAX_VISITS: usize = 5;
+
+/// The executor as one front end (the CLI, the server) uses it.
+#[derive(Debug)]
+pub struct Executor {
+    pub settings: Settings,
+    pub env: Env,
+    /// The front end's context: reads, admission, approvals (acts as the operator).
+    pub base: Lifeline,
+}
+
+/// The resolved plan `--dry-run` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub runbook: String,
+    pub target: String,
+    pub vars: BTreeMap<String, String>,
+    pub steps: Vec<PlannedStep>,
+    pub guard: GuardVerdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedStep {
+    pub name: String,
+    pub kind: String,
+    pub operation: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    pub on_failure: OnFailure,
+    pub timeout: String,
+    pub approval_required: bool,
+    pub idempotent: bool,
+}
+
+pub(crate) fn digest(v: &serde_json::Value) -> String {
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(v.to_string().as_bytes())))
+}
+
+fn new_run_id() -> String {
+    format!("rb-{}", &uuid::Uuid::new_v4().simple().to_string()[..10])
+}
+
+impl Executor {
+    pub fn new(settings: Settings, env: Env, base: Lifeline) -> Executor {
+        Executor { settings, env, base }
+    }
+
+    fn device(&self, name: &str) -> Result<Device> {
+        let inv = self.base.inventory()?;
+        inv.device(name).cloned().ok_or_else(|| EngineError::UnknownDevice { name: name.into() }.into())
+    }
+
+    /// The variables of a run: parameter defaults, overridden by `--var`, plus `target`, `run`, `runbook`.
+    pub fn vars(
+        rb: &Runbook,
+        target: &str,
+        run: &str,
+        opts: &RunOptions,
+    ) -> Result<BTreeMap<String, String>> {
+        let mut vars: BTreeMap<String, String> =
+            rb.params.iter().map(|p| (p.name.clone(), p.default.clone())).collect();
+        for (k, v) in &opts.vars {
+            if !vars.contains_key(k) {
+                let known = rb.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+                return Err(RunbookError::BadVar {
+                    var: k.clone(),
+                    why: format!("runbook `{}` has no parameter `{k}` (parameters: {known})", rb.name),
+                });
+            }
+            vars.insert(k.clone(), v.clone());
+        }
+        vars.insert("target".into(), target.into());
+        vars.insert("run".into(), run.into());
+        vars.insert("runbook".into(), rb.name.clone());
+        Ok(vars)
+    }
+
+    fn check_target(&self, rb: &Runbook, target: &str) -> Result<Device> {
+        let d = self.device(target)?;
+        if !rb.targets.contains(&d.role) {
+            return Err(RunbookError::WrongTarget {
+                runbook: rb.name.clone(),
+                target: target.into(),
+                role: d.role.to_string(),
+                expected: rb.targets.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+            });
+        }
+        Ok(d)
+    }
+
+    async fn guard_now(&self, d: &Device) -> Result<GuardVerdict> {
+        let store = self.base.store().await?;
+        let active = store.runs_in(ACTIVE_RUN_STATES).await?;
+        let escalated = store.runs_in(&["escalated"]).await?;
+        let inv = self.base.inventory()?;
+        Ok(guard::evaluate(&self.base.config.config.runbooks.guard, &inv, d, &active, &escalated))
+    }
+
+    /// The plan of a run, without running anything.
+    pub async fn plan(&self, rb: &Runbook, target: &str, opts: &RunOptions) -> Result<Plan> {
+        let d = self.check_target(rb, target)?;
+        let vars = Self::vars(rb, target, "(dry-run)", opts)?;
+        let mut steps = Vec::new();
+        for s in &rb.steps {
+            let op = crate::steps::resolve(&s.op, &vars)
+                .map_err(|why| RunbookError::BadVar { var: s.name.clone(), why })?;
+            steps.push(PlannedStep {
+                name: s.name.clone(),
+                kind: s.kind.as_str().into(),
+                operation: serde_json::to_value(&op).unwrap_or_default(),
+                when: s.when.as_ref().map(|c| c.text().to_owned()),
+                on_failure: s.on_failure.clone(),
+                timeout: humantime::format_duration(s.timeout).to_string(),
+                approval_required: s.approve,
+                idempotent: s.kind.idempotent(&op),
+            });
+        }
+        let guard = self.guard_now(&d).await?;
+        Ok(Plan { runbook: rb.name.clone(), target: target.into(), vars, steps, guard })
+    }
+
+    /// Admits a run (or records its refusal) and drives it until it ends or waits for approval.
+    pub async fn start(&self, rb: &Runbook, text: &str, target: &str, opts: &RunOptions) -> Result<RunView> {
+        let d = self.check_target(rb, target)?;
+        let id = new_run_id();
+        let vars = Self::vars(rb, target, &id, opts)?;
+        let store = self.base.store().await?.clone();
+        let audit = self.base.audit().await?;
+        let leases = self.base.leases().await?.with_wait(Some(Duration::from_secs(60)));
+        let admission = match acquire(&leases, ADMISSION, "runbook.admit", &id, &audit).await? {
+            Acquired::Lease(g) => g,
+            Acquired::DoneBy(_) => {
+                return Err(
+                    EngineError::internal("runbook admission", std::io::Error::other("coalesced")).into()
+                );
+            }
+        };
+        let verdict = self.guard_now(&d).await;
+        let now = now_ms();
+        let mut row = RunRow {
+            id: id.clone(),
+            runbook: rb.name.clone(),
+            target: target.into(),
+            rack: Some(d.rack.clone()),
+            role: Some(d.role.to_string()),
+            actor: self.base.actor().into(),
+            vars: serde_json::to_value(&vars).unwrap_or_default(),
+            definition: text.into(),
+            digest: rb.digest.clone(),
+            state: "running".into(),
+            next_step: 0,
+            reason: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+            ended_at_ms: None,
+        };
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(e) => {
+                admission.release().await;
+                return Err(e);
+            }
+        };
+        if !verdict.allowed {
+            row.state = "refused".into();
+            row.reason = verdict.reason.clone();
+            row.ended_at_ms = Some(now);
+        }
+        let created = store.create_run(&row).await;
+        admission.release().await;
+        created?;
+        let detail = serde_json::json!({ "run": id, "runbook": rb.name, "vars": vars, "guard": verdict });
+        audit
+            .record(
+                "runbook.start",
+                target,
+                if verdict.allowed { Outcome::Ok } else { Outcome::Refused },
+                Some(&id),
+                &detail,
+            )
+            .await?;
+        if !verdict.allowed {
+            return Ok(RunView::build(&row, Some(rb), &[]));
+        }
+        self.drive(&id).await
+    }
+
+    /// Loads a run and its definition.
+    pub async fn load(&self, id: &str) -> Result<(RunRow, Runbook, Vec<JournalRow>)> {
+        let store = self.base.store().await?;
+        let run = store.run(id).await?.ok_or_else(|| RunbookError::NoRun { id: id.into() })?;
+        let rb = parse_stored(&run.runbook, &run.definition)?;
+        let journal = store.journal_since(id, 0).await?;
+        Ok((run, rb, journal))
+    }
+
+    pub async fn status(&self, id: &str) -> Result<RunView> {
+        let (run, rb, journal) = self.load(id).await?;
+        Ok(RunView::build(&run, Some(&rb), &journal))
+    }
+
+    /// Records the operator's approval of the step the run waits on, then continues it. `skip`: the
+    /// operator says the step's effect is in place (an unknown outcome they checked by hand).
+    pub async fn approve(&self, id: &str, skip: bool) -> Result<RunView> {
+        let (run, rb, journal) = self.load(id).await?;
+        if run.state != "waiting-approval" {
+            return Err(RunbookError::State {
+                id: id.into(),
+                state: run.state,
+                what: "nothing waits for approval".into(),
+            });
+        }
+        let i = run.next_step;
+        let attempt = next_attempt(&journal, i);
+        let store = self.base.store().await?;
+        store
+            .approve_step(&ApprovalRow {
+                run_id: id.into(),
+                step_index: i,
+                attempt,
+                approver: self.base.actor().into(),
+                decision: if skip { "skip" } else { "run" }.into(),
+                at_ms: now_ms(),
+            })
+            .await?;
+        let step = rb
+            .steps
+            .get(usize::try_from(i).unwrap_or(usize::MAX))
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
+        self.base
+            .audit()
+            .await?
+            .record(
+                "runbook.approve",
+                &run.target,
+                Outcome::Ok,
+                Some(id),
+                serde_json::json!({ "step": step, "attempt": attempt, "skip": skip }),
+            )
+            .await?;
+        store.set_run_state(id, "running", i, None).await?;
+        self.drive(id).await
+    }
+
+    /// Ends a run: it stops before its next step (a step in flight in another process finishes first).
+    pub async fn abort(&self, id: &str) -> Result<RunView> {
+        let (run, rb, journal) = self.load(id).await?;
+        let store = self.base.store().await?;
+        if !store
+            .set_run_state(id, "aborted", run.next_step, Some(&format!("aborted by {}", self.base.actor())))
+            .await?
+        {
+            return Err(RunbookError::State {
+                id: id.into(),
+                state: run.state,
+                what: "it has already ended".into(),
+            });
+        }
+        store
+            .journal(&NewJournal {
+                run_id: id.into(),
+                step_index: run.next_step,
+                step: String::new(),
+                attempt: 0,
+                phase: "run".into(),
+                state: "aborted".into(),
+                request_id: None,
+                detail: serde_json::json!({ "by": self.base.actor() }),
+                evidence: serde_json::json!({}),
+            })
+            .await?;
+        self.base
+            .audit()
+            .await?
+            .record(
+                "runbook.abort",
+                &run.target,
+                Outcome::Ok,
+                Some(id),
+                serde_json::json!({ "runbook": run.runbook }),
+            )
+            .await?;
+        let run = store.run(id).await?.unwrap_or(run);
+        Ok(RunView::build(&run, Some(&rb), &journal))
+    }
+
+    /// Runs left `running` by a process that stopped (what a restarting server resumes with
+    /// [`Executor::resume`]; a run whose process is still alive keeps its target lease and is refused).
+    pub async fn interrupted_runs(&self) -> Result<Vec<String>> {
+        let store = self.base.store().await?;
+        Ok(store.runs_in(&["running"]).await?.into_iter().map(|r| r.id).collect())
+    }
+
+    /// Continues a run that is `running` (its process died) from its journal.
+    pub async fn resume(&self, id: &str) -> Result<RunView> {
+        let (run, _, _) = self.load(id).await?;
+        match run.state.as_str() {
+            "running" => self.drive(id).await,
+            "waiting-approval" => Err(RunbookError::State {
+                id: id.into(),
+                state: run.state,
+                what: "it waits for `lifeline runbook approve`".into(),
+            }),
+            _ => Err(RunbookError::State { id: id.into(), state: run.state, what: "it has ended".into() }),
+        }
+    }
+
+    /// Runs a run's remaining steps in this process, as `runbook:<id>`, holding the target's lease.
+    async fn drive(&self, id: &str) -> Result<RunView> {
+        let (run, rb, _) = self.load(id).await?;
+        // The run's own context shares this process's store (opened once, see `Lifeline::for_actor`).
+        self.base.store().await?;
+        let l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
+        let audit = l.audit().await?;
+        let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45)));
+        let lease = match acquire(
+            &leases,
+            &run.target,
+            &format!("runbook.{}", run.runbook),
+            &format!("runbook:{id}"),
+            &audit,
+        )
+        .await?
+        {
+            Acquired::Lease(g) => g,
+            Acquired::DoneBy(_) => {
+                return Err(RunbookError::State {
+                    id: id.into(),
+                    state: run.state,
+                    what: "another process ran it".into(),
+                });
+            }
+        };
+        let result = Driver { x: self, l: &l, rb: &rb, run_id: id, target: run.target.clone() }.go().await;
+        release(lease).await;
+        result?;
+        self.status(id).await
+    }
+}
+
+/// Takes a lease, retrying the store's transient "released between two statements" answer, which the
+/// engine retries only once: six processes queueing for the admission lease meet it more often.
+async fn acquire(
+    leases: &lifeline_engine::lease::Leases,
+    target: &str,
+    action: &str,
+    request_id: &str,
+    audit: &lifeline_engine::AuditService,
+) -> Result<Acquired> {
+    let mut tries = 0;
+    loop {
+        match leases.acquire(target, action, request_id, audit).await {
+            Err(EngineError::Store(e)) if tries < 50 && e.to_string().contains("lease.take") => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+async fn release(g: LeaseGuard) {
+    g.release().await;
+}
+
+/// One run being driven.
+struct Driver<'a> {
+    x: &'a Executor,
+    l: &'a Lifeline,
+    rb: &'a Runbook,
+    run_id: &'a str,
+    target: String,
+}
+
+/// How the step at hand is to be handled after reading the journal.
+enum Next {
+    /// Run attempt N (with request id `…#N`).
+    Run(i64),
+    /// The step is done (its outcome was found).
+    Done(StepResult, i64),
+    /// Wait for an operator.
+    Pause(String, i64),
+}
+
+impl Driver<'_> {
+    async fn journal(
+        &self,
+        i: usize,
+        attempt: i64,
+        phase: &str,
+        state: &str,
+        detail: serde_json::Value,
+        evidence: serde_json::Value,
+    ) -> Result<()> {
+        let step = self.rb.steps.get(i).map(|s| s.name.clone()).unwrap_or_default();
+        let request_id = (phase == "intent").then(|| request_base(self.run_id, &step, attempt));
+        self.l
+            .store()
+            .await?
+            .journal(&NewJournal {
+                run_id: self.run_id.into(),
+                step_index: i as i64,
+                step,
+                attempt,
+                phase: phase.into(),
+                state: state.into(),
+                request_id,
+                detail,
+                evidence,
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn go(&self) -> Result<()> {
+        let store = self.l.store().await?.clone();
+        let mut visits = vec![0usize; self.rb.steps.len()];
+        loop {
+            let run = store
+                .run(self.run_id)
+                .await?
+                .ok_or_else(|| RunbookError::NoRun { id: self.run_id.into() })?;
+            if run.state != "running" {
+                return Ok(());
+            }
+            let journal = store.journal_since(self.run_id, 0).await?;
+            let vars: BTreeMap<String, String> = serde_json::from_value(run.vars.clone()).unwrap_or_default();
+            let i = usize::try_from(run.next_step).unwrap_or(usize::MAX);
+            let Some(step) = self.rb.steps.get(i) else {
+                return self.finish("succeeded", None, i).await;
+            };
+            visits[i] += 1;
+            if visits[i] > MAX_VISITS {
+                return self
+                    .finish(
+                        "failed",
+                        Some(format!("step `{}` was reached {MAX_VISITS} times (a goto loop)", step.name)),
+                        i,
+                    )
+                    .await;
+            }
+            let outputs = outputs_of(&journal);
+            if let Some(c) = &step.when
+                && !c.eval(&outputs, &vars)
+            {
+                let out =
+                    serde_json::json!({ "ok": false, "skipped": true, "failed": false, "state": "skipped" });
+                self.journal(
+                    i,
+                    0,
+                    "outcome",
+                    "skipped",
+                    serde_json::json!({ "message": format!("when `{}` is false", c.text()), "outputs": out }),
+                    serde_json::json!({}),
+                )
+                .await?;
+                store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
+                continue;
+            }
+            let op = match crate::steps::resolve(&step.op, &vars) {
+                Ok(op) => op,
+                Err(why) => {
+                    return self.finish("failed", Some(format!("step `{}`: {why}", step.name)), i).await;
+                }
+            };
+            let ctx = StepCtx {
+                l: self.l,
+                env: &self.x.env,
+                rb: self.rb,
+                step,
+                op: &op,
+                target: &self.target,
+                run_id: self.run_id,
+            };
+            let approvals = store.approvals(self.run_id).await?;
+            let next = self.decide(&ctx, i, &journal, &approvals).await?;
+            let (result, attempt) = match next {
+                Next::Pause(why, attempt) => {
+                    self.journal(
+                        i,
+                        attempt,
+                        "decision",
+                        "waiting-approval",
+                        serde_json::json!({ "message": why }),
+                        serde_json::json!({}),
+                    )
+                    .await?;
+                    store.set_run_state(self.run_id, "waiting-approval", i as i64, Some(&why)).await?;
+                    return Ok(());
+                }
+                Next::Done(r, attempt) => (r, attempt),
+                Next::Run(attempt) => {
+                    let pre = crate::steps::pre_state(&ctx).await;
+                    self.journal(
+                        i,
+                        attempt,
+                        "intent",
+                        "running",
+                        serde_json::json!({ "operation": op }),
+                        pre,
+                    )
+                    .await?;
+                    let rid = request_base(self.run_id, &step.name, attempt);
+                    let r = match tokio::time::timeout(step.timeout, crate::steps::run(&ctx, &rid)).await {
+                        Ok(r) => r,
+                        Err(_) => StepResult::timeout(step.timeout),
+                    };
+                    (r, attempt)
+                }
+            };
+            let state = result.state();
+            let mut out = result.outputs.clone();
+            if let serde_json::Value::Object(m) = &mut out {
+                m.insert("ok".into(), result.ok.into());
+                m.insert("failed".into(), (!result.ok).into());
+                m.insert("skipped".into(), false.into());
+                m.insert("state".into(), state.into());
+            }
+            let mut evidence = result.evidence.clone();
+            let d = digest(&evidence);
+            if let serde_json::Value::Object(m) = &mut evidence {
+                m.insert("digest".into(), d.into());
+            }
+            self.journal(
+                i,
+                attempt,
+                "outcome",
+                state,
+                serde_json::json!({ "message": result.message, "outputs": out }),
+                evidence.clone(),
+            )
+            .await?;
+            if result.ok {
+                store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
+                continue;
+            }
+            let why = format!("step `{}` {state}: {}", step.name, result.message);
+            match &step.on_failure {
+                OnFailure::Stop => return self.finish("failed", Some(why), i).await,
+                OnFailure::Continue => {
+                    store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
+                }
+                OnFailure::Goto(g) => {
+                    let j = self.rb.steps.iter().position(|s| &s.name == g).unwrap_or(self.rb.steps.len());
+                    store.set_run_state(self.run_id, "running", j as i64, None).await?;
+                }
+                OnFailure::Escalate => {
+                    crate::steps::escalate(&ctx, &why, &evidence).await;
+                    return self.finish("escalated", Some(why), i).await;
+                }
+            }
+        }
+    }
+
+    /// Reads the journal (and for an action whose outcome is unknown, the target's state) to decide how to
+    /// handle step `i`.
+    async fn decide(
+        &self,
+        ctx: &StepCtx<'_>,
+        i: usize,
+        journal: &[JournalRow],
+        approvals: &[ApprovalRow],
+    ) -> Result<Next> {
+        let step = ctx.step;
+        let mine: Vec<&JournalRow> =
+            journal.iter().filter(|j| j.step_index == i as i64 && j.phase != "run").collect();
+        let last_intent = mine.iter().rev().find(|j| j.phase == "intent").copied();
+        let approval =
+            |attempt: i64| approvals.iter().find(|a| a.step_index == i as i64 && a.attempt == attempt);
+        // A step left in flight by a process that died: its intent has no outcome after it.
+        if let Some(intent) = last_intent
+            && !mine.iter().any(|j| j.phase == "outcome" && j.id > intent.id)
+        {
+            let attempt = intent.attempt;
+            if let Some(a) = approval(attempt + 1) {
+                return Ok(if a.decision == "skip" {
+                    Next::Done(StepResult::ok_by_operator(&a.approver), attempt + 1)
+                } else {
+                    Next::Run(attempt + 1)
+                });
+            }
+            let found =
+                crate::recover::recover(ctx, &request_base(self.run_id, &step.name, attempt), intent).await;
+            self.journal(
+                i,
+                attempt,
+                "decision",
+                found.label(),
+                serde_json::json!({ "message": found.message() }),
+                serde_json::json!({}),
+            )
+            .await?;
+            return Ok(match found {
+                crate::recover::Found::Replay => Next::Run(attempt),
+                crate::recover::Found::NotStarted | crate::recover::Found::Repeatable => {
+                    Next::Run(attempt + 1)
+                }
+                crate::recover::Found::Done(r) => Next::Done(r, attempt),
+                crate::recover::Found::Unknown(why) => Next::Pause(why, attempt + 1),
+            });
+        }
+        let attempt = next_attempt(journal, i as i64);
+        if step.approve {
+            match approval(attempt) {
+                Some(a) if a.decision == "skip" => {
+                    return Ok(Next::Done(StepResult::ok_by_operator(&a.approver), attempt));
+                }
+                Some(_) => {}
+                None => {
+                    return Ok(Next::Pause(
+                        format!(
+                            "step `{}` requires approval: lifeline runbook approve {}",
+                            step.name, self.run_id
+                        ),
+                        attempt,
+                    ));
+                }
+            }
+        }
+        Ok(Next::Run(attempt))
+    }
+
+    async fn finish(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+        let store = self.l.store().await?;
+        if !store.set_run_state(self.run_id, state, i as i64, reason.as_deref()).await? {
+            return Ok(());
+        }
+        self.journal(
+            i.min(self.rb.steps.len().saturating_sub(1)),
+            0,
+            "run",
+            state,
+            serde_json::json!({ "message": reason }),
+            serde_json::json!({}),
+        )
+        .await?;
+        let outcome = match state {
+            "succeeded" => Outcome::Ok,
+            "escalated" => Outcome::Refused,
+            _ => Outcome::Failed,
+        };
+        self.l
+            .audit()
+            .await?
+            .record(
+                "runbook.end",
+                &self.target,
+                outcome,
+                Some(self.run_id),
+                serde_json::json!({ "runbook": self.rb.name, "state": state, "reason": reason }),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// The request id base of one step attempt; the engine scopes it per target (`…/<target>`).
+pub(crate) fn request_base(run: &str, step: &str, attempt: i64) -> String {
+    format!("runbook:{run}/{step}#{attempt}")
+}
+
+/// The attempt a step's next try (and an approval of it) carries: one more than its last intent.
+fn next_attempt(journal: &[JournalRow], i: i64) -> i64 {
+    journal.iter().filter(|j| j.step_index == i && j.phase == "intent").map(|j| j.attempt).max().unwrap_or(0)
+        + 1
+}
+
+/// Each step's latest outputs, by step name, for `when`.
+fn outputs_of(journal: &[JournalRow]) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    for j in journal.iter().filter(|j| j.phase == "outcome") {
+        out.insert(j.step.clone(), j.detail.get("outputs").cloned().unwrap_or_default());
+    }
+    out
+}

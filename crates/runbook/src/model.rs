@@ -1,0 +1,217 @@
+//! The runbook model: what a checked runbook file means. String arguments may hold `{{name}}` references
+//! to parameters (and `{{target}}`, `{{run}}`), resolved when a run starts; everything else is typed here.
+
+use std::time::Duration;
+
+use lifeline_types::Role;
+use serde::Serialize;
+
+use crate::cond::Cond;
+
+/// One runbook.
+#[derive(Debug, Clone, Serialize)]
+pub struct Runbook {
+    pub name: String,
+    pub description: String,
+    /// Roles it applies to.
+    pub targets: Vec<Role>,
+    /// Which fault it answers, what it touches and what it will not, its worst case (the header).
+    pub fault: String,
+    pub touches: String,
+    pub never_touches: String,
+    pub worst_case: String,
+    pub params: Vec<Param>,
+    pub steps: Vec<Step>,
+    /// `sha256:` of the file's text: a run records which definition it followed.
+    pub digest: String,
+}
+
+/// A parameter with its default (`--var NAME=VALUE` overrides it).
+#[derive(Debug, Clone, Serialize)]
+pub struct Param {
+    pub name: String,
+    pub default: String,
+    pub description: String,
+}
+
+/// One step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub name: String,
+    pub kind: Kind,
+    pub op: Op,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<Cond>,
+    pub on_failure: OnFailure,
+    #[serde(serialize_with = "ser_duration")]
+    pub timeout: Duration,
+    /// `approve = "required"`: the run waits in `waiting-approval` until `lifeline runbook approve`.
+    pub approve: bool,
+}
+
+fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
+/// Step kinds, as spelled in files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Power,
+    BmcReset,
+    WaitFor,
+    Console,
+    Sel,
+    Backup,
+    Restore,
+    Drain,
+    Verify,
+    Readmit,
+    Notify,
+    Exec,
+}
+
+impl Kind {
+    pub const ALL: &'static [(&'static str, Kind)] = &[
+        ("power", Kind::Power),
+        ("bmc-reset", Kind::BmcReset),
+        ("wait-for", Kind::WaitFor),
+        ("console", Kind::Console),
+        ("sel", Kind::Sel),
+        ("backup", Kind::Backup),
+        ("restore", Kind::Restore),
+        ("drain", Kind::Drain),
+        ("verify", Kind::Verify),
+        ("readmit", Kind::Readmit),
+        ("notify", Kind::Notify),
+        ("exec", Kind::Exec),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Kind::ALL.iter().find(|(_, k)| *k == self).map(|(s, _)| *s).unwrap_or("?")
+    }
+
+    /// The keys a step of this kind takes besides the common ones.
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            Kind::Power => &["action"],
+            Kind::BmcReset => &["protocol"],
+            Kind::WaitFor => &["power", "bmc", "tcp", "ssh", "scheduler", "node", "interval"],
+            Kind::Console => &["rescue", "bootloader-wait"],
+            Kind::Sel => &["match", "clear", "newest"],
+            Kind::Backup => &["switch"],
+            Kind::Restore => &["switch", "version", "to", "compare-only", "require-equal", "allow-scrubbed"],
+            Kind::Drain => &["reason"],
+            Kind::Verify | Kind::Readmit => &[],
+            Kind::Notify => &["url", "message"],
+            Kind::Exec => &["command"],
+        }
+    }
+
+    /// Whether running it twice does no more than running it once. A step that is not idempotent and
+    /// whose outcome is unknown after a crash is never simply repeated: its effect is looked for first.
+    pub fn idempotent(self, op: &Op) -> bool {
+        match (self, op) {
+            (Kind::Power, Op::Power { action }) => matches!(action.as_str(), "on" | "off"),
+            (Kind::Restore, Op::Restore { compare_only, .. }) => *compare_only,
+            (Kind::Sel, Op::Sel { clear, .. }) => !*clear,
+            (Kind::BmcReset | Kind::Console | Kind::Exec | Kind::Notify | Kind::Restore, _) => false,
+            _ => true,
+        }
+    }
+
+    /// Default time limit.
+    pub fn default_timeout(self) -> Duration {
+        Duration::from_secs(match self {
+            Kind::Power | Kind::BmcReset => 300,
+            Kind::WaitFor => 600,
+            Kind::Console => 900,
+            Kind::Backup | Kind::Restore => 300,
+            Kind::Verify | Kind::Readmit => 180,
+            Kind::Sel | Kind::Drain | Kind::Notify => 60,
+            Kind::Exec => 120,
+        })
+    }
+}
+
+/// Kind-specific arguments (templates: `{{name}}` resolved at run time).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "op")]
+pub enum Op {
+    Power {
+        action: String,
+    },
+    BmcReset {
+        protocol: Option<String>,
+    },
+    WaitFor {
+        what: WaitWhat,
+        value: String,
+        node: Option<String>,
+        interval: Option<String>,
+    },
+    Console {
+        rescue: String,
+        bootloader_wait: Option<String>,
+    },
+    Sel {
+        pattern: Option<String>,
+        clear: bool,
+        newest: usize,
+    },
+    Backup {
+        switch: Option<String>,
+    },
+    Restore {
+        switch: Option<String>,
+        version: Option<String>,
+        to: Option<String>,
+        compare_only: bool,
+        /// With `compare-only`: fail when the running config differs from the version.
+        require_equal: bool,
+        allow_scrubbed: bool,
+    },
+    Drain {
+        reason: String,
+    },
+    Verify,
+    Readmit,
+    Notify {
+        url: String,
+        message: String,
+    },
+    Exec {
+        command: Vec<String>,
+    },
+}
+
+/// What a `wait-for` step waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitWhat {
+    /// `power = "on"`.
+    Power,
+    /// `bmc = "reachable" | "redfish" | "ipmi" | "both"`.
+    Bmc,
+    /// `tcp = "HOST:PORT"` (`frontend:22`, `management:22` name the target's addresses; `management`
+    /// alone uses the inventory's management port).
+    Tcp,
+    /// `ssh = "frontend"` or `"HOST:PORT"`: the port answers with an SSH banner.
+    Ssh,
+    /// `scheduler = "responding" | "drained" | "drained-by-lifeline" | "in-service"`.
+    Scheduler,
+}
+
+/// What to do when a step fails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "then", content = "step")]
+pub enum OnFailure {
+    /// The run ends `failed`.
+    Stop,
+    /// Go on with the next step.
+    Continue,
+    /// Jump to a named step.
+    Goto(String),
+    /// Keep the node drained, mark it needs-human with the evidence; the run ends `escalated`.
+    Escalate,
+}

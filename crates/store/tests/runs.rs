@@ -1,0 +1,96 @@
+//! Runbook runs, journal and approvals on both backends: a run's state only moves out of an active
+//! state once (an abort that came first wins), the journal reads back in order from any point, and an
+//! approval of one step attempt is recorded once.
+
+use lifeline_store::{ApprovalRow, NewJournal, RunRow, Store, now_ms};
+use lifeline_test_utils::{TestDatabase, postgres_url};
+use serde_json::json;
+
+fn run(id: &str, target: &str) -> RunRow {
+    RunRow {
+        id: id.into(),
+        runbook: "gpu-node-recover".into(),
+        target: target.into(),
+        rack: Some("r01".into()),
+        role: Some("gpu-node".into()),
+        actor: "cli:ops".into(),
+        vars: json!({ "reset": "cycle" }),
+        definition: "name = \"gpu-node-recover\"".into(),
+        digest: "sha256:00".into(),
+        state: "running".into(),
+        next_step: 0,
+        reason: None,
+        created_at_ms: now_ms(),
+        updated_at_ms: now_ms(),
+        ended_at_ms: None,
+    }
+}
+
+fn row(run_id: &str, i: i64, phase: &str, state: &str) -> NewJournal {
+    NewJournal {
+        run_id: run_id.into(),
+        step_index: i,
+        step: format!("s{i}"),
+        attempt: 1,
+        phase: phase.into(),
+        state: state.into(),
+        request_id: Some(format!("runbook:{run_id}/s{i}#1")),
+        detail: json!({ "i": i }),
+        evidence: json!({ "digest": "sha256:ab" }),
+    }
+}
+
+async fn suite(store: &Store) {
+    store.create_run(&run("r1", "gpu-node-01")).await.unwrap();
+    store.create_run(&run("r2", "gpu-node-02")).await.unwrap();
+    assert_eq!(store.runs_in(&["running"]).await.unwrap().len(), 2);
+    let got = store.run("r1").await.unwrap().unwrap();
+    assert_eq!((got.vars["reset"].as_str(), got.rack.as_deref()), (Some("cycle"), Some("r01")));
+
+    let a = store.journal(&row("r1", 0, "intent", "running")).await.unwrap();
+    let b = store.journal(&row("r1", 0, "outcome", "ok")).await.unwrap();
+    store.journal(&row("r2", 0, "intent", "running")).await.unwrap();
+    assert!(b > a);
+    let j = store.journal_since("r1", 0).await.unwrap();
+    assert_eq!(j.iter().map(|r| r.phase.as_str()).collect::<Vec<_>>(), ["intent", "outcome"]);
+    assert_eq!(j[1].evidence["digest"], "sha256:ab");
+    assert_eq!(store.journal_since("r1", a).await.unwrap().len(), 1);
+
+    assert!(store.set_run_state("r1", "waiting-approval", 1, Some("approve s1")).await.unwrap());
+    assert!(store.set_run_state("r1", "aborted", 1, Some("by ops")).await.unwrap());
+    assert!(!store.set_run_state("r1", "succeeded", 2, None).await.unwrap(), "a terminal run moved");
+    let got = store.run("r1").await.unwrap().unwrap();
+    assert_eq!(got.state, "aborted");
+    assert!(got.ended_at_ms.is_some());
+    assert_eq!(store.runs_in(&["running", "waiting-approval"]).await.unwrap().len(), 1);
+
+    let ap = ApprovalRow {
+        run_id: "r2".into(),
+        step_index: 1,
+        attempt: 1,
+        approver: "cli:ops".into(),
+        decision: "run".into(),
+        at_ms: now_ms(),
+    };
+    assert!(store.approve_step(&ap).await.unwrap());
+    assert!(!store.approve_step(&ApprovalRow { approver: "cli:other".into(), ..ap }).await.unwrap());
+    let aps = store.approvals("r2").await.unwrap();
+    assert_eq!((aps.len(), aps[0].approver.as_str()), (1, "cli:ops"));
+    assert_eq!(store.runs(10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn sqlite_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), None).await.unwrap();
+    suite(&store).await;
+}
+
+#[tokio::test]
+async fn postgres_runs() {
+    let Some(admin) = postgres_url() else { return };
+    let db = TestDatabase::create(&admin).await;
+    let store = Store::open_url(&db.url).await.unwrap();
+    suite(&store).await;
+    store.close().await;
+}
