@@ -175,6 +175,21 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
         }
         (Kind::BmcReset, _) if !sent => Found::NotStarted,
         (Kind::Sel, _) => {
+            let before: Vec<String> = intent
+                .evidence
+                .get("sel_keys")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            if !before.is_empty()
+                && let Some(now) = crate::steps::sel_keys(ctx).await
+                && !now.iter().any(|k| before.contains(k))
+            {
+                return Found::Done(StepResult::ok(
+                    "the event log was cleared (none of its entries before the clear remain)",
+                    json!({ "matched": false, "count": 0 }),
+                    json!({ "entries_now": now.len(), "entries_before": before.len() }),
+                ));
+            }
             // A clear is visible: the log holds nothing but the clear's own entry afterwards.
             let sel = match ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false) {
                 Ok(s) => s,

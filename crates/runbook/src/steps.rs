@@ -136,8 +136,19 @@ pub(crate) async fn pre_state(ctx: &StepCtx<'_>) -> Value {
             let events = sel_ids(ctx).await;
             json!({ "power": power, "sel_ids": events })
         }
+        // Every entry before a clear: after a crash, a log that keeps none of them was cleared, even when
+        // new entries arrived since (the clear's own record, a power event).
+        Kind::Sel => json!({ "sel_keys": sel_keys(ctx).await }),
         _ => json!({}),
     }
+}
+
+/// `id|message` of every entry of the target's event log (`None` when it cannot be read).
+pub(crate) async fn sel_keys(ctx: &StepCtx<'_>) -> Option<Vec<String>> {
+    let sel = ctx.l.select_bmcs(&[ctx.target.to_owned()], &[], false).ok()?;
+    let rows = ctx.l.sel(&sel, 1000).await.ok()?;
+    let log = rows.into_iter().next()?.result.ok()?;
+    Some(log.entries.iter().map(|e| format!("{}|{}", e.id, e.message)).collect())
 }
 
 pub(crate) async fn sel_ids(ctx: &StepCtx<'_>) -> Option<Vec<String>> {

@@ -14,8 +14,8 @@ mod leases;
 mod open;
 mod pins;
 mod records;
-mod users;
 mod runs;
+mod users;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
@@ -25,8 +25,8 @@ pub use leases::{LeaseAttempt, LeaseRow, RequestRow};
 pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
-pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
+pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.
 pub fn now_ms() -> i64 {

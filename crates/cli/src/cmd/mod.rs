@@ -7,8 +7,8 @@ mod console;
 mod demo;
 pub mod inventory;
 mod remote;
-pub mod server;
 pub mod runbook;
+pub mod server;
 pub mod sim;
 mod verify;
 
