@@ -2,7 +2,8 @@
 //! count, a condition that clears resolves it. New faults are posted to the webhooks.
 //!
 //! Kinds: `bmc-unreachable`, `health-critical`, `sel-critical` (from sweeps), `backup-failed` (N scheduled
-//! failures in a row), `agent-report` (an in-band agent said a node fails).
+//! failures in a row), `agent-report` (an in-band agent said a node fails). A new fault goes through the
+//! fault policy ([`crate::policy`]), whose decision is recorded with it.
 
 use std::sync::atomic::Ordering;
 
@@ -34,7 +35,12 @@ pub async fn raise(
                 data: serde_json::json!({ "fault": f.id }),
             })
             .await;
-        crate::webhook::notify(s, "fault", serde_json::json!({ "event": "fault", "fault": f }));
+        let decision = crate::policy::apply(s, &f).await;
+        crate::webhook::notify(
+            s,
+            "fault",
+            serde_json::json!({ "event": "fault", "fault": f, "decision": decision }),
+        );
     }
     refresh_gauge(s).await;
     Ok(f)
