@@ -52,29 +52,47 @@ fn ms(v: i64) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::from_timestamp_millis(v)
 }
 
-async fn summary(
-    s: &AppState,
-    d: &lifeline_inventory::Device,
-    faults: &[lifeline_store::FaultRow],
-) -> ApiResult<DeviceSummary> {
+/// The last observations the fleet list shows, fetched once for every device.
+#[derive(Default)]
+struct Observed {
+    sweep: std::collections::HashMap<String, lifeline_store::Observation>,
+    health: std::collections::HashMap<String, lifeline_store::Observation>,
+    open_faults: std::collections::HashMap<String, usize>,
+}
+
+impl Observed {
+    async fn load(s: &AppState) -> ApiResult<Observed> {
+        let by_device =
+            |v: Vec<lifeline_store::Observation>| v.into_iter().map(|o| (o.device.clone(), o)).collect();
+        let mut open_faults = std::collections::HashMap::new();
+        for f in s.store.faults(Some("open"), 1_000_000).await? {
+            *open_faults.entry(f.device).or_default() += 1;
+        }
+        Ok(Observed {
+            sweep: by_device(s.store.latest_observations("sweep").await?),
+            health: by_device(s.store.latest_observations("health").await?),
+            open_faults,
+        })
+    }
+}
+
+fn summary(d: &lifeline_inventory::Device, seen: &Observed) -> DeviceSummary {
     let name = d.name.to_string();
-    let sweep = s.store.latest_observation(&name, "sweep").await?;
-    let health = s.store.latest_observation(&name, "health").await?;
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     let (mut power, mut h, mut reachable, mut at) = (None, None, None, None);
-    if let Some(o) = &sweep {
+    if let Some(o) = seen.sweep.get(&name) {
         power = str_of(&o.value, "power");
         h = str_of(&o.value, "health");
         reachable = Some(o.value.get("errors").and_then(Value::as_array).is_none_or(|e| e.is_empty()));
         at = Some(o.observed_at_ms);
     }
-    if let Some(o) = &health
+    if let Some(o) = seen.health.get(&name)
         && at.is_none_or(|t| o.observed_at_ms > t)
     {
         h = str_of(&o.value, "health").or(h);
         at = Some(o.observed_at_ms);
     }
-    Ok(DeviceSummary {
+    DeviceSummary {
         role: d.role.to_string(),
         rack: d.rack.clone(),
         bmc: d.bmc.as_ref().map(|b| b.address.to_string()),
@@ -83,19 +101,17 @@ async fn summary(
         health: h,
         reachable,
         observed_at: at.and_then(ms),
-        open_faults: faults.iter().filter(|f| f.device == name).count(),
+        open_faults: seen.open_faults.get(&name).copied().unwrap_or(0),
         name,
-    })
+    }
 }
 
+/// Three queries whatever the fleet's size: the newest sweep and health observation of every device, and
+/// the open faults.
 async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<DeviceSummary>>> {
     let inv = s.base.inventory()?;
-    let faults = s.store.faults(Some("open"), 100_000).await?;
-    let mut out = Vec::with_capacity(inv.devices.len());
-    for d in &inv.devices {
-        out.push(summary(&s, d, &faults).await?);
-    }
-    Ok(Json(out))
+    let seen = Observed::load(&s).await?;
+    Ok(Json(inv.devices.iter().map(|d| summary(d, &seen)).collect()))
 }
 
 fn device<'a>(
@@ -111,8 +127,16 @@ fn device<'a>(
 async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
     let inv = s.base.inventory()?;
     let d = device(&inv, &name)?;
-    let faults = s.store.faults(Some("open"), 100_000).await?;
-    let sum = summary(&s, d, &faults).await?;
+    let name = d.name.to_string();
+    let mut seen = Observed::default();
+    for (kind, map) in [("sweep", &mut seen.sweep), ("health", &mut seen.health)] {
+        if let Some(o) = s.store.latest_observation(&name, kind).await? {
+            map.insert(name.clone(), o);
+        }
+    }
+    let open = s.store.faults(Some("open"), 1_000_000).await?;
+    seen.open_faults.insert(name.clone(), open.iter().filter(|f| f.device == name).count());
+    let sum = summary(d, &seen);
     let mut v = lifeline_engine::ops::inventory::device_json(d);
     if let Value::Object(m) = &mut v {
         m.insert("observed".into(), serde_json::to_value(sum).unwrap_or(Value::Null));
