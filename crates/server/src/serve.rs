@@ -78,6 +78,7 @@ pub async fn state(
         session_ttl: ttl,
         shutdown: CancellationToken::new(),
         ready: Default::default(),
+        fleet_list: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
     })))
 }

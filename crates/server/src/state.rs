@@ -51,6 +51,8 @@ pub struct Inner {
     pub shutdown: CancellationToken,
     /// Set once the store, inventory and listener are up (`/readyz`).
     pub ready: std::sync::atomic::AtomicBool,
+    /// `GET /api/v1/devices`, built once and shared by concurrent callers.
+    pub fleet_list: crate::api::devices::FleetCache,
     /// Carries out the fault policy's decisions (the runbook executor, once installed).
     pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
 }

@@ -106,6 +106,23 @@ impl Store {
             .collect()
     }
 
+    /// Deletes observations of `kind` older than `before_ms`, except each device's newest (the fleet list
+    /// keeps showing a device that has not been observed since). Returns how many went.
+    pub async fn prune_observations(&self, kind: &str, before_ms: i64) -> Result<u64, StoreError> {
+        let q = self.sql(
+            "DELETE FROM observations WHERE kind = ? AND observed_at < ? AND id NOT IN \
+             (SELECT MAX(id) FROM observations WHERE kind = ? GROUP BY device)",
+        );
+        let done = sqlx::query(&q)
+            .bind(kind.to_owned())
+            .bind(before_ms)
+            .bind(kind.to_owned())
+            .execute(&self.pool)
+            .await
+            .op("prune_observations")?;
+        Ok(done.rows_affected())
+    }
+
     pub async fn record_event(&self, e: &NewEvent) -> Result<i64, StoreError> {
         let q = self.sql(
             "INSERT INTO events (device, at, source, severity, message, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
