@@ -65,17 +65,19 @@ async fn drive(
     fleet: &RunningFleet,
     scratch: &std::path::Path,
 ) -> CmdResult {
-    let (l, server) = if a.no_server {
+    let (l, server, banner) = if a.no_server {
         let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
         l.inventory_sync().await?;
-        (l, None)
+        (l, None, None)
     } else {
-        let running = start_server(g, a, inv, fleet, scratch).await?;
+        let (running, password) = start_server(g, a, inv, fleet, scratch).await?;
         let l = running.state.engine_as("demo").with_bmc_options(|o| o.fanout = 64);
         l.inventory_sync().await?;
-        (l, Some(running))
+        let banner = format!("server: {} — user admin, one-time password {password}", running.url);
+        (l, Some(running), Some(banner))
     };
-    let res = sweep_loop(g, a, inv, fleet, &l, server.as_ref().map(|r| &r.state)).await;
+    let view = View { server: server.as_ref().map(|r| &r.state), banner: banner.as_deref() };
+    let res = sweep_loop(g, a, inv, fleet, &l, view).await;
     l.close().await;
     if let Some(r) = server {
         let _ = r.stop().await;
@@ -89,8 +91,9 @@ async fn sweep_loop(
     inv: &lifeline_inventory::Inventory,
     fleet: &RunningFleet,
     l: &lifeline_engine::Lifeline,
-    server: Option<&lifeline_server::AppState>,
+    view: View<'_>,
 ) -> CmdResult {
+    let server = view.server;
     // Targets use the same passwords the simulator serves (the inventory's references, or its fallback).
     let bmcs: Vec<SelectedBmc> = inv
         .devices
@@ -176,6 +179,9 @@ async fn sweep_loop(
                 rows.len(),
                 started.elapsed().as_millis()
             );
+            if let Some(b) = view.banner {
+                outln!("{b}");
+            }
             outln!("{}", sweep_table(&rows));
             if server.is_some() {
                 outln!("open faults: {}", faults.len());
@@ -197,6 +203,14 @@ async fn sweep_loop(
         }
     }
     Ok(Code::Ok)
+}
+
+/// What the terminal view shows besides the sweep: the server's faults and its address.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    server: Option<&'a lifeline_server::AppState>,
+    /// URL and the one-time admin password, repeated on every refresh (the screen is cleared).
+    banner: Option<&'a str>,
 }
 
 /// The demo's scratch directory (store, credential files), removed when the demo ends however it ends.
@@ -302,7 +316,7 @@ async fn start_server(
     inv: &lifeline_inventory::Inventory,
     fleet: &RunningFleet,
     scratch: &std::path::Path,
-) -> Result<lifeline_server::Running, Exit> {
+) -> Result<(lifeline_server::Running, String), Exit> {
     let settings = crate::cmd::settings(g);
     let mut cfg = lifeline_engine::config::load(&settings)?;
     if cfg.config.fault_policy.is_empty() {
@@ -351,8 +365,6 @@ async fn start_server(
     if g.json {
         let line = json!({ "server": { "url": running.url, "user": "admin", "password": password } });
         outln!("{}", serde_json::to_string(&line)?);
-    } else {
-        eprintln!("Lifeline demo server: {} — user admin, one-time password {password}", running.url);
     }
-    Ok(running)
+    Ok((running, password))
 }
