@@ -165,3 +165,56 @@ fn health_check_drains_a_failing_node_and_resumes_only_its_own_drain() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(calls().matches("state=resume").count(), 1, "{}", calls());
 }
+
+/// Over HTTPS (the server's default, self-signed): the agent pins the fingerprint `lifeline serve`
+/// prints, and refuses a server whose certificate does not match it.
+#[test]
+fn watch_posts_over_https_pinned_by_fingerprint() {
+    use std::io::BufRead;
+    let sim = gpu_node_sim(28700);
+    add_user(&sim, "bot", "operator", "agent password 1");
+    let tok = token(&sim, "bot");
+    let cfg = sim.dir.path().join("lifeline.toml");
+    std::fs::write(&cfg, "[server]\nsweep-interval = \"0s\"\nconsole-logging = false\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(lifeline_test_utils::lifeline_bin())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(&cfg)
+        .arg("--inventory")
+        .arg(&sim.inventory)
+        .arg("--data-dir")
+        .arg(&sim.data)
+        .envs(common::ENV.iter().copied())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut srv = Server { child, addr: format!("127.0.0.1:{port}") };
+    let mut lines = std::io::BufReader::new(srv.child.stdout.take().unwrap()).lines();
+    let fp = lines
+        .by_ref()
+        .take(5)
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("certificate: ").map(|r| r.split_whitespace().next().unwrap().to_owned())
+        })
+        .expect("lifeline serve prints its certificate's fingerprint");
+    let url = format!("https://127.0.0.1:{port}");
+    let watch = |fp: &str| {
+        agent(
+            &sim,
+            &["watch", "--server", &url, "--server-fingerprint", fp, "--interval", "1s", "--count", "1"],
+            &tok,
+        )
+    };
+    let o = watch(&fp);
+    assert!(o.status.success(), "{}", output_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("pass (0 failing) posted"), "{}", output_text(&o));
+    let wrong = format!("sha256:{}", "00:".repeat(31) + "00");
+    let o = watch(&wrong);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("not posted") && out.contains("does not match the pinned fingerprint"),
+        "{}",
+        output_text(&o)
+    );
+}

@@ -245,9 +245,10 @@ impl ServerCertVerifier for Pinned {
         if got == self.fingerprint {
             Ok(ServerCertVerified::assertion())
         } else {
-            Err(rustls::Error::General(
-                "the server's certificate does not match the pinned fingerprint".into(),
-            ))
+            Err(rustls::Error::General(format!(
+                "the server's certificate (sha256:{got}) does not match the pinned fingerprint (sha256:{})",
+                self.fingerprint
+            )))
         }
     }
 
