@@ -1,39 +1,31 @@
-//! The README's main command: `lifeline demo` serves the example cluster in-process and sweeps it.
+//! The README's main command: `lifeline demo` serves the example cluster in-process, starts the server
+//! over it (URL and a one-time admin password printed), sweeps it, and the scripted faults go through the
+//! server's fault rules and policy. `--no-server` keeps only the terminal view.
 
+mod common;
+
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 use lifeline_test_utils::{lifeline_bin, output_text};
 use serde_json::Value;
 
-#[test]
-fn demo_sweeps_the_example_cluster_and_shows_scripted_faults() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(lifeline_bin())
-        .args([
-            "demo",
-            "--sweeps",
-            "3",
-            "--interval",
-            "0.2",
-            "--json",
-            "--port-offset",
-            "35000",
-            "--data-dir",
-        ])
-        .arg(dir.path())
+fn demo(args: &[&str], data: &std::path::Path) -> Command {
+    let mut c = Command::new(lifeline_bin());
+    c.arg("demo")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
         .current_dir(lifeline_test_utils::workspace_root())
         .env_remove("LIFELINE_INVENTORY")
         .env_remove("LIFELINE_DATABASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-    let sweeps: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    assert_eq!(sweeps.len(), 3);
-    for s in &sweeps {
+        .env_remove("LIFELINE_CONFIG")
+        .stdin(Stdio::null());
+    c
+}
+
+fn check_sweeps(sweeps: &[Value]) {
+    for s in sweeps {
         let rows = s["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 14, "every BMC of the example cluster (11 servers + 3 switch BMCs)");
     }
@@ -44,6 +36,79 @@ fn demo_sweeps_the_example_cluster_and_shows_scripted_faults() {
     assert_eq!(n03["health"], "critical", "{n03}");
     let events = sweeps[2]["events"].as_array().unwrap();
     assert!(events.iter().any(|e| e.as_str().unwrap().contains("gpu-node-03")), "{events:?}");
-    // The demo's state went to SQLite in the data dir.
+}
+
+#[test]
+fn demo_serves_the_example_cluster_and_runs_faults_through_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = demo(
+        &["--sweeps", "4", "--interval", "1", "--json", "--port-offset", "35000", "--listen", "127.0.0.1:0"],
+        dir.path(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let url = first["server"]["url"].as_str().unwrap_or_else(|| panic!("no server line: {first}"));
+    let addr = url.strip_prefix("http://").unwrap().to_owned();
+    let password = first["server"]["password"].as_str().unwrap();
+    assert!(password.len() >= 12, "{first}");
+
+    // The server is up while the demo runs: the one-time admin password logs in, the fleet is there.
+    let s = common::login(&addr, "admin", password);
+    let (st, devices) = s.call("GET", "/api/v1/devices", None);
+    assert_eq!(st, 200, "{devices}");
+    assert_eq!(devices.as_array().unwrap().len(), 14 + 3, "{devices}");
+
+    let sweeps: Vec<Value> =
+        lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap_or_else(|e| panic!("{e}"))).collect();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status}: {err}");
+    assert_eq!(sweeps.len(), 4, "{err}");
+    check_sweeps(&sweeps);
+
+    // The ECC fault became a fault record, and the policy's decision for it is shown.
+    let last = &sweeps[3];
+    let faults = last["faults"].as_array().unwrap();
+    assert!(
+        faults.iter().any(|f| f["device"] == "gpu-node-03" && f["kind"] == "health-critical"),
+        "{faults:?}"
+    );
+    let events: Vec<&str> =
+        sweeps.iter().flat_map(|s| s["events"].as_array().unwrap()).filter_map(Value::as_str).collect();
+    assert!(
+        events.iter().any(
+            |e| e.contains("health-critical on gpu-node-03: policy: run runbook gpu-node-recover (auto)")
+        ),
+        "{events:?}"
+    );
+    // The demo's state went to SQLite in the data dir it was given (kept, since it was named).
+    assert!(dir.path().join("lifeline.db").exists());
+}
+
+#[test]
+fn demo_without_server_keeps_the_terminal_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = demo(
+        &["--no-server", "--sweeps", "3", "--interval", "0.2", "--json", "--port-offset", "35500"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let sweeps: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(sweeps.len(), 3);
+    check_sweeps(&sweeps);
+    assert!(
+        sweeps.iter().all(|s| s["faults"].as_array().is_some_and(Vec::is_empty)),
+        "no server, no fault records"
+    );
     assert!(dir.path().join("lifeline.db").exists());
 }

@@ -3,6 +3,14 @@
 //! It exists as its own small binary so it can be copied to a node and run over SSH after an OOB recovery
 //! without the server's dependencies. Exit codes are the contract with the jump host: 0 pass, 1 fail,
 //! 2 error (including usage errors), so `lifeline verify` can decide without parsing text.
+//!
+//! Two unattended modes feed the server, so an in-band failure becomes a fault like any other:
+//! `watch` checks every `--interval` and posts each report ([`post`]); `health-check` is a Slurm
+//! `HealthCheckProgram` (NHC-style: drain on failure with a `lifeline:` reason, resume what it drained;
+//! [`slurm`]), and posts too when given `--server`.
+
+mod post;
+mod slurm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +31,57 @@ struct Cli {
 enum Command {
     /// Check RDMA rails, GPUs and host settings against the expectations.
     Check(CheckArgs),
+    /// Check every --interval and post each report to `lifeline serve` (token from $LIFELINE_TOKEN or
+    /// --token-file, never an argument).
+    Watch(WatchArgs),
+    /// Slurm HealthCheckProgram: exit non-zero and drain the node (reason `lifeline: …`) when failing;
+    /// resume it when it passes again and the drain was ours.
+    HealthCheck(HealthArgs),
+}
+
+#[derive(Args)]
+struct ServerArgs {
+    /// `lifeline serve` URL, e.g. https://jump:7443.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// File holding the API token (when $LIFELINE_TOKEN is unset; also $LIFELINE_TOKEN_FILE).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The server certificate's SHA-256 fingerprint, as `lifeline serve` prints it (https only; also
+    /// $LIFELINE_SERVER_FINGERPRINT).
+    #[arg(long, value_name = "SHA256")]
+    server_fingerprint: Option<String>,
+}
+
+#[derive(Args)]
+struct WatchArgs {
+    #[command(flatten)]
+    check: CheckArgs,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Time between checks (e.g. 60s, 5m).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Stop after this many reports (default: run until killed).
+    #[arg(long)]
+    count: Option<u64>,
+}
+
+#[derive(Args)]
+struct HealthArgs {
+    #[command(flatten)]
+    check: CheckArgs,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// The Slurm node name (default: --node, $SLURMD_NODENAME, or the host name).
+    #[arg(long)]
+    slurm_node: Option<String>,
+    /// The `scontrol` to run.
+    #[arg(long, default_value = "scontrol")]
+    scontrol: PathBuf,
+    /// Only report: never drain or resume.
+    #[arg(long)]
+    no_drain: bool,
 }
 
 #[derive(Args)]
@@ -72,18 +131,118 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
-    match cli.command {
-        Command::Check(args) => match check(args) {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("lifeline-agent: error: {e:#}");
-                ExitCode::from(2)
-            }
-        },
+    let res = match cli.command {
+        Command::Check(args) => check(args),
+        Command::Watch(args) => watch(args),
+        Command::HealthCheck(args) => health_check(args),
+    };
+    match res {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("lifeline-agent: error: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<u8> {
+    let report = run_checks(&args)?;
+    if args.json {
+        println!("{}", report.to_json_pretty());
+    } else {
+        print!("{}", report.render_table());
+        println!("\nreport {} ({} ms)", report.digest, report.duration_us / 1000);
+    }
+    Ok(report.verdict.exit_code() as u8)
+}
+
+fn server(a: &ServerArgs) -> anyhow::Result<Option<post::Server>> {
+    let Some(url) = &a.server else { return Ok(None) };
+    let token = post::token(a.token_file.as_deref()).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+    let fp = a.server_fingerprint.clone().or_else(|| std::env::var("LIFELINE_SERVER_FINGERPRINT").ok());
+    Ok(Some(post::Server::new(url, token, fp).map_err(|e| anyhow::anyhow!(error_chain(&e)))?))
+}
+
+/// Posts one report: `{node, passed, report}`.
+fn send(srv: &post::Server, report: &lifeline_verify::Report) -> Result<(), post::PostError> {
+    let body = serde_json::json!({
+        "node": report.node,
+        "passed": report.verdict == lifeline_verify::Verdict::Pass,
+        "report": report,
+    });
+    srv.post_json("/api/v1/agent/reports", &body).map(drop)
+}
+
+fn failing(report: &lifeline_verify::Report) -> Vec<String> {
+    report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.status, lifeline_verify::Status::Fail | lifeline_verify::Status::Error))
+        .map(|c| format!("{} {}", c.id, c.subject))
+        .collect()
+}
+
+fn watch(args: WatchArgs) -> anyhow::Result<u8> {
+    let srv = server(&args.server)?.ok_or_else(|| anyhow::anyhow!("watch needs --server URL"))?;
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        let report = run_checks(&args.check)?;
+        let bad = failing(&report);
+        let sent = match send(&srv, &report) {
+            Ok(()) => "posted".to_owned(),
+            // The next round posts again; the server keeps the newest.
+            Err(e) => format!("not posted: {}", error_chain(&e)),
+        };
+        println!(
+            "{} {} {} ({} failing) {sent}",
+            report.started_at,
+            report.node,
+            report.verdict.as_str(),
+            bad.len()
+        );
+        if args.count.is_some_and(|c| n >= c) {
+            return Ok(0);
+        }
+        std::thread::sleep(args.interval);
+    }
+}
+
+fn health_check(args: HealthArgs) -> anyhow::Result<u8> {
+    let srv = server(&args.server)?;
+    let report = run_checks(&args.check)?;
+    let passed = report.verdict == lifeline_verify::Verdict::Pass;
+    if let Some(srv) = &srv
+        && let Err(e) = send(srv, &report)
+    {
+        // Slurm's verdict does not depend on the server being reachable.
+        eprintln!("lifeline-agent: report not posted: {}", error_chain(&e));
+    }
+    let node = args
+        .slurm_node
+        .clone()
+        .or_else(|| args.check.node.clone())
+        .or_else(|| std::env::var("SLURMD_NODENAME").ok())
+        .unwrap_or_else(|| report.node.clone());
+    let bad = failing(&report);
+    if !args.no_drain {
+        let sc = slurm::Scontrol { program: &args.scontrol };
+        let state = sc.node(&node).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+        if !passed && !state.drained() {
+            sc.drain(&node, &slurm::reason(&bad)).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+        } else if passed && state.drained_by_us() {
+            sc.resume(&node).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+        }
+    }
+    if passed {
+        Ok(0)
+    } else {
+        eprintln!("{}", slurm::reason(&bad));
+        Ok(1)
+    }
+}
+
+fn run_checks(args: &CheckArgs) -> anyhow::Result<lifeline_verify::Report> {
     let policy = match (&args.inventory, &args.node, &args.policy) {
         (Some(inv), Some(node), None) => {
             let (inventory, _warnings) = lifeline_inventory::load(inv)
@@ -116,12 +275,5 @@ fn check(args: CheckArgs) -> anyhow::Result<u8> {
         }),
         verbs: !args.no_verbs,
     };
-    let report = lifeline_verify::run(&policy, &opts);
-    if args.json {
-        println!("{}", report.to_json_pretty());
-    } else {
-        print!("{}", report.render_table());
-        println!("\nreport {} ({} ms)", report.digest, report.duration_us / 1000);
-    }
-    Ok(report.verdict.exit_code() as u8)
+    Ok(lifeline_verify::run(&policy, &opts))
 }

@@ -436,6 +436,13 @@ pub struct DemoArgs {
     /// Add N to the standard ports (443, 623, 22); default: standard ports as root, else 10000.
     #[arg(long, value_name = "N")]
     pub port_offset: Option<u16>,
+    /// Only the terminal view: do not start the server (API, fault policy) over the simulated fleet.
+    #[arg(long)]
+    pub no_server: bool,
+    /// Where the demo's server listens (plain HTTP, loopback only); default 127.0.0.1:7443, or any free
+    /// port when that one is taken.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_server")]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -37,6 +37,11 @@ pub struct ServerConfig {
     /// Runbooks: where they live, the blast-radius guard, which may run `exec` steps.
     #[serde(default)]
     pub runbooks: RunbooksConfig,
+
+    // --- the fault policy (issue 12): which runbook answers which fault, and how ---
+    /// `[[fault-policy]]`: fault kind → runbook and mode; the first matching entry wins.
+    #[serde(default)]
+    pub fault_policy: Vec<FaultPolicy>,
 }
 
 /// `[server]` of `lifeline.toml`.
@@ -68,6 +73,56 @@ pub struct Webhook {
     #[serde(default)]
     pub events: Vec<String>,
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The fault policy. Kept apart from the rest of the file: the server decides with it (see
+// `lifeline-server`'s `policy` module) and the runbook executor carries the decision out.
+
+/// `[[fault-policy]]`: what the server does when a fault of `kind` opens.
+///
+/// ```toml
+/// [[fault-policy]]
+/// kind = "health-critical"        # a fault kind (`bmc-unreachable`, `sel-critical`, `agent-report`, …) or "*"
+/// targets = ["gpu"]               # optional inventory selectors; empty: every device
+/// runbook = "gpu-node-recover"    # the runbook to run for it (none: notify only)
+/// mode = "approve"                # auto | approve | notify
+/// ```
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FaultPolicy {
+    pub kind: String,
+    #[serde(default)]
+    pub targets: Vec<String>,
+    #[serde(default)]
+    pub runbook: Option<String>,
+    #[serde(default)]
+    pub mode: PolicyMode,
+}
+
+/// How a policy's runbook is started.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyMode {
+    /// Run the runbook at once (under the runbook blast-radius guard).
+    Auto,
+    /// Queue the run until an operator approves it.
+    Approve,
+    /// Only tell people (webhooks, the fault record); run nothing.
+    #[default]
+    Notify,
+}
+
+impl PolicyMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyMode::Auto => "auto",
+            PolicyMode::Approve => "approve",
+            PolicyMode::Notify => "notify",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
 
 /// `[[backup-schedule]]`: when to back up which switches.
 #[derive(Debug, Clone, Deserialize)]
@@ -284,6 +339,21 @@ mod tests {
         let text = "inventory = \"inv.toml\"\n\n[[backup-schedule]]\ntargets = [\"leaf\"]\ncron = \"0 2 * * *\"\ncolour = 1\n";
         let e = parse(Path::new("/etc/l/lifeline.toml"), text).unwrap_err().to_string();
         assert!(e.starts_with("/etc/l/lifeline.toml:6:1: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn fault_policy_parses_and_rejects_unknown_modes() {
+        let text = "[[fault-policy]]\nkind = \"health-critical\"\nrunbook = \"recover\"\nmode = \"auto\"\n\n\
+                    [[fault-policy]]\nkind = \"*\"\n";
+        let c = parse(Path::new("/l.toml"), text).unwrap();
+        assert_eq!(c.fault_policy.len(), 2);
+        assert_eq!(c.fault_policy[0].mode, PolicyMode::Auto);
+        assert_eq!(c.fault_policy[0].runbook.as_deref(), Some("recover"));
+        assert_eq!(c.fault_policy[1].mode, PolicyMode::Notify, "notify is the default");
+        let e = parse(Path::new("/l.toml"), "[[fault-policy]]\nkind = \"x\"\nmode = \"yolo\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/l.toml:3:"), "{e}");
     }
 
     #[test]

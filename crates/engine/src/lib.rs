@@ -23,7 +23,9 @@ pub mod seal;
 pub mod targets;
 
 pub use audit::{AuditService, Outcome};
-pub use config::{LoadedConfig, Paths, ServeSection, ServerConfig, Settings, Webhook};
+pub use config::{
+    FaultPolicy, LoadedConfig, Paths, PolicyMode, ServeSection, ServerConfig, Settings, Webhook,
+};
 pub use context::{Identity, Lifeline, cli_actor};
 pub use error::{EngineError, ErrorClass, ErrorReport, error_chain};
 pub use ops::{Acted, Row};

@@ -10,7 +10,8 @@
 //! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens, login rate limits.
 //! - [`api`]: the JSON API under `/api/v1`, one module per concern (a runbook module slots in there).
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
-//!   they see into fault records, [`webhook`] tells the outside.
+//!   they see into fault records, [`policy`] decides which runbook answers each (a [`policy::FaultResponder`]
+//!   carries it out), [`webhook`] tells the outside.
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop.
 //! - [`client`]: the CLI's `--server URL` mode.
 //! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
@@ -25,6 +26,7 @@ pub mod faults;
 pub mod live;
 pub mod metrics;
 pub mod openapi;
+pub mod policy;
 pub mod scheduler;
 pub mod serve;
 pub mod state;
@@ -33,5 +35,5 @@ pub mod web;
 pub mod webhook;
 
 pub use auth::Role;
-pub use serve::{ServeError, ServeOptions, serve};
+pub use serve::{Running, ServeError, ServeOptions, serve, start};
 pub use state::{AppState, Clock, SystemClock};

@@ -59,8 +59,8 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
                 }
             }
             c.first = false;
-            if let Ok(axum::Json(list)) = crate::api::devices::list(State(c.s.clone())).await {
-                let text = serde_json::to_string(&list).unwrap_or_default();
+            if let Ok(body) = crate::api::devices::list_json(&c.s).await {
+                let text = String::from_utf8_lossy(&body).into_owned();
                 if text != c.last_devices {
                     c.pending.push_back(Event::default().event("devices").data(text.clone()));
                     c.last_devices = text;

@@ -23,6 +23,8 @@ pub struct ServeOptions {
     pub listen: Option<String>,
     /// `--plain-http`: refused unless the address is loopback.
     pub plain_http: bool,
+    /// Carries out the fault policy (the runbook executor); default: record decisions only.
+    pub responder: Option<Arc<dyn crate::policy::FaultResponder>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +78,8 @@ pub async fn state(
         session_ttl: ttl,
         shutdown: CancellationToken::new(),
         ready: Default::default(),
+        fleet_list: Default::default(),
+        responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
     })))
 }
 
@@ -102,6 +106,44 @@ async fn terminated() {
 /// Runs the server until SIGTERM / Ctrl-C.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let base = Lifeline::new(&opts.settings, Identity::new("server"))?;
+    let running = start(base, &opts).await?;
+    println!("lifeline serve: listening on {}", running.url);
+    if let Some((fp, how)) = &running.certificate {
+        println!("certificate: {fp} ({how})");
+    }
+    tokio::select! {
+        _ = terminated() => {}
+        _ = running.state.shutdown.cancelled() => {}
+    }
+    running.stop().await
+}
+
+/// A server started by [`start`]: its address, state, and the task serving it.
+#[derive(Debug)]
+pub struct Running {
+    /// `http://ADDR:PORT` or `https://ADDR:PORT`, with the port actually bound.
+    pub url: String,
+    pub addr: SocketAddr,
+    /// The certificate's fingerprint and where it came from, under TLS.
+    pub certificate: Option<(String, String)>,
+    pub state: AppState,
+    task: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+impl Running {
+    /// Stops taking requests, lets running ones finish, then the ordered end ([`finish`]).
+    pub async fn stop(self) -> Result<(), ServeError> {
+        self.state.shutdown.cancel();
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServeError::Serve(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// Binds and starts serving `base` (its inventory and store) in the background, with the scheduler.
+/// The demo uses this with an inventory rewritten to the simulator's ports; `serve` with the operator's.
+pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, ServeError> {
     let text = opts
         .listen
         .clone()
@@ -125,15 +167,17 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         )?)
     };
     let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
+    if let Some(r) = &opts.responder {
+        st.set_responder(r.clone());
+    }
     let tcp =
         tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let local = tcp.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    println!("lifeline serve: listening on {scheme}://{local}");
-    if let Some(t) = &tls {
+    let certificate = tls.as_ref().map(|t| {
         let how = if t.self_signed { "self-signed, kept at" } else { "from" };
-        println!("certificate: {} ({how} {})", t.fingerprint, t.cert_path.display());
-    }
+        (t.fingerprint.clone(), format!("{how} {}", t.cert_path.display()))
+    });
     let mut jobs = JoinSet::new();
     crate::scheduler::start(&st, &mut jobs).await;
     st.ready.store(true, Ordering::Relaxed);
@@ -141,21 +185,26 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let shutdown = {
         let st = st.clone();
         async move {
-            terminated().await;
+            st.shutdown.cancelled().await;
             tracing::info!("shutting down");
             st.ready.store(false, Ordering::Relaxed);
-            st.shutdown.cancel();
         }
     };
-    let served = match tls {
-        Some(t) => {
-            let l = crate::tls::TlsListener::new(tcp, t.config).map_err(ServeError::Serve)?;
-            axum::serve(l, app).with_graceful_shutdown(shutdown).await
-        }
-        None => axum::serve(tcp, app).with_graceful_shutdown(shutdown).await,
+    let task = {
+        let st = st.clone();
+        tokio::spawn(async move {
+            let served = match tls {
+                Some(t) => {
+                    let l = crate::tls::TlsListener::new(tcp, t.config).map_err(ServeError::Serve)?;
+                    axum::serve(l, app).with_graceful_shutdown(shutdown).await
+                }
+                None => axum::serve(tcp, app).with_graceful_shutdown(shutdown).await,
+            };
+            finish(&st, jobs).await;
+            served.map_err(ServeError::Serve)
+        })
     };
-    finish(&st, jobs).await;
-    served.map_err(ServeError::Serve)
+    Ok(Running { url: format!("{scheme}://{local}"), addr: local, certificate, state: st, task })
 }
 
 /// The ordered end: jobs stop (a scheduled backup in flight finishes its attempt or is abandoned after

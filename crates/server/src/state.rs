@@ -51,6 +51,10 @@ pub struct Inner {
     pub shutdown: CancellationToken,
     /// Set once the store, inventory and listener are up (`/readyz`).
     pub ready: std::sync::atomic::AtomicBool,
+    /// `GET /api/v1/devices`, built once and shared by concurrent callers.
+    pub fleet_list: crate::api::devices::FleetCache,
+    /// Carries out the fault policy's decisions (the runbook executor, once installed).
+    pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -70,6 +74,16 @@ impl AppState {
     /// The engine context for scheduled work.
     pub fn engine_as(&self, actor: &str) -> Lifeline {
         self.base.with_identity(Identity::new(actor))
+    }
+
+    /// The fault policy's responder in force.
+    pub fn responder(&self) -> Arc<dyn crate::policy::FaultResponder> {
+        self.responder.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Installs the responder that carries out fault-policy decisions (the runbook executor).
+    pub fn set_responder(&self, r: Arc<dyn crate::policy::FaultResponder>) {
+        *self.responder.write().unwrap_or_else(std::sync::PoisonError::into_inner) = r;
     }
 
     pub async fn audit_as(&self, actor: &str) -> ApiResult<lifeline_engine::AuditService> {

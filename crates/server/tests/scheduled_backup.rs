@@ -68,4 +68,15 @@ async fn scheduled_backup_runs_at_its_slot_and_missed_slots_once() {
     let rows = st.store.audit_log(Some("leaf"), 50).await.unwrap();
     let runs = rows.iter().filter(|r| r.entry.actor == "scheduler" && r.entry.outcome == "started").count();
     assert_eq!(runs, 2, "two runs, audited as the scheduler: {rows:?}");
+
+    // Killed in the middle of the 00:06 slot (started marked, done not): the next start runs it once more.
+    let job = "backup:leaf:* * * * *";
+    let slot = Utc.with_ymd_and_hms(2026, 1, 1, 0, 6, 0).unwrap();
+    st.store.schedule_mark(job, slot.timestamp_millis()).await.unwrap();
+    *clock.0.lock().unwrap() = slot + chrono::Duration::seconds(10);
+    let mut after_crash = BackupScheduler::default();
+    assert_eq!(after_crash.tick(&st).await.unwrap(), 1, "the interrupted slot runs again");
+    assert_eq!(after_crash.tick(&st).await.unwrap(), 0, "once");
+    assert_eq!(BackupScheduler::default().tick(&st).await.unwrap(), 0, "and not after another restart");
+    assert_eq!(st.base.backup_history("leaf").await.unwrap().len(), 1, "the same config: no second version");
 }

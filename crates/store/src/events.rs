@@ -82,6 +82,47 @@ impl Store {
         .transpose()
     }
 
+    /// The newest observation of `kind` for every device, in one query (the fleet list at 10,000 devices
+    /// must not cost a query per device). "Newest" is the last inserted: observations are appended as they
+    /// are made.
+    pub async fn latest_observations(&self, kind: &str) -> Result<Vec<Observation>, StoreError> {
+        let q = self.sql(
+            "SELECT device, observed_at, value_json FROM observations WHERE id IN \
+             (SELECT MAX(id) FROM observations WHERE kind = ? GROUP BY device)",
+        );
+        let rows =
+            sqlx::query(&q).bind(kind.to_owned()).fetch_all(&self.pool).await.op("latest_observations")?;
+        rows.into_iter()
+            .map(|r| {
+                let v: String = r.try_get("value_json").op("latest_observations.value")?;
+                Ok(Observation {
+                    device: r.try_get("device").op("latest_observations.device")?,
+                    kind: kind.to_owned(),
+                    observed_at_ms: r.try_get("observed_at").op("latest_observations.at")?,
+                    value: serde_json::from_str(&v)
+                        .map_err(|source| StoreError::Json { op: "latest_observations.value", source })?,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes observations of `kind` older than `before_ms`, except each device's newest (the fleet list
+    /// keeps showing a device that has not been observed since). Returns how many went.
+    pub async fn prune_observations(&self, kind: &str, before_ms: i64) -> Result<u64, StoreError> {
+        let q = self.sql(
+            "DELETE FROM observations WHERE kind = ? AND observed_at < ? AND id NOT IN \
+             (SELECT MAX(id) FROM observations WHERE kind = ? GROUP BY device)",
+        );
+        let done = sqlx::query(&q)
+            .bind(kind.to_owned())
+            .bind(before_ms)
+            .bind(kind.to_owned())
+            .execute(&self.pool)
+            .await
+            .op("prune_observations")?;
+        Ok(done.rows_affected())
+    }
+
     pub async fn record_event(&self, e: &NewEvent) -> Result<i64, StoreError> {
         let q = self.sql(
             "INSERT INTO events (device, at, source, severity, message, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",

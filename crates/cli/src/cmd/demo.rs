@@ -1,5 +1,10 @@
-//! `lifeline demo`: the example cluster simulated in this process (real Redfish, IPMI and SSH on loopback)
-//! and a live fleet view over it — what an operator sees on the jump host, runnable anywhere.
+//! `lifeline demo`: the example cluster simulated in this process (real Redfish, IPMI and SSH on loopback),
+//! the jump-host server over it (plain HTTP on loopback, a one-time admin password, the fault policy), and
+//! a live fleet view in the terminal — what an operator sees on the jump host, runnable anywhere.
+//!
+//! The demo drives the sweeps itself (so the terminal view and the server see the same rows) and hands
+//! each row to the server's fault rules: the scripted faults become fault records, and the policy's
+//! decision for each is recorded and shown. `--no-server` keeps only the terminal view.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -7,8 +12,8 @@ use std::time::Duration;
 use lifeline_bmc::SweepOptions;
 use lifeline_engine::ops::sweep::ChangeTracker;
 use lifeline_engine::targets::bmc_target;
-use lifeline_engine::{BmcSelection, SelectedBmc};
-use lifeline_sim::{Fleet, PortPlan, SimOptions};
+use lifeline_engine::{BmcSelection, EngineError, SelectedBmc};
+use lifeline_sim::{Fleet, PortPlan, RunningFleet, SimOptions};
 use serde_json::json;
 
 use crate::args::{DemoArgs, Global};
@@ -33,11 +38,11 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         g.inventory = Some(crate::bin_relative_example());
     }
     let inv = inventory::load(&g)?;
-    // The demo keeps its own store unless one is named, so it never mixes with a real cluster's state.
-    let tmp;
+    // The demo keeps its own store unless one is named, so it never mixes with a real cluster's state;
+    // that temporary one is removed on the way out.
+    let scratch = Scratch::new()?;
     if g.data_dir.is_none() && g.database_url.is_none() {
-        tmp = tempfile_dir()?;
-        g.data_dir = Some(tmp.clone());
+        g.data_dir = Some(scratch.0.join("data"));
     }
     let spec = spec_from_inventory(&inv).map_err(Exit::usage)?;
     let ports = match a.port_offset {
@@ -47,9 +52,48 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
     };
     let opts = SimOptions { ports, time_scale: a.time_scale, ..SimOptions::default() };
     let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
-    let l = lifeline(&g)?.with_bmc_options(|o| o.fanout = 64);
-    l.inventory_sync().await?;
+    let res = drive(&g, &a, &inv, &fleet, &scratch.0).await;
+    fleet.shutdown().await;
+    drop(scratch);
+    res
+}
 
+async fn drive(
+    g: &Global,
+    a: &DemoArgs,
+    inv: &lifeline_inventory::Inventory,
+    fleet: &RunningFleet,
+    scratch: &std::path::Path,
+) -> CmdResult {
+    let (l, server, banner) = if a.no_server {
+        let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
+        l.inventory_sync().await?;
+        (l, None, None)
+    } else {
+        let (running, password) = start_server(g, a, inv, fleet, scratch).await?;
+        let l = running.state.engine_as("demo").with_bmc_options(|o| o.fanout = 64);
+        l.inventory_sync().await?;
+        let banner = format!("server: {} — user admin, one-time password {password}", running.url);
+        (l, Some(running), Some(banner))
+    };
+    let view = View { server: server.as_ref().map(|r| &r.state), banner: banner.as_deref() };
+    let res = sweep_loop(g, a, inv, fleet, &l, view).await;
+    l.close().await;
+    if let Some(r) = server {
+        let _ = r.stop().await;
+    }
+    res
+}
+
+async fn sweep_loop(
+    g: &Global,
+    a: &DemoArgs,
+    inv: &lifeline_inventory::Inventory,
+    fleet: &RunningFleet,
+    l: &lifeline_engine::Lifeline,
+    view: View<'_>,
+) -> CmdResult {
+    let server = view.server;
     // Targets use the same passwords the simulator serves (the inventory's references, or its fallback).
     let bmcs: Vec<SelectedBmc> = inv
         .devices
@@ -68,6 +112,7 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         .collect();
     let sel = BmcSelection { bmcs, skipped: Vec::new() };
     let mut tracker = ChangeTracker::default();
+    let mut seen_event = server_events_start(server).await;
     let tty = std::io::stdout().is_terminal() && !g.json;
     let mut recent: Vec<String> = Vec::new();
     let stop = wait_for_shutdown();
@@ -99,13 +144,31 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
             r = l.sweep(&sel, &sweep_opts, |_, _| {}) => r?.rows,
             _ = &mut stop => break,
         };
-        for (name, change) in tracker.track(&l, &rows).await? {
+        for (name, change) in tracker.track(l, &rows).await? {
             recent.push(format!("{} {name}: {}", chrono::Utc::now().format("%H:%M:%S"), change.message));
+        }
+        let mut faults = Vec::new();
+        if let Some(st) = server {
+            // The server's fault rules see the demo's rows; the policy's decisions come back as events.
+            for row in &rows {
+                if let Err(e) = lifeline_server::faults::from_sweep_row(st, row).await {
+                    recent.push(format!("fault rules on {}: {}", row.name, e.chain()));
+                }
+            }
+            for e in st.store.events_after(seen_event, 1000).await.map_err(EngineError::from)? {
+                seen_event = e.id;
+                if e.event.source == "policy" {
+                    let at = chrono::DateTime::from_timestamp_millis(e.at_ms).unwrap_or_default();
+                    recent.push(format!("{} {}", at.format("%H:%M:%S"), e.event.message));
+                }
+            }
+            faults = st.store.faults(Some("open"), 1000).await.map_err(EngineError::from)?;
         }
         let keep = recent.len().saturating_sub(10);
         recent.drain(..keep);
         if g.json {
-            outln!("{}", serde_json::to_string(&json!({ "sweep": n, "rows": rows, "events": recent }))?);
+            let line = json!({ "sweep": n, "rows": rows, "events": recent, "faults": faults });
+            outln!("{}", serde_json::to_string(&line)?);
         } else {
             if tty {
                 crate::out::text("\x1b[2J\x1b[H")?;
@@ -116,7 +179,16 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
                 rows.len(),
                 started.elapsed().as_millis()
             );
+            if let Some(b) = view.banner {
+                outln!("{b}");
+            }
             outln!("{}", sweep_table(&rows));
+            if server.is_some() {
+                outln!("open faults: {}", faults.len());
+                for f in &faults {
+                    outln!("  #{} {} {} {}: {}", f.id, f.severity, f.kind, f.device, f.message);
+                }
+            }
             outln!("events:");
             for e in &recent {
                 outln!("  {e}");
@@ -130,13 +202,169 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
             _ = &mut stop => break,
         }
     }
-    l.close().await;
-    fleet.shutdown().await;
     Ok(Code::Ok)
 }
 
-fn tempfile_dir() -> Result<std::path::PathBuf, Exit> {
-    let dir = std::env::temp_dir().join(format!("lifeline-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
+/// What the terminal view shows besides the sweep: the server's faults and its address.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    server: Option<&'a lifeline_server::AppState>,
+    /// URL and the one-time admin password, repeated on every refresh (the screen is cleared).
+    banner: Option<&'a str>,
+}
+
+/// The demo's scratch directory (store, credential files), removed when the demo ends however it ends.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, Exit> {
+        let dir = std::env::temp_dir().join(format!(
+            "lifeline-demo-{}-{}",
+            std::process::id(),
+            lifeline_server::auth::random_secret(6)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The newest event id now: the view shows the policy decisions made from here on.
+async fn server_events_start(server: Option<&lifeline_server::AppState>) -> i64 {
+    let Some(st) = server else { return 0 };
+    let mut after = 0;
+    while let Ok(page) = st.store.events_after(after, 10_000).await {
+        match page.last() {
+            Some(e) => after = e.id,
+            None => break,
+        }
+    }
+    after
+}
+
+/// What the demo's policy does when the configuration has no `[[fault-policy]]`: the recovery loop the
+/// runbooks will close (recover a node, reset a stuck BMC with approval, tell people about the rest).
+fn demo_policy() -> Vec<lifeline_engine::FaultPolicy> {
+    use lifeline_engine::{FaultPolicy, PolicyMode};
+    let p = |kind: &str, runbook: Option<&str>, mode| FaultPolicy {
+        kind: kind.into(),
+        targets: Vec::new(),
+        runbook: runbook.map(Into::into),
+        mode,
+    };
+    vec![
+        p("health-critical", Some("gpu-node-recover"), PolicyMode::Auto),
+        p("sel-critical", Some("gpu-node-recover"), PolicyMode::Auto),
+        p("bmc-unreachable", Some("bmc-reset"), PolicyMode::Approve),
+        p("*", None, PolicyMode::Notify),
+    ]
+}
+
+/// The inventory as the server must see it: each BMC and switch at the simulator's address and port, with
+/// a credential file holding the password the simulator serves (kept in the demo's scratch directory).
+fn simulated_inventory(
+    inv: &lifeline_inventory::Inventory,
+    fleet: &RunningFleet,
+    scratch: &std::path::Path,
+) -> Result<lifeline_inventory::Inventory, Exit> {
+    use lifeline_sim::EndpointKind;
+    use std::os::unix::fs::OpenOptionsExt;
+    let creds = scratch.join("credentials");
+    std::fs::create_dir_all(&creds)?;
+    let secret = |name: &str, password: &str| -> Result<lifeline_types::CredentialRef, Exit> {
+        let path = creds.join(name);
+        let mut f =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+        std::io::Write::write_all(&mut f, format!("{password}\n").as_bytes())?;
+        Ok(lifeline_types::CredentialRef::File(path))
+    };
+    let mut out = inv.clone();
+    for d in &mut out.devices {
+        let name = d.name.to_string();
+        if let Some(b) = &mut d.bmc {
+            let kind = match b.protocol {
+                lifeline_types::BmcProtocol::Ipmi => EndpointKind::Ipmi,
+                _ => EndpointKind::Redfish,
+            };
+            if let Some(e) = fleet.endpoint(&name, kind) {
+                b.address = lifeline_inventory::Host::Ip(e.address);
+                b.port = Some(e.port);
+                b.credential = secret(&format!("{name}-bmc"), &e.password)?;
+            }
+        }
+        if let Some(m) = &mut d.management
+            && let Some(e) = fleet.endpoint(&name, EndpointKind::Ssh)
+        {
+            m.address = lifeline_inventory::Host::Ip(e.address);
+            m.port = Some(e.port);
+            m.credential = secret(&format!("{name}-ssh"), &e.password)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Starts the server over the simulated fleet (plain HTTP on loopback) and makes a one-time admin.
+async fn start_server(
+    g: &Global,
+    a: &DemoArgs,
+    inv: &lifeline_inventory::Inventory,
+    fleet: &RunningFleet,
+    scratch: &std::path::Path,
+) -> Result<(lifeline_server::Running, String), Exit> {
+    let settings = crate::cmd::settings(g);
+    let mut cfg = lifeline_engine::config::load(&settings)?;
+    if cfg.config.fault_policy.is_empty() {
+        cfg.config.fault_policy = demo_policy();
+    }
+    // The demo drives the sweeps (its terminal view shows them); the server's own would double them.
+    cfg.config.server.sweep_interval = Some("0s".into());
+    let paths = lifeline_engine::Paths::resolve(&settings, &cfg);
+    let base = lifeline_engine::Lifeline::from_parts(cfg, paths, lifeline_engine::Identity::new("server"))
+        .with_inventory(simulated_inventory(inv, fleet, scratch)?)
+        .with_bmc_options(|o| o.fanout = 64);
+    let store = base.store().await?.clone();
+    let audit = lifeline_engine::AuditService::new(store.clone(), "demo");
+    let password = lifeline_server::auth::random_secret(12);
+    let role = lifeline_server::Role::Admin;
+    let made = match lifeline_server::accounts::user_add(&store, &audit, "admin", role, &password).await {
+        Ok(_) => Ok(()),
+        // A kept data dir (`--data-dir`) already has the admin: a new one-time password replaces the old.
+        Err(_) => lifeline_server::accounts::user_passwd(&store, &audit, "admin", &password).await,
+    };
+    made?;
+    let mut opts = lifeline_server::ServeOptions {
+        settings,
+        plain_http: true,
+        listen: a.listen.clone(),
+        ..Default::default()
+    };
+    let fixed = a.listen.is_some();
+    if !fixed {
+        opts.listen = Some(lifeline_server::serve::DEFAULT_LISTEN.into());
+    }
+    let running =
+        match lifeline_server::start(base.with_identity(lifeline_engine::Identity::new("server")), &opts)
+            .await
+        {
+            Err(lifeline_server::ServeError::Bind { .. }) if !fixed => {
+                opts.listen = Some("127.0.0.1:0".into());
+                lifeline_server::start(base, &opts).await
+            }
+            r => r,
+        }
+        .map_err(|e| match e {
+            lifeline_server::ServeError::Engine(e) => Exit::from(e),
+            e => Exit::usage(anyhow::anyhow!("{}", lifeline_engine::error_chain(&e))),
+        })?;
+    if g.json {
+        let line = json!({ "server": { "url": running.url, "user": "admin", "password": password } });
+        outln!("{}", serde_json::to_string(&line)?);
+    }
+    Ok((running, password))
 }

@@ -98,8 +98,12 @@ pub enum FaultCmd {
 }
 
 pub async fn serve(g: &Global, a: ServeArgs) -> CmdResult {
-    let opts =
-        lifeline_server::ServeOptions { settings: settings(g), listen: a.listen, plain_http: a.plain_http };
+    let opts = lifeline_server::ServeOptions {
+        settings: settings(g),
+        listen: a.listen,
+        plain_http: a.plain_http,
+        ..Default::default()
+    };
     match lifeline_server::serve(opts).await {
         Ok(()) => Ok(Code::Ok),
         Err(lifeline_server::ServeError::Engine(e)) => Err(e.into()),

@@ -1,7 +1,9 @@
 //! Scheduled switch backups: every `[[backup-schedule]]` entry, per switch, at its cron slot plus the
-//! switch's stable jitter, with retries and backoff. The newest slot run is kept in the store per
-//! (switch, cron), so a restart after downtime runs a missed slot once — not once per missed slot — and
-//! a first start does not run slots from before it.
+//! switch's stable jitter, with retries and backoff. The newest slot started and the newest slot finished
+//! are kept in the store per (switch, cron), so a restart after downtime runs a missed slot once — not once
+//! per missed slot —, a slot the server was killed in the middle of (or stopped during its backoff) runs
+//! again once on restart (a backup is idempotent: the same config stores no second version), and a first
+//! start does not run slots from before it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -31,6 +33,11 @@ struct Due {
 
 fn job_key(switch: &str, cron: &str) -> String {
     format!("backup:{switch}:{cron}")
+}
+
+/// The newest slot whose run ended (ok or out of retries); behind the started one after a crash.
+fn done_key(job: &str) -> String {
+    format!("{job}:done")
 }
 
 impl BackupScheduler {
@@ -67,14 +74,22 @@ impl BackupScheduler {
             for d in devices.into_iter().filter(|d| d.switch.is_some()) {
                 let name = d.name.to_string();
                 let job = job_key(&name, &e.cron);
-                let Some(last) = s.store.schedule_last(&job).await? else {
+                let Some(started) = s.store.schedule_last(&job).await? else {
                     // First sight of this job: start counting from now.
                     s.store.schedule_mark(&job, now.timestamp_millis()).await?;
+                    s.store.schedule_mark(&done_key(&job), now.timestamp_millis()).await?;
                     continue;
                 };
-                let Some(last) = DateTime::from_timestamp_millis(last) else { continue };
+                // No `done` mark (a data dir from before it existed) counts as finished.
+                let done = s.store.schedule_last(&done_key(&job)).await?.unwrap_or(started);
+                let Some(last) = DateTime::from_timestamp_millis(started) else { continue };
                 let Ok(mut slot) = sched.next_run(last, &name) else { continue };
                 if slot > now {
+                    if done < started {
+                        // Interrupted mid-run (killed, or stopped during a retry's backoff): once more.
+                        tracing::info!(switch = %name, slot = %last, "resuming an interrupted scheduled backup");
+                        out.push(Due { job, switch: name, slot: last, retries: e.retries.max(1) });
+                    }
                     continue;
                 }
                 // Collapse every missed slot into the newest one.
@@ -91,7 +106,8 @@ impl BackupScheduler {
     }
 
     async fn run(&mut self, s: &AppState, d: Due) {
-        // Marked before running: a crash mid-run does not repeat the slot (the audit row shows it started).
+        // Marked started before running and done after: a crash in between runs the slot once more on
+        // restart (`due`), never once per missed slot.
         if let Err(e) = s.store.schedule_mark(&d.job, d.slot.timestamp_millis()).await {
             tracing::warn!(switch = %d.switch, "cannot record the backup slot; not running it: {e}");
             return;
@@ -107,6 +123,7 @@ impl BackupScheduler {
             if let Some(wait) = policy.delay_before(attempt, &d.switch) {
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
+                    // Not marked done: the next start runs this slot again.
                     _ = s.shutdown.cancelled() => return,
                 }
             }
@@ -118,6 +135,7 @@ impl BackupScheduler {
                 res.and_then(|rows| rows.into_iter().next().map(|r| r.result.map(|_| ())).unwrap_or(Ok(())));
             match res {
                 Ok(()) => {
+                    self.mark_done(s, &d).await;
                     s.metrics.backups.inc(&[("trigger", "schedule"), ("result", "ok")]);
                     self.failures.remove(&d.switch);
                     let _ = crate::faults::resolve(s, "backup-failed", &d.switch).await;
@@ -130,6 +148,7 @@ impl BackupScheduler {
                 }
             }
         }
+        self.mark_done(s, &d).await;
         s.metrics.backups.inc(&[("trigger", "schedule"), ("result", "failed")]);
         let n = self.failures.entry(d.switch.clone()).or_default();
         *n += 1;
@@ -148,6 +167,15 @@ impl BackupScheduler {
                 serde_json::json!({ "failures": *n }),
             )
             .await;
+        }
+    }
+}
+
+impl BackupScheduler {
+    async fn mark_done(&self, s: &AppState, d: &Due) {
+        if let Err(e) = s.store.schedule_mark(&done_key(&d.job), d.slot.timestamp_millis()).await {
+            // The slot runs once more after a restart: a repeat, not a loss.
+            tracing::warn!(switch = %d.switch, "cannot record the backup slot as done: {e}");
         }
     }
 }

@@ -1,0 +1,196 @@
+//! The fault policy: when a fault opens, the `[[fault-policy]]` entries of the configuration decide which
+//! runbook answers it and how (`auto`: run now, `approve`: queue for an operator, `notify`: tell people
+//! only). The decision is recorded as a `policy` event (with the fault id), so what the server would do —
+//! or did — is visible even before anything acts on it.
+//!
+//! Acting is the [`FaultResponder`]'s job: the server ships [`RecordOnly`], which acts on nothing; the
+//! runbook executor implements the trait (start the run under the blast-radius guard, or queue it for
+//! approval) and is installed with [`crate::AppState::set_responder`].
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use lifeline_engine::{EngineError, FaultPolicy, PolicyMode};
+use lifeline_inventory::Inventory;
+use lifeline_store::FaultRow;
+use serde::Serialize;
+
+use crate::state::AppState;
+
+/// What the policy says to do about one fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Start the runbook now.
+    Run,
+    /// Queue the runbook until an operator approves it.
+    AwaitApproval,
+    /// Run nothing; notifications only.
+    Notify,
+}
+
+/// The decision for one fault, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub fault: i64,
+    pub kind: String,
+    pub device: String,
+    pub runbook: Option<String>,
+    pub mode: PolicyMode,
+    pub action: Action,
+    /// 0-based index of the `[[fault-policy]]` entry that matched; `None`: no entry did.
+    pub rule: Option<usize>,
+}
+
+/// What the responder did with a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Response {
+    /// `recorded` (nothing acted), `started`, `queued`, `notified`, `refused`.
+    pub state: String,
+    /// e.g. the runbook run's id, or why it was refused (blast-radius guard).
+    pub detail: serde_json::Value,
+}
+
+/// Carries a decision out. The runbook executor implements this; errors are recorded, never retried here.
+pub trait FaultResponder: Send + Sync + std::fmt::Debug {
+    fn respond<'a>(
+        &'a self,
+        state: &'a AppState,
+        fault: &'a FaultRow,
+        decision: &'a Decision,
+    ) -> BoxFuture<'a, Result<Response, EngineError>>;
+}
+
+/// The responder until runbooks are wired in: records the decision and acts on nothing.
+#[derive(Debug, Default)]
+pub struct RecordOnly;
+
+impl FaultResponder for RecordOnly {
+    fn respond<'a>(
+        &'a self,
+        _: &'a AppState,
+        _: &'a FaultRow,
+        d: &'a Decision,
+    ) -> BoxFuture<'a, Result<Response, EngineError>> {
+        let why = match d.action {
+            Action::Notify => "notify only",
+            _ => "no runbook executor in this server yet",
+        };
+        Box::pin(async move { Ok(Response { state: "recorded".into(), detail: serde_json::json!(why) }) })
+    }
+}
+
+/// The first `[[fault-policy]]` entry whose kind (or `*`) and targets match the fault.
+pub fn decide(policies: &[FaultPolicy], inv: Option<&Inventory>, fault: &FaultRow) -> Decision {
+    let matched = policies.iter().enumerate().find(|(_, p)| {
+        (p.kind == fault.kind || p.kind == "*")
+            && (p.targets.is_empty()
+                || inv.is_some_and(|inv| {
+                    lifeline_inventory::select(inv, &p.targets)
+                        .is_ok_and(|ds| ds.iter().any(|d| d.name.as_str() == fault.device))
+                }))
+    });
+    let (rule, runbook, mode) = match matched {
+        Some((i, p)) => (Some(i), p.runbook.clone(), p.mode),
+        None => (None, None, PolicyMode::Notify),
+    };
+    let action = match (runbook.is_some(), mode) {
+        (true, PolicyMode::Auto) => Action::Run,
+        (true, PolicyMode::Approve) => Action::AwaitApproval,
+        _ => Action::Notify,
+    };
+    Decision {
+        fault: fault.id,
+        kind: fault.kind.clone(),
+        device: fault.device.clone(),
+        runbook,
+        mode: if action == Action::Notify { PolicyMode::Notify } else { mode },
+        action,
+        rule,
+    }
+}
+
+/// Decides for a newly opened fault, hands the decision to the responder, and records both as one
+/// `policy` event. Never fails the caller: a fault record matters more than its follow-up.
+pub async fn apply(s: &AppState, fault: &FaultRow) -> Decision {
+    let inv = s.base.inventory().ok();
+    let d = decide(&s.base.config.config.fault_policy, inv.as_deref(), fault);
+    let responder: Arc<dyn FaultResponder> = s.responder();
+    let response = match responder.respond(s, fault, &d).await {
+        Ok(r) => r,
+        Err(e) => Response { state: "failed".into(), detail: serde_json::json!(e.chain()) },
+    };
+    let what = match (&d.runbook, d.action) {
+        (Some(rb), Action::Run) => format!("run runbook {rb} (auto)"),
+        (Some(rb), Action::AwaitApproval) => format!("runbook {rb} awaits approval"),
+        _ => "notify".to_owned(),
+    };
+    let message = format!(
+        "fault #{} {} on {}: policy: {what} [{}]",
+        fault.id, fault.kind, fault.device, response.state
+    );
+    tracing::info!(fault = fault.id, "{message}");
+    let _ = s
+        .store
+        .record_event(&lifeline_store::NewEvent {
+            device: Some(fault.device.clone()),
+            source: "policy".into(),
+            severity: fault.severity.clone(),
+            message,
+            data: serde_json::json!({ "fault": fault.id, "decision": d, "response": response }),
+        })
+        .await;
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(kind: &str, device: &str) -> FaultRow {
+        FaultRow {
+            id: 7,
+            kind: kind.into(),
+            device: device.into(),
+            severity: "critical".into(),
+            state: "open".into(),
+            message: String::new(),
+            detail: serde_json::Value::Null,
+            count: 1,
+            opened_at_ms: 0,
+            updated_at_ms: 0,
+            acked_by: None,
+            acked_at_ms: None,
+        }
+    }
+
+    fn p(kind: &str, runbook: Option<&str>, mode: PolicyMode) -> FaultPolicy {
+        FaultPolicy { kind: kind.into(), targets: vec![], runbook: runbook.map(Into::into), mode }
+    }
+
+    #[test]
+    fn first_matching_entry_wins_and_wildcard_catches_the_rest() {
+        let ps = [
+            p("health-critical", Some("recover"), PolicyMode::Auto),
+            p("bmc-unreachable", Some("bmc-reset"), PolicyMode::Approve),
+            p("*", None, PolicyMode::Auto),
+        ];
+        let d = decide(&ps, None, &fault("health-critical", "n1"));
+        assert_eq!((d.action, d.runbook.as_deref(), d.rule), (Action::Run, Some("recover"), Some(0)));
+        let d = decide(&ps, None, &fault("bmc-unreachable", "n1"));
+        assert_eq!((d.action, d.mode), (Action::AwaitApproval, PolicyMode::Approve));
+        // A match without a runbook only notifies, whatever its mode says.
+        let d = decide(&ps, None, &fault("sel-critical", "n1"));
+        assert_eq!((d.action, d.mode, d.rule), (Action::Notify, PolicyMode::Notify, Some(2)));
+        let d = decide(&[], None, &fault("sel-critical", "n1"));
+        assert_eq!((d.action, d.rule), (Action::Notify, None));
+    }
+
+    #[test]
+    fn targets_need_the_inventory_to_match() {
+        let mut e = p("health-critical", Some("recover"), PolicyMode::Auto);
+        e.targets = vec!["gpu".into()];
+        let d = decide(&[e], None, &fault("health-critical", "n1"));
+        assert_eq!(d.action, Action::Notify, "no inventory: a targeted entry cannot match");
+    }
+}
