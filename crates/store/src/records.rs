@@ -123,7 +123,11 @@ impl Store {
                         raw_sealed,
                     });
                 }
-                Err(sqlx::Error::Database(e)) if e.is_unique_violation() && attempt < 5 => attempt += 1,
+                // Each retry means another writer committed a version: bounded, with a short pause.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() && attempt < 50 => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt % 8) * 2)).await;
+                }
                 Err(e) => return Err(StoreError::Query { op: "config_version.insert", source: e }),
             }
         }

@@ -108,9 +108,16 @@ pub fn start(nodes: &[Node], offset: u16) -> SimProcess {
 /// Whether the simulated host is up, read from its exported state: a rail's physical state is `Polling`
 /// only while the host is down (a host that is up with a broken link shows `Disabled`).
 pub fn host_up(node_state: &Path, node: &str) -> bool {
-    std::fs::read_to_string(node_state.join(node).join("sysfs/class/infiniband/mlx5_0/ports/1/phys_state"))
+    // The simulator rewrites the export file by file (rails first, the GPU snapshot later): the OS counts
+    // as up only once both say so, as a real sshd would only answer after the whole boot.
+    let rail_up = std::fs::read_to_string(node_state.join(node).join("sysfs/class/infiniband/mlx5_0/ports/1/phys_state"))
         .map(|s| !s.contains("Polling"))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    let gpus_up = std::fs::read_to_string(node_state.join(node).join("gpus.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("host_up").and_then(serde_json::Value::as_bool).unwrap_or(true));
+    rail_up && gpus_up
 }
 
 /// The node's sshd: answers with an SSH banner on FRONTEND:2222 while the simulated host is up, and closes
