@@ -21,11 +21,30 @@ export async function render(main, { name }) {
     for (let i = 0; i < b.length; i += 1) out.push(b.getLine(i).translateToString(true));
     return out.join('\n');
   };
+  // Lifeline's own lines (the live separator, markers such as "ann is writing") go on lines of their own;
+  // the host's unfinished line (typically the prompt the user is about to type at) is then drawn again, so
+  // the echo of what is typed lands after its prompt rather than on a line that seems to come from nowhere.
+  // Not replayed when it holds escape sequences (a full-screen program: its cursor moves are not ours to redo).
+  let partial = '';
+  const dec = new TextDecoder();
+  const host = (data) => {
+    const s = typeof data === 'string' ? data : dec.decode(data, { stream: true });
+    const nl = s.lastIndexOf('\n');
+    partial = nl >= 0 ? s.slice(nl + 1) : partial + s;
+    const cr = partial.lastIndexOf('\r');
+    if (cr >= 0) partial = partial.slice(cr + 1);
+    if (partial.length > 512) partial = ''; // a long unterminated line is not a prompt worth redrawing
+    term.write(data, () => term.scrollToBottom());
+  };
+  const note = (text) => {
+    const again = partial.includes('\x1b') ? '' : partial;
+    term.write(`${partial ? '\r\n' : ''}${text}\r\n${again}`);
+  };
   // Scrollback: what the always-on logger recorded before this page opened.
   try {
     const log = await api('GET', `/api/v1/consoles/${enc(name)}/log?limit=2000`);
-    if (log.text) term.write(log.text.replace(/\r?\n/g, '\r\n'));
-    term.write('\r\n\x1b[2m--- live ---\x1b[0m\r\n');
+    if (log.text) host(log.text.replace(/\r?\n/g, '\r\n'));
+    note('\x1b[2m--- live ---\x1b[0m');
   } catch (e) { fail(e); }
   let ws = null;
   let writing = false;
@@ -39,11 +58,11 @@ export async function render(main, { name }) {
     writing = mode !== 'read';
     ws.onopen = () => { status.textContent = writing ? 'attached: you hold the write lock' : 'attached read-only'; document.body.dataset.console = writing ? 'write' : 'read-only'; };
     ws.onmessage = (ev) => {
-      if (typeof ev.data !== 'string') { term.write(new Uint8Array(ev.data), () => term.scrollToBottom()); return; }
+      if (typeof ev.data !== 'string') { host(new Uint8Array(ev.data)); return; }
       const m = JSON.parse(ev.data);
       if (m.type === 'writer') status.textContent = m.writer ? `writer: ${m.writer}` : 'no writer';
       else if (m.type === 'lagged') status.textContent = `lagging: ${m.missed} bytes missed`;
-      else if (m.type === 'marker') term.write(`\r\n\x1b[33m[${m.text}]\x1b[0m\r\n`);
+      else if (m.type === 'marker') note(`\x1b[33m[${m.text}]\x1b[0m`);
       else if (m.type === 'status') status.textContent = `console: ${typeof m.status === 'string' ? m.status : JSON.stringify(m.status)}`;
       else if (m.type === 'closed') status.textContent = 'console closed';
     };

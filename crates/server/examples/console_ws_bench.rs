@@ -30,6 +30,17 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// `lifeline serve`, killed however the bench ends: a panic that left it running kept the caller's stderr
+/// pipe open, which looked like the bench hanging.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn connect(addr: &str, path: &str, cookie: &str) -> Ws {
@@ -55,6 +66,8 @@ async fn until(ws: &mut Ws, needle: &[u8], seen: &mut Vec<u8>) -> Instant {
 
 #[tokio::main]
 async fn main() {
+    // reqwest is built without a default TLS backend (ring is already in the tree for rustls).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let viewers = arg("--viewers", 100);
     let keys = arg("--keys", 200);
     let offset = 26000;
@@ -82,17 +95,19 @@ async fn main() {
     let addr = format!("127.0.0.1:{port}");
     let cfg = sim.dir.path().join("lifeline.toml");
     std::fs::write(&cfg, "[server]\nsweep-interval = \"0s\"\n").unwrap();
-    let mut server = Command::new(lifeline_bin())
-        .args(["serve", "--plain-http", "--listen", &addr, "--config"])
-        .arg(&cfg)
-        .arg("--inventory")
-        .arg(&sim.inventory)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .envs(ENV.iter().copied())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let _server = Server(
+        Command::new(lifeline_bin())
+            .args(["serve", "--plain-http", "--listen", &addr, "--config"])
+            .arg(&cfg)
+            .arg("--inventory")
+            .arg(&sim.inventory)
+            .arg("--data-dir")
+            .arg(&sim.data)
+            .envs(ENV.iter().copied())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let url = format!("http://{addr}");
     wait_until("lifeline serve", Duration::from_secs(30), || std::net::TcpStream::connect(&addr).ok());
@@ -166,6 +181,4 @@ async fn main() {
     }
     let p99 = pct(&mut lat_viewers, 0.99);
     println!("goal p99 < 20 ms: {}", if p99 < 20.0 { "met" } else { "NOT met" });
-    let _ = server.kill();
-    let _ = server.wait();
 }

@@ -91,8 +91,19 @@ async fn run(
 }
 
 async fn history(State(s): State<AppState>, Path(switch): Path<String>) -> ApiResult<Json<Value>> {
-    let v = s.base.backup_history(&switch).await?;
-    Ok(Json(serde_json::to_value(&v).unwrap_or(Value::Null)))
+    match s.base.backup_history(&switch).await {
+        Ok(v) => Ok(Json(serde_json::to_value(&v).unwrap_or(Value::Null))),
+        // A switch of the inventory that was never backed up has an empty history, not a missing one: the
+        // web page lists no versions and offers "Run backup now" (the engine's NotFound suits the CLI).
+        Err(lifeline_engine::EngineError::NotFound { .. })
+            if s.base
+                .inventory()
+                .is_ok_and(|inv| inv.devices.iter().any(|d| d.name.to_string() == switch)) =>
+        {
+            Ok(Json(Value::Array(Vec::new())))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[derive(Debug, Deserialize)]
