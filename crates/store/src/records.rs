@@ -126,7 +126,10 @@ impl Store {
                 // Each retry means another writer committed a version: bounded, with a short pause.
                 Err(sqlx::Error::Database(e)) if e.is_unique_violation() && attempt < 50 => {
                     attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt % 8) * 2)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(
+                        u64::try_from(attempt % 8).unwrap_or(0) * 2,
+                    ))
+                    .await;
                 }
                 Err(e) => return Err(StoreError::Query { op: "config_version.insert", source: e }),
             }

@@ -110,9 +110,11 @@ pub fn start(nodes: &[Node], offset: u16) -> SimProcess {
 pub fn host_up(node_state: &Path, node: &str) -> bool {
     // The simulator rewrites the export file by file (rails first, the GPU snapshot later): the OS counts
     // as up only once both say so, as a real sshd would only answer after the whole boot.
-    let rail_up = std::fs::read_to_string(node_state.join(node).join("sysfs/class/infiniband/mlx5_0/ports/1/phys_state"))
-        .map(|s| !s.contains("Polling"))
-        .unwrap_or(false);
+    let rail_up = std::fs::read_to_string(
+        node_state.join(node).join("sysfs/class/infiniband/mlx5_0/ports/1/phys_state"),
+    )
+    .map(|s| !s.contains("Polling"))
+    .unwrap_or(false);
     let gpus_up = std::fs::read_to_string(node_state.join(node).join("gpus.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
