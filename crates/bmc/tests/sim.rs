@@ -297,8 +297,17 @@ async fn cycle_under_30_percent_udp_loss_runs_exactly_once() {
     let again = bmc.power(PowerAction::Cycle, Some("cycle-1".into())).await.unwrap();
     assert!(again.replayed);
     assert_eq!(host.boots(), boots + 1);
-    let h = bmc.health().await.unwrap();
-    assert_ne!(h.health, Health::Unknown);
+    // Health is many reads; at 30 % loss both ways one of them may still run out of its budget on a loaded
+    // machine. What matters is that health is readable over this link, so a read may be repeated (a read
+    // has no effect on the host).
+    let mut h = bmc.health().await.unwrap();
+    for _ in 0..2 {
+        if h.health != Health::Unknown {
+            break;
+        }
+        h = bmc.health().await.unwrap();
+    }
+    assert_ne!(h.health, Health::Unknown, "{h:#?}");
 }
 
 /// The sweep's health is the BMC's own rollup (no sensor read), and it agrees with what the simulated host
