@@ -5,26 +5,14 @@
 //! to the writer and to the viewer; the viewer must be told who writes; keys from a viewer never reach
 //! the host.
 
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use lifeline_test_utils::{SimProcess, lifeline_bin, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, unique_loopback};
 use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
 
 const ENV: &[(&str, &str)] = &[("LIFELINE_BMC_PASSWORD", "pw")];
 const OFFSET: u16 = 36500;
-
-/// `lifeline serve`, killed when the test ends (also on a failed assertion).
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -67,35 +55,9 @@ async fn keys_over_the_write_websocket_reach_the_console_and_echo_to_writer_and_
         623 + OFFSET
     );
     let sim = SimProcess::start(&inv, OFFSET, ENV);
-    let mut add = Command::new(lifeline_bin())
-        .args(["user", "add", "ann", "--role", "operator", "--password-stdin", "--inventory"])
-        .arg(&sim.inventory)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    add.stdin.take().unwrap().write_all(b"correct horse battery\n").unwrap();
-    assert!(add.wait().unwrap().success());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let addr = format!("127.0.0.1:{port}");
-    let cfg = sim.dir.path().join("lifeline.toml");
-    std::fs::write(&cfg, "[server]\nsweep-interval = \"0s\"\n").unwrap();
-    let _server = Server(
-        Command::new(lifeline_bin())
-            .args(["serve", "--plain-http", "--listen", &addr, "--config"])
-            .arg(&cfg)
-            .arg("--inventory")
-            .arg(&sim.inventory)
-            .arg("--data-dir")
-            .arg(&sim.data)
-            .envs(ENV.iter().copied())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("lifeline serve", Duration::from_secs(30), || std::net::TcpStream::connect(&addr).ok());
+    lifeline_test_utils::add_user(&sim, "ann", "operator", "correct horse battery");
+    let server = lifeline_test_utils::ServeProcess::start(&sim);
+    let addr = server.addr.clone();
     let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let resp = http
         .post(format!("http://{addr}/api/v1/login"))

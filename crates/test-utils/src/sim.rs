@@ -126,6 +126,11 @@ impl SimProcess {
         assert!(o.status.success(), "sim fault {device} {fault}: {}", output_text(&o));
     }
 
+    /// The environment the simulator and this test's `lifeline` commands run with.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
     /// The simulator's process id (to signal it).
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -3,10 +3,10 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use lifeline_test_utils::{SimProcess, lifeline_bin, unique_loopback, wait_until};
+use lifeline_test_utils::{SimProcess, lifeline_bin, unique_loopback};
 use serde_json::{Value, json};
 
 pub const ENV: &[(&str, &str)] = &[("LIFELINE_BMC_PASSWORD", "pw")];
@@ -29,50 +29,9 @@ pub fn two_node_sim(offset: u16) -> SimProcess {
     SimProcess::start(&inv, offset, ENV)
 }
 
-/// A running `lifeline serve --plain-http` on a free loopback port; killed on drop.
-pub struct Server {
-    pub child: Child,
-    pub addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    pub fn start(sim: &SimProcess) -> Server {
-        Self::start_with(sim, "[server]\nsweep-interval = \"0s\"\n")
-    }
-
-    /// With a `lifeline.toml` of this text.
-    pub fn start_with(sim: &SimProcess, config: &str) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let addr = format!("127.0.0.1:{port}");
-        let cfg = sim.dir.path().join("lifeline.toml");
-        std::fs::write(&cfg, config).unwrap();
-        let mut child = Command::new(lifeline_bin())
-            .args(["serve", "--plain-http", "--listen", &addr, "--config"])
-            .arg(&cfg)
-            .arg("--inventory")
-            .arg(&sim.inventory)
-            .arg("--data-dir")
-            .arg(&sim.data)
-            .envs(ENV.iter().copied())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start lifeline serve");
-        wait_until("lifeline serve /healthz", Duration::from_secs(30), || {
-            if let Ok(Some(st)) = child.try_wait() {
-                panic!("lifeline serve exited early: {st}");
-            }
-            request(&addr, "GET", "/healthz", &[], None).ok().filter(|r| r.0 == 200).map(|_| ())
-        });
-        Server { child, addr }
-    }
-}
+/// A running `lifeline serve --plain-http` on a free loopback port (the shared harness).
+#[allow(unused_imports)]
+pub use lifeline_test_utils::ServeProcess as Server;
 
 /// A minimal HTTP/1.1 request (Connection: close): status, Set-Cookie values, body.
 pub fn request(

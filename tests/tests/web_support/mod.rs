@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use lifeline_test_utils::{SimProcess, lifeline_bin, wait_until, workspace_root};
+use lifeline_test_utils::{ServeProcess, SimProcess, add_user, wait_until, workspace_root};
 use serde_json::{Value, json};
 
 pub const ENV: &[(&str, &str)] = &[("LIFELINE_BMC_PASSWORD", "pw"), ("LIFELINE_SWITCH_PASSWORD", "pw")];
@@ -118,16 +118,10 @@ pub fn example_devices() -> Vec<String> {
 
 /// The example cluster under `lifeline sim`, `lifeline serve` over it, and users of every role.
 pub struct Stack {
+    // Declared first so the server stops before the simulator.
+    _server: ServeProcess,
     pub sim: SimProcess,
-    server: Child,
     pub addr: String,
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
 }
 
 impl Stack {
@@ -135,45 +129,12 @@ impl Stack {
         let sim = SimProcess::start(&example_cluster(offset), offset, ENV);
         eprintln!("web test: simulator up");
         for (user, role) in [("ann", "operator"), ("vic", "viewer"), ("ada", "admin")] {
-            let mut add = Command::new(lifeline_bin())
-                .args(["user", "add", user, "--role", role, "--password-stdin", "--inventory"])
-                .arg(&sim.inventory)
-                .arg("--data-dir")
-                .arg(&sim.data)
-                .envs(ENV.iter().copied())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap();
-            add.stdin.take().unwrap().write_all(format!("{PASSWORD}\n").as_bytes()).unwrap();
-            assert!(add.wait().unwrap().success(), "user add {user}");
+            add_user(&sim, user, role, PASSWORD);
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let addr = format!("127.0.0.1:{port}");
-        let cfg = sim.dir.path().join("lifeline.toml");
-        std::fs::write(&cfg, "[server]\nsweep-interval = \"2s\"\n").unwrap();
-        let mut server = Command::new(lifeline_bin())
-            .args(["serve", "--plain-http", "--listen", &addr, "--config"])
-            .arg(&cfg)
-            .arg("--inventory")
-            .arg(&sim.inventory)
-            .arg("--data-dir")
-            .arg(&sim.data)
-            .envs(ENV.iter().copied())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start lifeline serve");
-        wait_until("lifeline serve /healthz", Duration::from_secs(30), || {
-            if let Ok(Some(st)) = server.try_wait() {
-                panic!("lifeline serve exited early: {st}");
-            }
-            std::net::TcpStream::connect(&addr)
-                .ok()
-                .map(|_| ())
-                .filter(|_| http(&addr, "GET", "/healthz", &[], None).0 == 200)
-        });
+        let server = ServeProcess::start_with(&sim, "[server]\nsweep-interval = \"2s\"\n");
+        let addr = server.addr.clone();
         eprintln!("web test: lifeline serve on {addr}");
-        Stack { sim, server, addr }
+        Stack { _server: server, sim, addr }
     }
 
     pub fn url(&self, path: &str) -> String {
