@@ -87,12 +87,7 @@ fn rail_down_restores_a_drifted_leaf_once_and_escalates_without_drift() {
     let o = sim.lifeline(&args);
     let v = json(&o);
     assert_eq!(v["state"], "escalated", "{v:#}");
-    let states: Vec<(&str, &str)> = v["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
-        .collect();
+    let states = step_states(&v);
     assert_eq!(
         states,
         [

@@ -140,12 +140,7 @@ fn pfc_storm_mitigates_once_verifies_notifies_and_keeps_the_node_drained_then_th
     ]);
     let v = json(&o);
     assert_eq!(v["state"], "succeeded", "{v:#}");
-    let states: Vec<(&str, &str)> = v["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
-        .collect();
+    let states = step_states(&v);
     assert_eq!(
         states,
         [

@@ -56,6 +56,9 @@ pub struct Lifeline {
     store: OnceCell<Store>,
     inventory: OnceLock<Arc<Inventory>>,
     bmc_pool: OnceLock<BmcPool>,
+    /// The process's console manager when it has one (the server's always-on logger): console operations
+    /// attach to it instead of opening a second SOL session, which the BMC would refuse or steal.
+    consoles: Option<lifeline_console::ConsoleManager>,
 }
 
 impl std::fmt::Debug for Lifeline {
@@ -84,7 +87,18 @@ impl Lifeline {
             store: OnceCell::new(),
             inventory: OnceLock::new(),
             bmc_pool: OnceLock::new(),
+            consoles: None,
         }
+    }
+
+    /// Console operations attach to this manager (kept by the caller) instead of opening their own.
+    pub fn with_console_manager(mut self, m: lifeline_console::ConsoleManager) -> Self {
+        self.consoles = Some(m);
+        self
+    }
+
+    pub fn shared_consoles(&self) -> Option<&lifeline_console::ConsoleManager> {
+        self.consoles.as_ref()
     }
 
     /// Options of the BMC pool (fan-out, timeouts), before its first use.
@@ -111,6 +125,7 @@ impl Lifeline {
             store: self.store.clone(),
             inventory: self.inventory.clone(),
             bmc_pool: self.bmc_pool.clone(),
+            consoles: self.consoles.clone(),
         }
     }
 
@@ -125,6 +140,7 @@ impl Lifeline {
         l.bmc_options = self.bmc_options.clone();
         l.store = self.store.clone();
         l.inventory = self.inventory.clone();
+        l.consoles = self.consoles.clone();
         l
     }
 

@@ -18,6 +18,10 @@ use toml::de::{DeTable, DeValue};
 use crate::cond::{Cond, Ref, template_refs};
 use crate::model::*;
 
+#[path = "check_script.rs"]
+mod script;
+use script::{console_script, untemplated};
+
 /// The outcome of checking one file.
 #[derive(Debug)]
 pub struct Checked {
@@ -377,6 +381,7 @@ fn step(
                 ("tcp", WaitWhat::Tcp),
                 ("ssh", WaitWhat::Ssh),
                 ("scheduler", WaitWhat::Scheduler),
+                ("console", WaitWhat::Console),
             ]
             .into_iter()
             .filter(|(k, _)| get(k).is_some())
@@ -384,7 +389,7 @@ fn step(
             if present.len() != 1 {
                 cx.err(
                     at,
-                    format!("`wait-for` step `{label}` needs exactly one of power, bmc, tcp, ssh, scheduler"),
+                    format!("`wait-for` step `{label}` needs exactly one of power, bmc, tcp, ssh, scheduler, console"),
                 );
             }
             let interval = get("interval")
@@ -397,6 +402,13 @@ fn step(
                 WaitWhat::Bmc => one_of(cx, key, &value, &["reachable", "redfish", "ipmi", "both"]),
                 WaitWhat::Scheduler => {
                     one_of(cx, key, &value, &["responding", "drained", "drained-by-lifeline", "in-service"])
+                }
+                WaitWhat::Console => {
+                    if let (Some(p), Some(v)) = (&value, get(key))
+                        && let Err(e) = regex::Regex::new(&untemplated(p))
+                    {
+                        cx.err(v.span().start, format!("`console` is not a valid regular expression: {e}"));
+                    }
                 }
                 WaitWhat::Tcp | WaitWhat::Ssh => {
                     if let (Some(s), Some(v)) = (&value, get(key))
@@ -418,12 +430,37 @@ fn step(
             Op::WaitFor { what, value: value?, node, interval }
         }
         Kind::Console => {
-            let rescue = arg(cx, "rescue", true);
+            let rescue = arg(cx, "rescue", false);
             one_of(cx, "rescue", &rescue, &["onie", "u-boot", "grub", "aboot"]);
             let bootloader_wait = get("bootloader-wait")
                 .and_then(|v| cx.duration(v, "bootloader-wait"))
                 .map(|d| humantime::format_duration(d).to_string());
-            Op::Console { rescue: rescue?, bootloader_wait }
+            let script = match get("script") {
+                Some(v) => {
+                    let parsed = console_script(cx, v, &label);
+                    for (a, text) in parsed.iter().flat_map(|(args, _)| args) {
+                        args.push(Arg { at: *a, text: text.clone() });
+                    }
+                    Some(parsed.map(|(_, steps)| steps))
+                }
+                None => None,
+            };
+            match (get("rescue").is_some(), &script) {
+                (true, Some(_)) => {
+                    cx.err(at, format!("console step `{label}` takes `rescue` or `script`, not both"))
+                }
+                (false, None) => cx.err(
+                    at,
+                    format!(
+                        "console step `{label}` needs `rescue` (a bootloader) or `script` (expect/send steps)"
+                    ),
+                ),
+                _ => {}
+            }
+            if get("rescue").is_some() && rescue.is_none() {
+                return None;
+            }
+            Op::Console { rescue, bootloader_wait, script: script.unwrap_or(Some(Vec::new()))? }
         }
         Kind::Sel => {
             let pattern = arg(cx, "match", false);

@@ -96,8 +96,8 @@ impl Kind {
         match self {
             Kind::Power => &["action"],
             Kind::BmcReset => &["protocol"],
-            Kind::WaitFor => &["power", "bmc", "tcp", "ssh", "scheduler", "node", "interval"],
-            Kind::Console => &["rescue", "bootloader-wait"],
+            Kind::WaitFor => &["power", "bmc", "tcp", "ssh", "scheduler", "console", "node", "interval"],
+            Kind::Console => &["rescue", "bootloader-wait", "script"],
             Kind::Sel => &["match", "clear", "newest"],
             Kind::Backup => &["switch"],
             Kind::Restore => &["switch", "version", "to", "compare-only", "require-equal", "allow-scrubbed"],
@@ -150,9 +150,11 @@ pub enum Op {
         node: Option<String>,
         interval: Option<String>,
     },
+    /// Exactly one of `rescue` (a bootloader profile) or `script` (an expect script).
     Console {
-        rescue: String,
+        rescue: Option<String>,
         bootloader_wait: Option<String>,
+        script: Vec<lifeline_console::Step>,
     },
     Sel {
         pattern: Option<String>,
@@ -200,6 +202,8 @@ pub enum WaitWhat {
     Ssh,
     /// `scheduler = "responding" | "drained" | "drained-by-lifeline" | "in-service"`.
     Scheduler,
+    /// `console = "REGEX"`: the pattern appears in the target's console output (watched read-only).
+    Console,
 }
 
 /// What to do when a step fails.

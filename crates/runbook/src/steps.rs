@@ -87,9 +87,11 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
         Op::WaitFor { what, value, node, interval } => {
             Op::WaitFor { what: *what, value: r(value)?, node: ro(node)?, interval: interval.clone() }
         }
-        Op::Console { rescue, bootloader_wait } => {
-            Op::Console { rescue: r(rescue)?, bootloader_wait: bootloader_wait.clone() }
-        }
+        Op::Console { rescue, bootloader_wait, script } => Op::Console {
+            rescue: ro(rescue)?,
+            bootloader_wait: bootloader_wait.clone(),
+            script: script.iter().map(|st| console_step(st, &r)).collect::<Result<_, _>>()?,
+        },
         Op::Sel { pattern, clear, newest } => {
             Op::Sel { pattern: ro(pattern)?, clear: *clear, newest: *newest }
         }
@@ -107,6 +109,21 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
         Op::Readmit => Op::Readmit,
         Op::Notify { url, message } => Op::Notify { url: r(url)?, message: r(message)? },
         Op::Exec { command } => Op::Exec { command: command.iter().map(r).collect::<Result<_, _>>()? },
+    })
+}
+
+/// Renders the templates of one console script step (text sent, patterns expected).
+fn console_step(
+    st: &lifeline_console::Step,
+    r: &impl Fn(&String) -> Result<String, String>,
+) -> Result<lifeline_console::Step, String> {
+    use lifeline_console::Step as S;
+    Ok(match st {
+        S::Expect { pattern, on, timeout_ms } => {
+            S::Expect { pattern: r(pattern)?, on: *on, timeout_ms: *timeout_ms }
+        }
+        S::Send { text } => S::Send { text: r(text)? },
+        other => other.clone(),
     })
 }
 
@@ -228,7 +245,30 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
         Op::WaitFor { what, value, node, interval } => {
             wait_for(ctx, &l, *what, value, node.as_deref(), secs(interval, Duration::from_secs(2))).await
         }
-        Op::Console { rescue, bootloader_wait } => {
+        Op::Console { rescue: None, script, .. } => match l.console_script(ctx.target, script, true).await {
+            Ok(r) => {
+                let ev = serde_json::to_value(&r).unwrap_or_default();
+                if r.outcome == "ok" {
+                    StepResult::ok(
+                        format!("console script: {} steps done", r.steps),
+                        json!({ "done": true }),
+                        ev,
+                    )
+                } else {
+                    StepResult::failed(
+                        format!(
+                            "console script stopped at step {}: {}",
+                            r.failed_step.map(|i| i + 1).unwrap_or_default(),
+                            r.error.clone().unwrap_or_default()
+                        ),
+                        json!({ "done": false, "failed-step": r.failed_step }),
+                        ev,
+                    )
+                }
+            }
+            Err(e) => StepResult::error(e.chain()),
+        },
+        Op::Console { rescue: Some(rescue), bootloader_wait, .. } => {
             let Ok(bl) = serde_json::from_value::<lifeline_console::Bootloader>(json!(rescue)) else {
                 return StepResult::error(format!("unknown bootloader `{rescue}`"));
             };
@@ -438,6 +478,20 @@ async fn wait_for(
                 Ok(vec![
                     wait_tcp(&addr, what == WaitWhat::Ssh, timeout, interval).await.map_err(|e| e.chain())?,
                 ])
+            }
+            WaitWhat::Console => {
+                let w = l.console_wait(ctx.target, value, timeout).await.map_err(|e| e.chain())?;
+                let observed = match &w.matched {
+                    Some(m) => format!("matched `{m}`"),
+                    None => format!("last line `{}`", w.last_line.trim()),
+                };
+                Ok(vec![Waited {
+                    what: format!("console /{value}/"),
+                    reached: w.reached,
+                    observed,
+                    waited_ms: w.waited_ms,
+                    polls: 1,
+                }])
             }
             WaitWhat::Scheduler => {
                 let conf = ctx

@@ -167,3 +167,13 @@ pub fn lock_slurm_node(node: &str) -> std::fs::File {
 pub fn executed(sim: &SimProcess, device: &str, action: &str) -> usize {
     sim.actions(device).iter().filter(|a| a["action"] == action && a["noop"] != true).count()
 }
+
+/// A run's steps as (name, state) pairs, in order.
+pub fn step_states(run: &serde_json::Value) -> Vec<(&str, &str)> {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect()
+}

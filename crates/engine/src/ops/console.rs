@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lifeline_console::{
-    AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, RescueOptions, Viewer,
-    WriteMode,
+    AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, Pattern, RescueOptions,
+    Step, Viewer, WriteMode,
 };
 use serde::Serialize;
 
@@ -22,6 +22,8 @@ pub struct ConsoleSession {
     pub viewer: Option<Viewer>,
     pub stole: bool,
     manager: ConsoleManager,
+    /// The manager belongs to this session (closed with it), not to the process (the server's).
+    owned: bool,
 }
 
 impl ConsoleSession {
@@ -29,6 +31,16 @@ impl ConsoleSession {
     pub fn split_viewer(mut self) -> (ConsoleSession, Viewer) {
         let v = self.viewer.take().expect("a session's viewer is taken once");
         (self, v)
+    }
+}
+
+impl ConsoleSession {
+    /// Ends the session: a session-owned manager closes its BMC session; on a shared manager only this
+    /// viewer goes (the always-on logger keeps the console open).
+    async fn close(self) {
+        if self.owned {
+            self.manager.shutdown().await;
+        }
     }
 }
 
@@ -50,7 +62,91 @@ pub struct Rescue {
     pub transcript: String,
 }
 
+/// `wait-for console`: whether a pattern appeared in the console's output before the deadline.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsoleWaited {
+    pub target: String,
+    pub pattern: String,
+    pub reached: bool,
+    /// The text that matched.
+    pub matched: Option<String>,
+    pub waited_ms: u64,
+    /// The last line on the console's screen when the wait ended (what the operator would have seen).
+    pub last_line: String,
+    pub transcript: String,
+}
+
+/// A console expect script's outcome (runbook `console` steps with `script`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsoleScripted {
+    pub target: String,
+    pub outcome: &'static str,
+    pub steps: usize,
+    /// 0-based index of the step that failed.
+    pub failed_step: Option<usize>,
+    pub error: Option<String>,
+    pub transcript: String,
+}
+
 impl Lifeline {
+    /// Watches a console read-only until `pattern` (a regex over the byte stream) appears or `within`
+    /// passes. Read-only: it never types, so it cannot disturb a boot it is watching.
+    pub async fn console_wait(&self, target: &str, pattern: &str, within: Duration) -> Result<ConsoleWaited> {
+        let p =
+            Pattern::new(lifeline_console::On::Stream, pattern).map_err(|e| EngineError::BadArgument {
+                message: format!("console pattern `{pattern}` is not a valid regular expression: {e}"),
+            })?;
+        let started = std::time::Instant::now();
+        let session = self.console_open(target, WriteMode::ReadOnly, false).await?;
+        let (session, viewer) = session.split_viewer();
+        let mut e = Expect::new(target, viewer);
+        let res = e.expect(p, within).await;
+        let out = ConsoleWaited {
+            target: target.into(),
+            pattern: pattern.into(),
+            reached: res.is_ok(),
+            matched: res.as_ref().ok().map(|m| m.text.clone()),
+            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            last_line: e.last_line(),
+            transcript: e.transcript_text(),
+        };
+        drop(e);
+        session.close().await;
+        Ok(out)
+    }
+
+    /// Runs an expect script on a console (write session, taking over another writer: the caller holds
+    /// the target's lease). Audited as `console.script` with its outcome and the failing step.
+    pub async fn console_script(&self, target: &str, steps: &[Step], steal: bool) -> Result<ConsoleScripted> {
+        let audit = self.audit().await?;
+        let session = self.console_open(target, WriteMode::Write, steal).await?;
+        if session.stole {
+            audit
+                .record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "script" }))
+                .await?;
+        }
+        let intent =
+            audit.intent("console.script", target, None, serde_json::json!({ "steps": steps.len() })).await?;
+        let (session, viewer) = session.split_viewer();
+        let mut e = Expect::new(target, viewer);
+        let res = e.run_steps(steps).await;
+        let transcript = e.transcript_text();
+        drop(e);
+        session.close().await;
+        let out = ConsoleScripted {
+            target: target.into(),
+            outcome: if res.is_ok() { "ok" } else { "failed" },
+            steps: steps.len(),
+            failed_step: res.as_ref().err().map(|e| e.index),
+            error: res.as_ref().err().map(|e| error_chain(e)),
+            transcript,
+        };
+        let detail =
+            serde_json::json!({ "steps": out.steps, "failed_step": out.failed_step, "error": out.error });
+        audit.outcome(intent, if res.is_ok() { Outcome::Ok } else { Outcome::Failed }, detail).await?;
+        Ok(out)
+    }
+
     /// A console manager logging under the data directory, indexed in the store.
     pub async fn console_manager(&self) -> Result<ConsoleManager> {
         let store = self.store().await?.clone();
@@ -60,15 +156,20 @@ impl Lifeline {
 
     async fn console_open(&self, target: &str, mode: WriteMode, steal: bool) -> Result<ConsoleSession> {
         let transport = self.sol_transport(target).await?;
-        let manager = self.console_manager().await?;
+        let (manager, owned) = match self.shared_consoles() {
+            Some(m) => (m.clone(), false),
+            None => (self.console_manager().await?, true),
+        };
         manager.add(target, Arc::new(transport)).map_err(|e| EngineError::failed_by(target, "console", e))?;
         match manager.attach(target, AttachOptions { who: self.actor().to_owned(), mode, steal }).await {
             Ok((viewer, report)) => {
                 let stole = report.as_ref().is_some_and(|r| r.stole);
-                Ok(ConsoleSession { target: target.into(), viewer: Some(viewer), stole, manager })
+                Ok(ConsoleSession { target: target.into(), viewer: Some(viewer), stole, manager, owned })
             }
             Err(e) => {
-                manager.shutdown().await;
+                if owned {
+                    manager.shutdown().await;
+                }
                 let msg = error_chain(&e);
                 let hint = if msg.contains("already active") || msg.contains("busy") {
                     "; another session holds this console: `--steal` deactivates it and takes over (audited)"
@@ -121,10 +222,11 @@ impl Lifeline {
 
     /// Ends a session and writes its `console.detach` row (`how`: in words, e.g. "escape (~.)").
     pub async fn console_detach(&self, session: ConsoleSession, how: &str) -> Result<()> {
-        session.manager.shutdown().await;
+        let target = session.target.clone();
+        session.close().await;
         self.audit()
             .await?
-            .record("console.detach", &session.target, Outcome::Ok, None, serde_json::json!({ "how": how }))
+            .record("console.detach", &target, Outcome::Ok, None, serde_json::json!({ "how": how }))
             .await
     }
 
@@ -163,7 +265,7 @@ impl Lifeline {
         let res = lifeline_console::break_into_rescue(&mut e, bootloader, &opts).await;
         let transcript = e.transcript_text();
         drop(e);
-        session.manager.shutdown().await;
+        session.close().await;
         let rescue = match &res {
             Ok(r) => Rescue {
                 target: target.into(),

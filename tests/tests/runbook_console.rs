@@ -1,0 +1,148 @@
+//! Runbook console steps end to end: `wait-for console` watches the SOL console read-only for a pattern,
+//! and a `console` step with an expect `script` logs in on the serial console and runs a command, on two
+//! simulated nodes at once (SOL is IPMI's; a Redfish BMC's SOL is on its port 623, which a test simulator
+//! on a port offset does not have). A script whose pattern never appears fails its step with the console
+//! transcript as evidence instead of hanging.
+
+#[path = "runbook_support/mod.rs"]
+mod support;
+
+use lifeline_test_utils::{output_json as json, output_text as text};
+use support::*;
+
+const OFFSET: u16 = 24700;
+
+const RUNBOOK: &str = r#"
+name = "console-login"
+description = "Power cycles a node, watches its console for the login prompt, logs in on the console and checks the host name"
+targets = ["gpu-node"]
+fault = "none: a test of console steps"
+touches = "the node's power and console"
+never-touches = "everything else"
+worst-case = "the node is power cycled"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+
+[[step]]
+name = "boot-seen"
+kind = "wait-for"
+console = "login: "
+timeout = "90s"
+
+[[step]]
+name = "login"
+kind = "console"
+timeout = "60s"
+script = [
+  { send = "\r" },
+  { expect = "login: ", timeout = "20s" },
+  { send = "root\r" },
+  { expect = "Password: " },
+  { send = "not-a-real-secret\r" },
+  { expect = "[#$] $", timeout = "10s" },
+  { send = "hostname\r" },
+  { expect = "\r\n{{target}}\r\n", timeout = "10s" },
+  { key = "ctrl-d" },
+]
+
+[[step]]
+name = "never-there"
+kind = "console"
+timeout = "30s"
+script = [
+  { send = "\r" },
+  { expect = "this text never appears", timeout = "2s" },
+]
+on-failure = "continue"
+"#;
+
+#[test]
+fn wait_for_console_and_an_expect_script_log_in_over_sol() {
+    let fleet = nodes(&[("gpu-node-21", "r1", "ipmi"), ("gpu-node-22", "r2", "ipmi")]);
+    let sim = start(&fleet, OFFSET);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("console-login.toml"), RUNBOOK).unwrap();
+
+    let o = sim.lifeline(&["runbook", "check", dir.path().join("console-login.toml").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = sim.lifeline(&[
+        "runbook",
+        "run",
+        "console-login",
+        "gpu-node-21",
+        "gpu-node-22",
+        "--yes",
+        "--json",
+        "--runbooks",
+        dir.path().to_str().unwrap(),
+        "--interval-ms",
+        "20",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let runs = json(&o);
+    for (run, node) in runs.as_array().unwrap().iter().zip(["gpu-node-21", "gpu-node-22"]) {
+        assert_eq!(run["target"], node);
+        assert_eq!(run["state"], "succeeded", "{run:#}");
+        let steps = step_states(run);
+        assert_eq!(
+            steps,
+            [("cycle", "ok"), ("boot-seen", "ok"), ("login", "ok"), ("never-there", "failed")],
+            "{run:#}"
+        );
+        // One cycle: the BMC's own action log has either a cycle or an off then an on (flavours differ).
+        let acts: Vec<String> = sim
+            .actions(node)
+            .iter()
+            .filter(|a| a["noop"] != true)
+            .map(|a| a["action"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(acts == ["power-cycle"] || acts == ["power-off", "power-on"], "{acts:?}");
+
+        // The journal keeps the console transcripts as evidence: the login, and the failed expectation.
+        let id = run["run"].as_str().unwrap();
+        let o = sim.lifeline(&["runbook", "log", id, "--json"]);
+        assert!(o.status.success(), "{}", text(&o));
+        let log = text(&o);
+        assert!(log.contains("Last login"), "the script's transcript is evidence: {log}");
+        assert!(log.contains("this text never appears"), "the failing pattern is named: {log}");
+    }
+
+    // The audit trail names each console script with its outcome.
+    let o = sim.lifeline(&["audit", "log", "--json"]);
+    let rows = json(&o);
+    let scripts: Vec<&serde_json::Value> =
+        rows.as_array().unwrap().iter().filter(|r| r["action"] == "console.script").collect();
+    assert!(scripts.iter().any(|r| r["outcome"] == "ok"), "{scripts:#?}");
+    assert!(scripts.iter().any(|r| r["outcome"] == "failed"), "{scripts:#?}");
+}
+
+#[test]
+fn a_broken_console_script_is_reported_at_once_with_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = RUNBOOK
+        .replace(
+            r#"{ key = "ctrl-d" },"#,
+            r#"{ key = "ctrl-z" }, { expect = "(", send = "x" }, { sleep = "soon" },"#,
+        )
+        .replace(r#"console = "login: ""#, r#"console = "login: [""#);
+    let path = dir.path().join("console-login.toml");
+    std::fs::write(&path, bad).unwrap();
+    let o = std::process::Command::new(lifeline_test_utils::lifeline_bin())
+        .args(["runbook", "check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    for want in [
+        "console-login.toml:18:11: `console` is not a valid regular expression",
+        "unknown key `ctrl-z`",
+        "needs exactly one of expect, send, key, sleep, break (found 2)",
+        "`sleep`: `soon` is not a duration",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+}
