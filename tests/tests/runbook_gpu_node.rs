@@ -51,7 +51,7 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
 
     assert_eq!(ok["target"], "gpu-node-03");
     assert_eq!(ok["state"], "succeeded", "{ok:#}");
-    let steps = step_states(&ok);
+    let steps = step_states(ok);
     assert_eq!(
         steps,
         [
