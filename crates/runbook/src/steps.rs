@@ -428,7 +428,14 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
         Op::Verify | Op::Readmit => verify(ctx, &l, matches!(ctx.op, Op::Readmit)).await,
         Op::Notify { url, message } => {
             let body = json!({ "runbook": ctx.rb.name, "run": ctx.run_id, "target": ctx.target, "message": message });
-            match lifeline_engine::ops::notify::post_json(url, &body, Duration::from_secs(10)).await {
+            match lifeline_engine::ops::notify::deliver(
+                url,
+                &body,
+                Duration::from_secs(10),
+                lifeline_engine::ops::notify::TRIES,
+            )
+            .await
+            {
                 Ok(status) => StepResult::ok(
                     format!("webhook answered {status}"),
                     json!({ "status": status }),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::state::AppState;
 
-const TRIES: u32 = 4;
+const TRIES: u32 = lifeline_engine::ops::notify::TRIES;
 
 pub fn notify(s: &AppState, kind: &str, body: serde_json::Value) {
     let hooks: Vec<String> = s
@@ -30,26 +30,10 @@ pub fn notify(s: &AppState, kind: &str, body: serde_json::Value) {
     }
 }
 
-/// POSTs with retries; 2xx is delivered, 4xx other than 429 is final.
+/// POSTs with retries (the engine's delivery: 2xx delivered, 4xx other than 429 final, backoff).
 pub async fn deliver(url: &str, body: &serde_json::Value) -> Result<(), String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .connect_timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut last = String::new();
-    for attempt in 0..TRIES {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-        }
-        match client.post(url).json(body).send().await {
-            Ok(r) if r.status().is_success() => return Ok(()),
-            Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
-                return Err(format!("refused with {}", r.status()));
-            }
-            Ok(r) => last = format!("status {}", r.status()),
-            Err(e) => last = lifeline_engine::error_chain(&e),
-        }
-    }
-    Err(format!("{TRIES} tries: {last}"))
+    lifeline_engine::ops::notify::deliver(url, body, Duration::from_secs(10), TRIES)
+        .await
+        .map(drop)
+        .map_err(|e| e.chain())
 }

@@ -1,54 +1,49 @@
-//! Notifications: a JSON POST to a webhook (chat, paging), with a deadline. Plain HTTP only for now: the
-//! webhook relays operators use on the management network; an `https://` URL is refused rather than sent
-//! without verification.
+//! Notifications: a JSON POST to a webhook (chat, paging, a relay), over HTTP or HTTPS (the system's trust
+//! roots), with a deadline per try and retries with backoff: a 2xx is delivered, a 4xx other than 429 is
+//! final (retrying a refused payload only repeats the refusal). One implementation for the runbook
+//! `notify` step and the server's `[[webhook]]` deliveries.
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 use crate::error::{EngineError, Result};
 
-/// POSTs `body` to `url`; returns the HTTP status. A status outside 2xx is an error.
+/// How many times a delivery is tried.
+pub const TRIES: u32 = 4;
+
+/// POSTs `body` to `url` once; returns the HTTP status. A status outside 2xx is an error.
 pub async fn post_json(url: &str, body: &serde_json::Value, timeout: Duration) -> Result<u16> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        EngineError::bad_argument(format!(
-            "webhook `{url}`: only http:// URLs are supported (use a relay for https)"
-        ))
-    })?;
-    let (host, path) = match rest.split_once('/') {
-        Some((h, p)) => (h, format!("/{p}")),
-        None => (rest, "/".to_owned()),
-    };
-    let addr = if host.contains(':') { host.to_owned() } else { format!("{host}:80") };
-    let payload = body.to_string();
-    let send = async {
-        let mut s = tokio::net::TcpStream::connect(&addr).await?;
-        let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-            payload.len()
-        );
-        s.write_all(req.as_bytes()).await?;
-        let mut head = Vec::new();
-        let mut buf = [0u8; 512];
-        while !head.windows(2).any(|w| w == b"\r\n") {
-            let n = s.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        Ok::<_, std::io::Error>(String::from_utf8_lossy(&head).into_owned())
-    };
-    let head = tokio::time::timeout(timeout, send)
-        .await
-        .map_err(|_| EngineError::failed(url, format!("no answer within {} s", timeout.as_secs())))?
-        .map_err(|e| EngineError::failed_by(url, "webhook", e))?;
-    let status =
-        head.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok()).ok_or_else(|| {
-            EngineError::failed(url, format!("not an HTTP answer: {:?}", head.lines().next()))
-        })?;
-    if !(200..300).contains(&status) {
-        return Err(EngineError::failed(url, format!("webhook answered {status}")));
+    deliver(url, body, timeout, 1).await
+}
+
+/// POSTs `body` to `url`, up to `tries` times (backoff 1 s, 2 s, 4 s …) while the failure may pass.
+pub async fn deliver(url: &str, body: &serde_json::Value, timeout: Duration, tries: u32) -> Result<u16> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| EngineError::bad_argument(format!("webhook `{url}` is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(EngineError::bad_argument(format!(
+            "webhook `{url}`: expected an http:// or https:// URL"
+        )));
     }
-    Ok(status)
+    // reqwest is built without a default crypto provider (ring is the workspace's); a no-op when installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .build()
+        .map_err(|e| EngineError::failed_by(url, "webhook client", e))?;
+    let mut last = String::new();
+    for attempt in 0..tries.max(1) {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+        }
+        match client.post(parsed.clone()).json(body).send().await {
+            Ok(r) if r.status().is_success() => return Ok(r.status().as_u16()),
+            Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
+                return Err(EngineError::failed(url, format!("webhook refused the message: {}", r.status())));
+            }
+            Ok(r) => last = format!("webhook answered {}", r.status()),
+            Err(e) => last = crate::error::error_chain(&e),
+        }
+    }
+    Err(EngineError::failed(url, if tries > 1 { format!("{tries} tries: {last}") } else { last }))
 }
