@@ -325,3 +325,13 @@ impl Browser {
         self.click("#confirm-ok");
     }
 }
+
+impl Browser {
+    /// Types into whatever has the focus, as a keyboard would (WebDriver key codes: `\u{E004}` Tab,
+    /// `\u{E007}` Enter, `\u{E00C}` Escape, `\u{E00D}` Space).
+    pub fn keys(&self, text: &str) {
+        let el = self.call("GET", "/element/active", None).unwrap();
+        let id = el.as_object().and_then(|o| o.values().next()).and_then(|v| v.as_str()).unwrap_or_default();
+        self.call("POST", &format!("/element/{id}/value"), Some(json!({"text": text}))).unwrap();
+    }
+}
