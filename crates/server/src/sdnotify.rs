@@ -5,7 +5,8 @@
 //! `Type=notify`) only needs three messages: READY=1 once the listener is bound and the scheduler started,
 //! WATCHDOG=1 while the runtime still runs tasks (a wedged runtime misses pings and systemd restarts the
 //! service), STOPPING=1 on the way out. Without `$NOTIFY_SOCKET` (not under systemd) every call does
-//! nothing.
+//! nothing. Children the server starts (ssh, scontrol) inherit `$NOTIFY_SOCKET` (removing it from the
+//! environment needs `unsafe`); the unit's `NotifyAccess=main` makes systemd ignore anything they send.
 
 use std::io;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
