@@ -66,6 +66,11 @@ fn backup_of_a_live_store_while_the_server_writes_restores() {
 #[test]
 fn status_and_migrate_upgrade_an_old_schema() {
     let sim = two_node_sim(33600);
+    // No store yet: said, and nothing created.
+    let o = sim.lifeline(&["db", "status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(output_text(&o).contains("no store at"), "{}", output_text(&o));
+    assert!(!sim.data.join("lifeline.db").exists());
     let o = sim.lifeline(&["db", "migrate", "--to", "5"]);
     assert!(o.status.success(), "{}", output_text(&o));
     let o = sim.lifeline(&["db", "status", "--json"]);

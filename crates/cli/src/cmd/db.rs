@@ -37,6 +37,15 @@ pub enum DbCmd {
 
 pub async fn run(g: &Global, cmd: DbCmd) -> CmdResult {
     let l = lifeline(g)?;
+    // Looking at, or copying, a SQLite store that is not there must not create one (a mistyped
+    // --data-dir would otherwise report an empty database); `db migrate` creates it, as any verb does.
+    let file = l.paths.data_dir.join("lifeline.db");
+    if l.paths.database_url.is_none() && !matches!(cmd, DbCmd::Migrate { .. }) && !file.exists() {
+        return Err(Exit::usage(anyhow::anyhow!(
+            "no store at {} (it is created on first use, or by `lifeline db migrate`)",
+            file.display()
+        )));
+    }
     let store = Store::open_unmigrated(&l.paths.data_dir, l.paths.database_url.as_deref())
         .await
         .map_err(EngineError::from)?;
