@@ -115,6 +115,9 @@ pub enum Command {
     /// Recovery runbooks: list, show, check, run; follow runs (status, log, approve, abort, resume).
     #[command(subcommand)]
     Runbook(crate::cmd::runbook::RunbookCmd),
+    /// Lifeline's own database: schema status, forward-only migrations, online SQLite backup.
+    #[command(subcommand)]
+    Db(crate::cmd::db::DbCmd),
 }
 
 #[derive(Debug, Args)]

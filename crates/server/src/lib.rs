@@ -12,7 +12,8 @@
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
 //!   they see into fault records, [`policy`] decides which runbook answers each (a [`policy::FaultResponder`]
 //!   carries it out), [`webhook`] tells the outside.
-//! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop.
+//! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop;
+//!   [`sdnotify`]: readiness and watchdog for systemd's `Type=notify`.
 //! - [`client`]: the CLI's `--server URL` mode.
 //! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
 
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod policy;
 pub mod scheduler;
+pub mod sdnotify;
 pub mod serve;
 pub mod state;
 pub mod tls;

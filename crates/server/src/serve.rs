@@ -111,10 +111,12 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     if let Some((fp, how)) = &running.certificate {
         println!("certificate: {fp} ({how})");
     }
+    crate::sdnotify::started(&running.url, running.state.shutdown.clone());
     tokio::select! {
         _ = terminated() => {}
         _ = running.state.shutdown.cancelled() => {}
     }
+    crate::sdnotify::stopping();
     running.stop().await
 }
 

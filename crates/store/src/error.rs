@@ -15,6 +15,26 @@ pub enum StoreError {
          open it once with write access"
     )]
     ReadOnlyNeedsMigration { location: String, applied: i64, latest: i64 },
+    #[error(
+        "the database {location} was migrated by a newer Lifeline (migrations {unknown:?}; this binary knows up \
+         to {known}): run that release or a newer one, or restore a backup taken before the upgrade"
+    )]
+    SchemaNewer { location: String, known: i64, unknown: Vec<i64> },
+    #[error(
+        "`lifeline db backup` copies a SQLite store; back up the {backend} database with its own tool \
+         (pg_dump, see deploy/README.md)"
+    )]
+    BackupUnsupported { backend: &'static str },
+    #[error("the backup file {path} already exists and is not empty: name a new file")]
+    BackupExists { path: std::path::PathBuf },
+    #[error("cannot write the backup file {path}")]
+    Backup {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the backup {path} fails SQLite's check: {detail}")]
+    BackupCorrupt { path: std::path::PathBuf, detail: String },
     #[error("unsupported database URL `{url}` (expected sqlite:PATH or postgres://…)")]
     BadUrl { url: String },
     #[error("cannot connect to {backend} database {location}")]

@@ -3,9 +3,11 @@
 //! Queries are runtime queries through sqlx's `Any` driver, so the workspace builds on a fresh machine with
 //! no database and no offline query cache. Time is stored as Unix milliseconds (`BIGINT`) and structured
 //! data as JSON text: both portable across the two backends. Migrations are embedded in the binary, one
-//! directory per dialect, and run when the store opens.
+//! directory per dialect, and run when the store opens (`schema` looks at them and applies them on an
+//! operator's word; `backup` copies a live SQLite store).
 
 mod audit;
+mod backup;
 mod devices;
 mod error;
 mod events;
@@ -15,9 +17,11 @@ mod open;
 mod pins;
 mod records;
 mod runs;
+mod schema;
 mod users;
 
 pub use audit::{AuditEntry, AuditRow};
+pub use backup::BackupSummary;
 pub use devices::{DeviceRecord, SyncSummary};
 pub use error::StoreError;
 pub use events::{EventRow, NewEvent, Observation};
@@ -26,6 +30,7 @@ pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
 pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
+pub use schema::{MigrationRow, MigrationState, SchemaStatus};
 pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.

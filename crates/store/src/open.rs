@@ -20,6 +20,14 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The migrations embedded in this binary for this backend.
+    pub(crate) fn migrator(self) -> &'static Migrator {
+        match self {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",
@@ -40,19 +48,29 @@ pub struct Store {
 impl Store {
     /// Opens the store named by `database_url`, or the SQLite file `lifeline.db` in `data_dir`.
     pub async fn open(data_dir: &Path, database_url: Option<&str>) -> Result<Store, StoreError> {
+        Self::open_url(&Self::url_for(data_dir, database_url)?).await
+    }
+
+    /// The database URL: `database_url`, or the SQLite file `lifeline.db` in `data_dir` (created 0700).
+    pub(crate) fn url_for(data_dir: &Path, database_url: Option<&str>) -> Result<String, StoreError> {
         match database_url {
-            Some(url) => Self::open_url(url).await,
+            Some(url) => Ok(url.to_owned()),
             None => {
                 crate::files::private_dir(data_dir)
                     .map_err(|source| StoreError::DataDir { path: data_dir.to_path_buf(), source })?;
-                let file = data_dir.join("lifeline.db");
-                Self::open_url(&format!("sqlite://{}", file.display())).await
+                Ok(format!("sqlite://{}", data_dir.join("lifeline.db").display()))
             }
         }
     }
 
     /// Opens a `sqlite:` or `postgres://` URL and runs the migrations.
     pub async fn open_url(url: &str) -> Result<Store, StoreError> {
+        Self::open_url_with(url, true).await
+    }
+
+    /// Opens `url`, running the pending migrations only when `migrate` is set (`lifeline db status` looks
+    /// at the schema without changing it).
+    pub(crate) async fn open_url_with(url: &str, migrate: bool) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
@@ -117,11 +135,10 @@ impl Store {
             .connect_with(opts)
             .await
             .map_err(connect_err)?;
-        let migrator = match backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        if read_only {
+        let migrator = backend.migrator();
+        if !migrate {
+            // Looked at as it is: `lifeline db status` or `db migrate`, which migrate explicitly.
+        } else if read_only {
             crate::files::check_migrated(&pool, migrator, &location).await?;
         } else {
             // Concurrent first use of one SQLite file (eight `backup run`s on a fresh data dir) must migrate
@@ -135,6 +152,8 @@ impl Store {
                 // WAL lets the web console read while a sweep writes; the mode is stored in the file.
                 sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await.map_err(connect_err)?;
             }
+            // A database migrated by a newer Lifeline is refused in words before sqlx's own check.
+            crate::schema::refuse_newer(&pool, backend, migrator, &location).await?;
             migrator
                 .run(&pool)
                 .await

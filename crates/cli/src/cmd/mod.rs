@@ -4,6 +4,7 @@ mod audit;
 mod backup;
 pub mod bmc;
 mod console;
+pub mod db;
 mod demo;
 pub mod inventory;
 mod remote;
@@ -42,6 +43,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Token(c) => server::token(&cli.global, c).await,
         Command::Fault(c) => server::fault(&cli.global, c).await,
         Command::Runbook(c) => runbook::run(&cli.global, c).await,
+        Command::Db(c) => db::run(&cli.global, c).await,
     };
     finish(result)
 }
