@@ -249,7 +249,7 @@ const FRU_MAX: usize = 4096;
 
 impl IpmiConn {
     /// FRU device 0, read in pieces (OpenIPMI and many BMCs refuse more than ~20 bytes per read).
-    async fn read_fru(&self) -> Result<Vec<u8>, String> {
+    pub(crate) async fn read_fru(&self) -> Result<Vec<u8>, String> {
         let s = &self.session;
         // Get FRU Inventory Area Info (Storage 0x10).
         let r = s.raw(0x0A, 0x10, vec![0]).await.map_err(|e| e.to_string())?;

@@ -6,6 +6,7 @@
 //! return [`DecodeError`] instead of panicking on anything malformed.
 
 pub mod app;
+pub mod boot;
 pub mod chassis;
 pub mod crypto;
 pub mod message;
