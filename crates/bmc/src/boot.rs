@@ -357,7 +357,8 @@ impl Bmc {
         let limit = self.pool().opts.op_timeout;
         let name = self.name().to_owned();
         let (protocol, settings) = self
-            .with_conn(Privilege::User, limit, |c| {
+            // Get System Boot Options is an OPERATOR command (IPMI 2.0 table G-1; ipmi_sim enforces it).
+            .with_conn(Privilege::Operator, limit, |c| {
                 Box::pin(async move {
                     match c {
                         Conn::Ipmi(c) => Ok(c.boot_read().await?.1),

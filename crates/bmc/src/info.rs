@@ -247,7 +247,8 @@ impl Bmc {
     pub async fn info(&self) -> Result<BmcInfo, BmcError> {
         let limit = self.pool().opts.op_timeout;
         Ok(self
-            .with_conn(Privilege::User, limit, |c| {
+            // Get LAN Configuration Parameters is an OPERATOR command.
+            .with_conn(Privilege::Operator, limit, |c| {
                 Box::pin(async move {
                     match c {
                         Conn::Ipmi(c) => c.info().await,
