@@ -20,7 +20,7 @@ use crate::error::{BmcError, error_chain};
 use crate::pool::Bmc;
 
 /// How long one "is it back?" read may take before it counts as not answering.
-const POLL_LIMIT: Duration = Duration::from_secs(4);
+const POLL_LIMIT: Duration = Duration::from_millis(1500);
 const POLL_PAUSE: Duration = Duration::from_millis(500);
 
 /// A BMC reset and whether the BMC came back.
@@ -112,15 +112,17 @@ impl Bmc {
             }
             Conn::Redfish(c) => c.reset_manager(warm).await,
         };
-        // The session may have died with the controller: closing is a courtesy, bounded.
-        let _ = tokio::time::timeout(Duration::from_secs(2), conn.close()).await;
+        // The downtime counts from the reset, not from our clean-up.
+        let start = Instant::now();
+        // The session died with the controller (unless the reset was refused): closing is a courtesy, brief.
+        let close = if sent.is_ok() { Duration::from_millis(300) } else { Duration::from_secs(2) };
+        let _ = tokio::time::timeout(close, conn.close()).await;
         let (sent, acknowledged) = sent?;
         // Sessions, paths and the cipher suite are rebuilt against the restarted controller.
         pool.unlearn(self.name());
         pool.suites.forget(self.name());
         drop(_permit);
 
-        let start = Instant::now();
         tokio::time::sleep(Duration::from_secs(1).min(wait)).await;
         let probe = self.over(protocol);
         let mut went_away = false;
@@ -138,7 +140,7 @@ impl Bmc {
                 }
                 Err(_) => {
                     went_away = true;
-                    last_error = Some(format!("no answer within {} s", POLL_LIMIT.as_secs()));
+                    last_error = Some(format!("no answer within {} ms", POLL_LIMIT.as_millis()));
                 }
             }
             pool.unlearn(self.name());

@@ -163,6 +163,12 @@ async fn bmc_faults_flip_switches() {
     assert_eq!(h.bmc().cert_generation(), g + 1);
     h.reset_bmc();
     assert!(!h.bmc().sol_stuck());
+    assert!(!h.bmc().restarting(), "a reset without a protocol (tests, the demo) is instant");
+    h.set_bmc_reset_downtime(Duration::from_millis(300));
+    h.reset_bmc_by(&crate::actions::Origin::new(crate::actions::Protocol::Control, None, None));
+    assert!(h.bmc().restarting() && h.bmc().unresponsive());
+    std::thread::sleep(Duration::from_millis(350));
+    assert!(!h.bmc().restarting());
     h.clear_faults();
     assert!(!h.bmc().drop_datagram());
     assert!(h.active_faults().is_empty());
