@@ -9,6 +9,7 @@ pub mod app;
 pub mod boot;
 pub mod chassis;
 pub mod crypto;
+pub mod fru;
 pub mod message;
 pub mod packet;
 pub mod payload;

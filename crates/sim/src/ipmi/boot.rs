@@ -8,6 +8,7 @@ use lifeline_ipmi::wire::{
     Body, cc,
     boot::{BootDevice, BootFlags, BootOptionsReply, GetLanConfig, GetSystemBootOptions, SetSystemBootOptions},
     boot::{lan_param, param, progress},
+    fru::{FruAreaInfo, FruFields, GetFruInfo, ReadFru},
     message::{Request, Response},
 };
 
@@ -104,6 +105,52 @@ impl Bmc {
             _ => return req.respond(PARAM_NOT_SUPPORTED, Vec::new()),
         }
         req.respond(cc::OK, Vec::new())
+    }
+
+    /// FRU device 0 from the BMC's identity: what `ipmitool fru print` shows.
+    fn fru_image(&self) -> Vec<u8> {
+        let id = &self.host.bmc_config().identity;
+        FruFields {
+            chassis_serial: Some(id.serial.clone()),
+            board_manufacturer: Some(id.manufacturer.clone()),
+            board_product: Some(id.model.clone()),
+            board_serial: Some(id.serial.clone()),
+            product_manufacturer: Some(id.manufacturer.clone()),
+            product_name: Some(id.model.clone()),
+            product_version: Some(id.bios_version.clone()),
+            product_serial: Some(id.serial.clone()),
+            ..Default::default()
+        }
+        .encode()
+    }
+
+    pub(super) fn fru_info(&self, req: &Request) -> Response {
+        match GetFruInfo::decode(&req.data) {
+            Ok(GetFruInfo { device: 0 }) => {
+                let size = self.fru_image().len() as u16;
+                req.respond(cc::OK, FruAreaInfo { size, access: 0 }.encode())
+            }
+            Ok(_) => req.respond(cc::NOT_PRESENT, Vec::new()),
+            Err(_) => req.respond(cc::REQUEST_DATA_LENGTH_INVALID, Vec::new()),
+        }
+    }
+
+    /// Read FRU Data, at most 32 bytes per read (0xCA beyond, as small BMCs answer).
+    pub(super) fn fru_read(&self, req: &Request) -> Response {
+        let r = match ReadFru::decode(&req.data) {
+            Ok(r) if r.device == 0 => r,
+            Ok(_) => return req.respond(cc::NOT_PRESENT, Vec::new()),
+            Err(_) => return req.respond(cc::REQUEST_DATA_LENGTH_INVALID, Vec::new()),
+        };
+        if r.count > 32 {
+            return req.respond(cc::CANNOT_RETURN_REQUESTED_BYTES, Vec::new());
+        }
+        let img = self.fru_image();
+        let start = usize::from(r.offset).min(img.len());
+        let end = (start + usize::from(r.count)).min(img.len());
+        let mut data = vec![(end - start) as u8];
+        data.extend_from_slice(&img[start..end]);
+        req.respond(cc::OK, data)
     }
 
     pub(super) fn get_lan_config(&self, req: &Request) -> Response {

@@ -168,6 +168,9 @@ impl Bmc {
             (netfn::CHASSIS, 0x09) if operator => (self.get_boot_options(req), Vec::new()),
             (netfn::TRANSPORT, 0x02) if operator => (self.get_lan_config(req), Vec::new()),
             (netfn::CHASSIS, 0x08 | 0x09) | (netfn::TRANSPORT, 0x02) => err(cc::INSUFFICIENT_PRIVILEGE),
+            // FRU device 0 (`ipmitool fru print`).
+            (netfn::STORAGE, 0x10) => (self.fru_info(req), Vec::new()),
+            (netfn::STORAGE, 0x11) => (self.fru_read(req), Vec::new()),
 
             // ---- Sensor/Event ----
             (GetSensorReading::NETFN, GetSensorReading::CMD) => {
