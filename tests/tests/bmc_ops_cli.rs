@@ -4,7 +4,9 @@
 
 use std::net::Ipv4Addr;
 
-use lifeline_test_utils::{SimProcess, lifeline_bin, output_json as json, output_text, peer_endpoints, unique_loopback};
+use lifeline_test_utils::{
+    SimProcess, lifeline_bin, output_json as json, output_text, peer_endpoints, unique_loopback,
+};
 
 fn inventory(ips: &[Ipv4Addr], offset: u16) -> String {
     let mut t = String::from(
@@ -55,7 +57,10 @@ fn boot_device_over_both_protocols_read_back() {
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let v = json(&o);
     assert_eq!(v[0]["confirmation"], "confirmed", "{v:#}");
-    assert_eq!((v[0]["now"]["bmc_value"].as_str(), v[0]["now"]["enabled"].as_str()), (Some("BiosSetup"), Some("once")));
+    assert_eq!(
+        (v[0]["now"]["bmc_value"].as_str(), v[0]["now"]["enabled"].as_str()),
+        (Some("BiosSetup"), Some("once"))
+    );
     assert!(v[0]["sent"][0].as_str().unwrap().contains("If-Match"), "the sim gives an ETag: {v:#}");
 
     let v = json(&sim.lifeline(&["boot", "show", "n3", "--json"]));
@@ -81,11 +86,17 @@ fn bmc_reset_is_confirmed_by_the_bmc_answering_again() {
     assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
     assert_eq!(count(&sim, "n3", "bmc-reset"), 0);
 
-    for (dev, proto, sent) in [("n3", "ipmi", "Cold Reset (App 0x02)"), ("n1", "redfish", "Manager.Reset ForceRestart")] {
+    for (dev, proto, sent) in
+        [("n3", "ipmi", "Cold Reset (App 0x02)"), ("n1", "redfish", "Manager.Reset ForceRestart")]
+    {
         let o = sim.lifeline(&["bmc", "reset", dev, "--yes", "--json", "--timeout", "60"]);
         assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
         let v = json(&o);
-        assert_eq!((v[0]["protocol"].as_str(), v[0]["answering"].as_bool()), (Some(proto), Some(true)), "{v:#}");
+        assert_eq!(
+            (v[0]["protocol"].as_str(), v[0]["answering"].as_bool()),
+            (Some(proto), Some(true)),
+            "{v:#}"
+        );
         assert!(v[0]["sent"].as_str().unwrap().starts_with(sent), "{v:#}");
         assert_eq!(v[0]["went_away"], true, "the sim stops answering for a few seconds: {v:#}");
         assert_eq!(count(&sim, dev, "bmc-reset"), 1, "{:?}", sim.actions(dev));

@@ -57,12 +57,16 @@ impl RedfishConn {
         let list = self.client.manager_docs().await.map_err(rf_err(&self.bmc))?.items;
         let pick = list
             .iter()
-            .position(|m| managed_by.iter().any(|l| l.trim_end_matches('/') == m.odata_id.trim_end_matches('/')))
+            .position(|m| {
+                managed_by.iter().any(|l| l.trim_end_matches('/') == m.odata_id.trim_end_matches('/'))
+            })
             .or_else(|| list.iter().position(|m| m.manager_type.as_deref() == Some("BMC")))
             .or(if list.is_empty() { None } else { Some(0) });
         match pick {
             Some(i) => Ok(list.into_iter().nth(i).unwrap_or_default()),
-            None => Err(BmcError::NotOffered { bmc: self.bmc.clone(), what: "the BMC lists no Manager".into() }),
+            None => {
+                Err(BmcError::NotOffered { bmc: self.bmc.clone(), what: "the BMC lists no Manager".into() })
+            }
         }
     }
 

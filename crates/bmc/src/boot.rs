@@ -208,9 +208,10 @@ fn redfish_settings(sys: &Value) -> BootSettings {
             Some("Legacy") => Some(BootMode::Legacy),
             _ => None,
         },
-        allowed: b.get("BootSourceOverrideTarget@Redfish.AllowableValues").and_then(Value::as_array).map(
-            |a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-        ),
+        allowed: b
+            .get("BootSourceOverrideTarget@Redfish.AllowableValues")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
         raw: None,
     }
 }
@@ -261,7 +262,10 @@ impl IpmiConn {
         if w.handshake {
             sent.push("Set System Boot Options param 0 = set in progress".to_owned());
         }
-        sent.push(format!("Set System Boot Options param 5 = {}", hex(&lifeline_ipmi::wire::Body::encode(&flags))));
+        sent.push(format!(
+            "Set System Boot Options param 5 = {}",
+            hex(&lifeline_ipmi::wire::Body::encode(&flags))
+        ));
         if w.handshake {
             sent.push("Set System Boot Options param 0 = set complete".to_owned());
         }
@@ -291,21 +295,19 @@ impl RedfishConn {
         let (path, doc, etag) = self.boot_read().await?;
         let before = redfish_settings(&doc);
         let value = match &before.allowed {
-            Some(allowed) => req
-                .target
-                .redfish()
-                .iter()
-                .find(|c| allowed.iter().any(|a| a == *c))
-                .copied()
-                .ok_or_else(|| BmcError::NotOffered {
-                    bmc: self.bmc.clone(),
-                    what: format!(
-                        "boot device {} ({}) is not among the BMC's BootSourceOverrideTarget values: {}",
-                        req.target,
-                        req.target.redfish().join(" or "),
-                        allowed.join(", ")
-                    ),
-                })?,
+            Some(allowed) => {
+                req.target.redfish().iter().find(|c| allowed.iter().any(|a| a == *c)).copied().ok_or_else(
+                    || BmcError::NotOffered {
+                        bmc: self.bmc.clone(),
+                        what: format!(
+                            "boot device {} ({}) is not among the BMC's BootSourceOverrideTarget values: {}",
+                            req.target,
+                            req.target.redfish().join(" or "),
+                            allowed.join(", ")
+                        ),
+                    },
+                )?
+            }
             None => req.target.redfish()[0],
         };
         let mut boot = json!({ "BootSourceOverrideTarget": value });
@@ -402,7 +404,8 @@ mod tests {
         assert_eq!(c, BootConfirmation::DeviceOnly);
         assert_eq!(d, vec!["asked for once, the BMC reports not-valid".to_owned()]);
         // sushy-emulator: always Continuous.
-        let sys = json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}});
+        let sys =
+            json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}});
         let (c, _) = judge(&req, &redfish_settings(&sys));
         assert_eq!(c, BootConfirmation::DeviceOnly);
         let (c, _) = judge(&BootRequest { persistent: true, ..req }, &redfish_settings(&sys));

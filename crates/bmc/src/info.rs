@@ -140,7 +140,12 @@ impl IpmiConn {
     }
 
     async fn fru_view(&mut self) -> Result<FruView, BmcError> {
-        let mut v = FruView { bmc: self.bmc.clone(), protocol: BmcProtocol::Ipmi, fields: Vec::new(), warnings: Vec::new() };
+        let mut v = FruView {
+            bmc: self.bmc.clone(),
+            protocol: BmcProtocol::Ipmi,
+            fields: Vec::new(),
+            warnings: Vec::new(),
+        };
         match self.read_fru().await {
             Ok(bytes) => match parse_fru(&bytes) {
                 Ok(f) => {
@@ -211,8 +216,12 @@ impl RedfishConn {
 
     async fn fru_view(&mut self) -> Result<FruView, BmcError> {
         let sys = self.system().await?;
-        let mut v =
-            FruView { bmc: self.bmc.clone(), protocol: BmcProtocol::Redfish, fields: Vec::new(), warnings: Vec::new() };
+        let mut v = FruView {
+            bmc: self.bmc.clone(),
+            protocol: BmcProtocol::Redfish,
+            fields: Vec::new(),
+            warnings: Vec::new(),
+        };
         let mut f = FruInfo {
             product_manufacturer: sys.manufacturer.clone(),
             product_name: sys.model.clone(),
@@ -221,7 +230,9 @@ impl RedfishConn {
         };
         match self.client.get_json(&sys.odata_id).await {
             Ok((doc, _)) => {
-                let s = |k: &str| doc.get(k).and_then(|x| x.as_str()).filter(|s| !s.is_empty()).map(str::to_owned);
+                let s = |k: &str| {
+                    doc.get(k).and_then(|x| x.as_str()).filter(|s| !s.is_empty()).map(str::to_owned)
+                };
                 f.product_part_number = s("PartNumber").or_else(|| s("SKU"));
                 f.product_asset_tag = s("AssetTag");
             }

@@ -34,15 +34,15 @@ mod sdr_cache;
 pub mod sweep;
 pub mod target;
 
+pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use bmc_reset::BmcResetReport;
 pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};
-pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
-pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use error::{BmcError, BoxError, error_chain};
 pub use events::{EventEntry, EventLog, LogSource};
 pub use fru::Inventory;
 pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
+pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
 pub use memory::{MemoryProtocolMemory, ProtocolMemory};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};
 pub use pool::{Bmc, BmcPool};

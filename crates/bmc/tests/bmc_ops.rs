@@ -18,7 +18,9 @@ use std::time::Duration;
 use common::*;
 use lifeline_bmc::*;
 use lifeline_sim::actions::ActionKind;
-use lifeline_sim::{BmcSpec, EndpointKind, Fleet, FleetSpec, GpuSpec, RedfishFlavor, RunningFleet, ServerSpec, SimOptions};
+use lifeline_sim::{
+    BmcSpec, EndpointKind, Fleet, FleetSpec, GpuSpec, RedfishFlavor, RunningFleet, ServerSpec, SimOptions,
+};
 use lifeline_test_utils::unique_loopback;
 use lifeline_types::BmcProtocol;
 
@@ -61,7 +63,9 @@ async fn ipmi_sim_boot_flags_agree_with_ipmitool() {
 
     let d = bmc.boot_set(req(BootTarget::Disk, true, Some(BootMode::Uefi))).await.unwrap();
     assert_eq!((d.before.target, d.now.target), (Some(BootTarget::Bios), Some(BootTarget::Disk)), "{d:#?}");
-    assert!(sim.ipmitool(0, &["chassis", "bootparam", "get", "5"]).contains("Force Boot from default Hard-Drive"));
+    assert!(
+        sim.ipmitool(0, &["chassis", "bootparam", "get", "5"]).contains("Force Boot from default Hard-Drive")
+    );
 }
 
 #[tokio::test]
@@ -240,7 +244,8 @@ async fn sim_boot_over_ipmi_is_the_redfish_override_and_etags_guard_patches() {
         assert_eq!((seen.target, seen.enabled.as_str()), (Some(BootTarget::Usb), "once"), "{f}: {seen:#?}");
     }
     // A PATCH on a stale ETag is refused with 412.
-    let e = s.fleet.endpoint(&format!("n-{}", RedfishFlavor::Generic.as_str()), EndpointKind::Redfish).unwrap();
+    let e =
+        s.fleet.endpoint(&format!("n-{}", RedfishFlavor::Generic.as_str()), EndpointKind::Redfish).unwrap();
     let url = format!("https://{}:{}", e.address, e.port);
     let rt = lifeline_redfish::BmcTarget::new("raw", url);
     let creds = lifeline_redfish::Credentials::new("admin", "password");

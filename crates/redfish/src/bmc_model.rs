@@ -76,7 +76,8 @@ pub struct FirmwareItem {
 impl FirmwareItem {
     pub fn from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) -> Self {
         let mut f = Fields::new(v, at, warnings);
-        let id = f.str("Id").unwrap_or_else(|| at.trim_end_matches('/').rsplit('/').next().unwrap_or(at).into());
+        let id =
+            f.str("Id").unwrap_or_else(|| at.trim_end_matches('/').rsplit('/').next().unwrap_or(at).into());
         FirmwareItem { id, name: f.str("Name"), version: f.str("Version"), updateable: f.bool("Updateable") }
     }
 
@@ -153,9 +154,14 @@ mod tests {
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
                 proptest::collection::hash_map(
                     prop_oneof![
-                        Just("Actions".to_owned()), Just("#Manager.Reset".to_owned()), Just("target".to_owned()),
-                        Just("ResetType@Redfish.AllowableValues".to_owned()), Just("Version".to_owned()),
-                        Just("Links".to_owned()), Just("MACAddress".to_owned()), "[a-z]{1,4}",
+                        Just("Actions".to_owned()),
+                        Just("#Manager.Reset".to_owned()),
+                        Just("target".to_owned()),
+                        Just("ResetType@Redfish.AllowableValues".to_owned()),
+                        Just("Version".to_owned()),
+                        Just("Links".to_owned()),
+                        Just("MACAddress".to_owned()),
+                        "[a-z]{1,4}",
                     ],
                     inner,
                     0..5

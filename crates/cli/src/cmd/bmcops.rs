@@ -118,10 +118,14 @@ pub async fn boot(g: &Global, a: BootArgs) -> CmdResult {
         return boot_show(g, s).await;
     }
     let Some((last, targets)) = a.words.split_last() else {
-        return Err(Exit::usage(anyhow!("usage: lifeline boot TARGET... pxe|disk|bios|cdrom|usb, or boot show TARGET...")));
+        return Err(Exit::usage(anyhow!(
+            "usage: lifeline boot TARGET... pxe|disk|bios|cdrom|usb, or boot show TARGET..."
+        )));
     };
     let Some(target) = parse_device(last) else {
-        return Err(Exit::usage(anyhow!("`{last}` is not a boot device (pxe, disk, bios, cdrom, usb, none)")));
+        return Err(Exit::usage(anyhow!(
+            "`{last}` is not a boot device (pxe, disk, bios, cdrom, usb, none)"
+        )));
     };
     let mode = match (a.uefi, a.legacy) {
         (true, _) => Some(BootMode::Uefi),
@@ -143,11 +147,25 @@ pub async fn boot(g: &Global, a: BootArgs) -> CmdResult {
                 notes.extend(p.differences.iter().map(|d| format!("{}: {d}", p.bmc)));
             }
             Ok(Acted::Replayed { request_id, .. }) => {
-                t.add_row(vec![r.target.clone(), String::new(), String::new(), String::new(), String::new(), format!("replay of request {request_id}")]);
+                t.add_row(vec![
+                    r.target.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("replay of request {request_id}"),
+                ]);
             }
             Err(e) => {
                 failed = true;
-                t.add_row(vec![r.target.clone(), format!("error: {}", e.chain()), String::new(), String::new(), String::new(), "failed".into()]);
+                t.add_row(vec![
+                    r.target.clone(),
+                    format!("error: {}", e.chain()),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    "failed".into(),
+                ]);
             }
         }
     }
@@ -184,7 +202,12 @@ async fn boot_show(g: &Global, a: BmcArgs) -> CmdResult {
         match &r.result {
             Ok(s) => {
                 let [dev, en, mode] = settings_cells(&s.settings);
-                let extra = s.settings.raw.clone().or_else(|| s.settings.allowed.as_ref().map(|a| a.join(","))).unwrap_or_default();
+                let extra = s
+                    .settings
+                    .raw
+                    .clone()
+                    .or_else(|| s.settings.allowed.as_ref().map(|a| a.join(",")))
+                    .unwrap_or_default();
                 t.add_row(vec![s.bmc.clone(), s.protocol.to_string(), dev, en, mode, extra]);
             }
             Err(e) => {
@@ -231,14 +254,35 @@ async fn reset(g: &Global, a: BmcResetCli) -> CmdResult {
                     (_, true) => "went away, came back".into(),
                     _ => "never seen going away".into(),
                 };
-                t.add_row(vec![x.bmc.clone(), x.protocol.to_string(), x.sent.clone(), yes_no(x.acknowledged), back, note]);
+                t.add_row(vec![
+                    x.bmc.clone(),
+                    x.protocol.to_string(),
+                    x.sent.clone(),
+                    yes_no(x.acknowledged),
+                    back,
+                    note,
+                ]);
             }
             Ok(Acted::Replayed { request_id, .. }) => {
-                t.add_row(vec![r.target.clone(), String::new(), "nothing".into(), String::new(), String::new(), format!("replay of request {request_id}")]);
+                t.add_row(vec![
+                    r.target.clone(),
+                    String::new(),
+                    "nothing".into(),
+                    String::new(),
+                    String::new(),
+                    format!("replay of request {request_id}"),
+                ]);
             }
             Err(e) => {
                 failed = true;
-                t.add_row(vec![r.target.clone(), String::new(), String::new(), String::new(), String::new(), format!("error: {}", e.chain())]);
+                t.add_row(vec![
+                    r.target.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("error: {}", e.chain()),
+                ]);
             }
         }
     }
@@ -267,7 +311,13 @@ async fn info(g: &Global, a: BmcInfoCli) -> CmdResult {
         } else {
             let mut t = table(&["model", "bmc firmware", "bios", "count", "bmcs"]);
             for gr in &groups {
-                t.add_row(vec![opt(&gr.model), opt(&gr.bmc_firmware), opt(&gr.bios_version), gr.bmcs.len().to_string(), gr.bmcs.join(", ")]);
+                t.add_row(vec![
+                    opt(&gr.model),
+                    opt(&gr.bmc_firmware),
+                    opt(&gr.bios_version),
+                    gr.bmcs.len().to_string(),
+                    gr.bmcs.join(", "),
+                ]);
             }
             outln!("{t}");
             for r in rows.iter().filter(|r| !r.is_ok()) {
@@ -284,15 +334,30 @@ async fn info(g: &Global, a: BmcInfoCli) -> CmdResult {
         l.close().await;
         return Ok(verdict(failed));
     }
-    let mut t = table(&["bmc", "protocol", "bmc firmware", "bios", "manufacturer", "model", "serial", "bmc mac"]);
+    let mut t =
+        table(&["bmc", "protocol", "bmc firmware", "bios", "manufacturer", "model", "serial", "bmc mac"]);
     let mut notes = Vec::new();
     for r in &rows {
         match &r.result {
             Ok(i) => {
                 let proto = i.protocol.map(|p| p.to_string()).unwrap_or_default();
-                t.add_row(vec![i.bmc.clone(), proto, opt(&i.bmc_firmware), opt(&i.bios_version), opt(&i.manufacturer), opt(&i.model), opt(&i.serial), opt(&i.bmc_mac)]);
+                t.add_row(vec![
+                    i.bmc.clone(),
+                    proto,
+                    opt(&i.bmc_firmware),
+                    opt(&i.bios_version),
+                    opt(&i.manufacturer),
+                    opt(&i.model),
+                    opt(&i.serial),
+                    opt(&i.bmc_mac),
+                ]);
                 for f in &i.firmware {
-                    notes.push(format!("{}: firmware {} {}", i.bmc, f.name.as_deref().unwrap_or(&f.id), f.version.as_deref().unwrap_or("-")));
+                    notes.push(format!(
+                        "{}: firmware {} {}",
+                        i.bmc,
+                        f.name.as_deref().unwrap_or(&f.id),
+                        f.version.as_deref().unwrap_or("-")
+                    ));
                 }
                 notes.extend(i.warnings.iter().map(|w| format!("{}: warning: {w}", i.bmc)));
             }

@@ -30,7 +30,12 @@ pub fn group_by_version(rows: &[Row<BmcInfo>]) -> Vec<VersionGroup> {
     }
     let mut g: Vec<VersionGroup> = m
         .into_iter()
-        .map(|((model, bmc_firmware, bios_version), bmcs)| VersionGroup { model, bmc_firmware, bios_version, bmcs })
+        .map(|((model, bmc_firmware, bios_version), bmcs)| VersionGroup {
+            model,
+            bmc_firmware,
+            bios_version,
+            bmcs,
+        })
         .collect();
     g.sort_by(|a, b| a.model.cmp(&b.model).then(b.bmcs.len().cmp(&a.bmcs.len())));
     g

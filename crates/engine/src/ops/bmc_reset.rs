@@ -79,7 +79,11 @@ impl Lifeline {
 
     /// `lifeline bmc reset`: each selected BMC in turn (a reset is rare and deliberate; one at a time keeps
     /// the fleet's management plane mostly up).
-    pub async fn bmc_reset_all(&self, sel: &BmcSelection, args: BmcResetArgs) -> Result<Vec<Row<Acted<BmcReset>>>> {
+    pub async fn bmc_reset_all(
+        &self,
+        sel: &BmcSelection,
+        args: BmcResetArgs,
+    ) -> Result<Vec<Row<Acted<BmcReset>>>> {
         let mut rows = Vec::new();
         for b in &sel.bmcs {
             let r = self.bmc_reset_one(b, args).await;

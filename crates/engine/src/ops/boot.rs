@@ -16,7 +16,11 @@ impl Lifeline {
     }
 
     /// Sets the boot device on each BMC and reads it back.
-    pub async fn boot_set(&self, sel: &BmcSelection, req: BootRequest) -> Result<Vec<Row<Acted<BootReport>>>> {
+    pub async fn boot_set(
+        &self,
+        sel: &BmcSelection,
+        req: BootRequest,
+    ) -> Result<Vec<Row<Acted<BootReport>>>> {
         let pool = self.bmc_pool().await?;
         let audit = self.audit().await?;
         let mut rows = Vec::new();

@@ -6,11 +6,12 @@
 use super::error::{Error, Result};
 use super::session::Session;
 use crate::wire::{
-    Body, cc,
+    Body,
     boot::{
         BmcResetKind, BootFlags, BootOptionsReply, ColdReset, GetLanConfig, GetSystemBootOptions,
         SetSystemBootOptions, WarmReset, lan_param, param, progress,
     },
+    cc,
 };
 
 /// What setting the boot flags involved.
@@ -42,9 +43,10 @@ impl Session {
         let handshake = match self.call(&set(param::SET_IN_PROGRESS, vec![progress::SET_IN_PROGRESS])).await {
             Ok(_) => true,
             // 0x80: parameter not supported; 0xCC / 0xC9: the BMC does not know parameter 0.
-            Err(Error::CompletionCode { code: 0x80 | cc::INVALID_DATA_FIELD | cc::PARAMETER_OUT_OF_RANGE, .. }) => {
-                false
-            }
+            Err(Error::CompletionCode {
+                code: 0x80 | cc::INVALID_DATA_FIELD | cc::PARAMETER_OUT_OF_RANGE,
+                ..
+            }) => false,
             // 0x81: a set is already in progress (another client, or our own that died): say so.
             Err(e) => return Err(e),
         };

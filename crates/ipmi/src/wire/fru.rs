@@ -24,8 +24,14 @@ pub struct FruFields {
 }
 
 fn type_length(out: &mut Vec<u8>, s: &Option<String>) {
-    let mut b: Vec<u8> =
-        s.as_deref().unwrap_or("").chars().filter(|c| (' '..='~').contains(c)).map(|c| c as u8).take(62).collect();
+    let mut b: Vec<u8> = s
+        .as_deref()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| (' '..='~').contains(c))
+        .map(|c| c as u8)
+        .take(62)
+        .collect();
     // 0xC1 (one 8-bit character) is the end-of-fields marker: pad single characters.
     if b.len() == 1 {
         b.push(b' ');
@@ -52,7 +58,8 @@ impl FruFields {
         type_length(&mut chassis, &self.chassis_part_number);
         type_length(&mut chassis, &self.chassis_serial);
         let mut board = vec![1, 0, 0, 0, 0, 0];
-        for f in [&self.board_manufacturer, &self.board_product, &self.board_serial, &self.board_part_number] {
+        for f in [&self.board_manufacturer, &self.board_product, &self.board_serial, &self.board_part_number]
+        {
             type_length(&mut board, f);
         }
         type_length(&mut board, &None);

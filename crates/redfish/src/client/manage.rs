@@ -19,12 +19,8 @@ impl Client {
     /// GET a document and its ETag: the `ETag` header, else the document's `@odata.etag`.
     pub async fn get_json_etag(&self, link: &str) -> Result<(Value, Option<String>), RedfishError> {
         let reply = self.request(Method::GET, link, None).await?;
-        let header = reply
-            .resp
-            .headers()
-            .get(reqwest::header::ETAG)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_owned);
+        let header =
+            reply.resp.headers().get(reqwest::header::ETAG).and_then(|h| h.to_str().ok()).map(str::to_owned);
         let url = reply.url.clone();
         let mut v = read_reply(&self.inner.t, reply).await?;
         let _ = self.inner.profile.repair(&mut v, url.path());

@@ -93,7 +93,13 @@ impl BmcIdentity {
             firmware_rev: rev,
             bios_version: bios.into(),
             // Locally administered, derived from the name so every run gives a device the same MAC.
-            bmc_mac: format!("02:1f:{:02x}:{:02x}:{:02x}:{:02x}", h >> 24, (h >> 16) & 0xff, (h >> 8) & 0xff, h & 0xff),
+            bmc_mac: format!(
+                "02:1f:{:02x}:{:02x}:{:02x}:{:02x}",
+                h >> 24,
+                (h >> 16) & 0xff,
+                (h >> 8) & 0xff,
+                h & 0xff
+            ),
         }
     }
 }
@@ -116,7 +122,10 @@ pub struct BmcConfig {
 pub const BMC_RESET_DOWNTIME: Duration = Duration::from_secs(3);
 
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Fault switches of the BMC itself, read lock-free on every packet / request.

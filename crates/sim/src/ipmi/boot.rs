@@ -5,9 +5,12 @@
 //! (set in progress) is implemented: a second "set in progress" while one is open is refused with 0x81.
 
 use lifeline_ipmi::wire::{
-    Body, cc,
-    boot::{BootDevice, BootFlags, BootOptionsReply, GetLanConfig, GetSystemBootOptions, SetSystemBootOptions},
+    Body,
+    boot::{
+        BootDevice, BootFlags, BootOptionsReply, GetLanConfig, GetSystemBootOptions, SetSystemBootOptions,
+    },
     boot::{lan_param, param, progress},
+    cc,
     fru::{FruAreaInfo, FruFields, GetFruInfo, ReadFru},
     message::{Request, Response},
 };
@@ -74,7 +77,9 @@ impl Bmc {
             return req.respond(cc::REQUEST_DATA_LENGTH_INVALID, Vec::new());
         };
         let data = match r.param {
-            param::SET_IN_PROGRESS => vec![u8::from(self.host.bmc().boot_set_in_progress.load(Ordering::Relaxed))],
+            param::SET_IN_PROGRESS => {
+                vec![u8::from(self.host.bmc().boot_set_in_progress.load(Ordering::Relaxed))]
+            }
             param::BOOT_FLAGS => flags(&self.host.boot_override()).encode(),
             param::BOOT_INFO_ACK => vec![0x00, 0x00],
             _ => return req.respond(PARAM_NOT_SUPPORTED, Vec::new()),

@@ -49,7 +49,12 @@ pub(super) fn firmware_item(bmc: &RedfishBmc, which: &str) -> Option<Value> {
 
 pub(super) fn interfaces(bmc: &RedfishBmc) -> Value {
     let base = format!("{}/EthernetInterfaces", bmc.manager_path());
-    collection(&base, "EthernetInterfaceCollection", "Manager Ethernet Interfaces", vec![format!("{base}/eth0")])
+    collection(
+        &base,
+        "EthernetInterfaceCollection",
+        "Manager Ethernet Interfaces",
+        vec![format!("{base}/eth0")],
+    )
 }
 
 pub(super) fn interface(bmc: &RedfishBmc, id: &str) -> Option<Value> {

@@ -140,12 +140,16 @@ pub(super) async fn dispatch(
             let etag = super::bmcops::system_etag(&bmc.host.boot_override());
             match *method {
                 Method::GET => super::bmcops::with_etag(ok(system(bmc)), &etag),
-                Method::PATCH => super::bmcops::precondition(headers, &etag).unwrap_or_else(|| patch_system(bmc, body)),
+                Method::PATCH => {
+                    super::bmcops::precondition(headers, &etag).unwrap_or_else(|| patch_system(bmc, body))
+                }
                 _ => method_not_allowed("GET, PATCH"),
             }
         }
         ["UpdateService"] => get_only(method, || ok(super::bmcops::update_service())),
-        ["UpdateService", "FirmwareInventory"] => get_only(method, || ok(super::bmcops::firmware_inventory(bmc))),
+        ["UpdateService", "FirmwareInventory"] => {
+            get_only(method, || ok(super::bmcops::firmware_inventory(bmc)))
+        }
         ["UpdateService", "FirmwareInventory", id] => {
             get_only(method, || super::bmcops::firmware_item(bmc, id).map_or_else(|| not_found(path), ok))
         }
