@@ -178,3 +178,26 @@ fn boot_and_info_against_real_peers() {
         assert!(stdout(&o).contains("offers no #Manager.Reset"), "{}", stdout(&o));
     }
 }
+
+/// A runbook's `bmc-reset` step without `protocol` resets a Redfish BMC through its Manager.Reset.
+#[test]
+fn runbook_bmc_reset_step_uses_redfish_for_a_redfish_bmc() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bmc-restart.toml"),
+        "name = \"bmc-restart\"\ndescription = \"restart a BMC over its own protocol\"\ntargets = [\"gpu-node\"]\n\
+         fault = \"a wedged BMC\"\ntouches = \"the BMC (one reset)\"\nnever-touches = \"the host's power\"\n\
+         worst-case = \"the BMC stays down; escalated\"\n\n[[step]]\nname = \"restart\"\nkind = \"bmc-reset\"\n\
+         timeout = \"1m\"\non-failure = \"escalate\"\n",
+    )
+    .unwrap();
+    let rb = dir.path().to_str().unwrap();
+    let o = sim.lifeline(&["runbook", "run", "bmc-restart", "n1", "--yes", "--json", "--runbooks", rb]);
+    let v = json(&o);
+    assert_eq!(v["state"], "succeeded", "{v:#}\n{}", output_text(&o));
+    let acts = sim.actions("n1");
+    let resets: Vec<_> = acts.iter().filter(|a| a["action"] == "bmc-reset").collect();
+    assert_eq!(resets.len(), 1, "{acts:?}");
+    assert_eq!(resets[0]["protocol"], "redfish", "{acts:?}");
+}
