@@ -23,7 +23,9 @@ pub struct VersionGroup {
 /// Groups the readable rows by (model, BMC firmware, BIOS version), largest group first: every group after
 /// the first of a model is drift.
 pub fn group_by_version(rows: &[Row<BmcInfo>]) -> Vec<VersionGroup> {
-    let mut m: BTreeMap<(Option<String>, Option<String>, Option<String>), Vec<String>> = BTreeMap::new();
+    /// (model, BMC firmware, BIOS version).
+    type Key = (Option<String>, Option<String>, Option<String>);
+    let mut m: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for i in rows.iter().filter_map(|r| r.result.as_ref().ok()) {
         let k = (i.model.clone(), i.bmc_firmware.clone(), i.bios_version.clone());
         m.entry(k).or_default().push(i.bmc.clone());
