@@ -140,7 +140,7 @@ impl SuiteCache {
     fn set(&self, bmc: &str, s: CipherSuite) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(bmc.to_owned(), s);
     }
-    fn forget(&self, bmc: &str) {
+    pub(crate) fn forget(&self, bmc: &str) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(bmc);
     }
 }

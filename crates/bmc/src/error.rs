@@ -58,6 +58,10 @@ pub enum BmcError {
     NoSystem { bmc: String, wanted: Option<String> },
     #[error("{bmc}: power action {request_id} is already running")]
     InFlight { bmc: String, request_id: String },
+    /// The BMC answered, but does not offer what was asked (a boot target not in its AllowableValues, no
+    /// `#Manager.Reset` action, a reset type it does not list).
+    #[error("{bmc}: {what}")]
+    NotOffered { bmc: String, what: String },
 }
 
 impl BmcError {
@@ -73,6 +77,7 @@ impl BmcError {
             | ProtocolMemory { bmc, .. }
             | Unsupported { bmc, .. }
             | NoSystem { bmc, .. }
+            | NotOffered { bmc, .. }
             | InFlight { bmc, .. } => bmc,
         }
     }

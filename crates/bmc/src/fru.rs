@@ -166,62 +166,24 @@ pub fn parse_fru(data: &[u8]) -> Result<FruInfo, &'static str> {
     Ok(info)
 }
 
-/// Encode an area's fields as 8-bit ASCII (tests and the fuzz corpus; real BMCs write FRUs at the factory).
+/// Encode the fields as a FRU image (tests and the fuzz corpus): the same encoder the simulator serves
+/// FRU device 0 with ([`lifeline_ipmi::wire::fru::FruFields`]).
 pub fn encode_fru(info: &FruInfo) -> Vec<u8> {
-    fn tl(out: &mut Vec<u8>, s: &Option<String>) {
-        let mut b: Vec<u8> = s
-            .as_deref()
-            .unwrap_or("")
-            .chars()
-            .filter(|c| (' '..='~').contains(c))
-            .map(|c| c as u8)
-            .take(62)
-            .collect();
-        // 0xC1 (one 8-bit character) is the end-of-fields marker: pad single characters.
-        if b.len() == 1 {
-            b.push(b' ');
-        }
-        out.push(0xC0 | b.len() as u8);
-        out.extend(b);
+    lifeline_ipmi::wire::fru::FruFields {
+        chassis_part_number: info.chassis_part_number.clone(),
+        chassis_serial: info.chassis_serial.clone(),
+        board_manufacturer: info.board_manufacturer.clone(),
+        board_product: info.board_product.clone(),
+        board_serial: info.board_serial.clone(),
+        board_part_number: info.board_part_number.clone(),
+        product_manufacturer: info.product_manufacturer.clone(),
+        product_name: info.product_name.clone(),
+        product_part_number: info.product_part_number.clone(),
+        product_version: info.product_version.clone(),
+        product_serial: info.product_serial.clone(),
+        product_asset_tag: info.product_asset_tag.clone(),
     }
-    fn finish(mut a: Vec<u8>) -> Vec<u8> {
-        a.push(0xC1);
-        while !(a.len() + 1).is_multiple_of(8) {
-            a.push(0);
-        }
-        a[1] = ((a.len() + 1) / 8) as u8;
-        let sum = a.iter().fold(0u8, |s, x| s.wrapping_add(*x));
-        a.push(0u8.wrapping_sub(sum));
-        a
-    }
-    let mut chassis = vec![1, 0, 0x17];
-    tl(&mut chassis, &info.chassis_part_number);
-    tl(&mut chassis, &info.chassis_serial);
-    let mut board = vec![1, 0, 0, 0, 0, 0];
-    for f in [&info.board_manufacturer, &info.board_product, &info.board_serial, &info.board_part_number] {
-        tl(&mut board, f);
-    }
-    tl(&mut board, &None);
-    let mut product = vec![1, 0, 0];
-    for f in [
-        &info.product_manufacturer,
-        &info.product_name,
-        &info.product_part_number,
-        &info.product_version,
-        &info.product_serial,
-        &info.product_asset_tag,
-    ] {
-        tl(&mut product, f);
-    }
-    tl(&mut product, &None);
-    let (chassis, board, product) = (finish(chassis), finish(board), finish(product));
-    let c_off = 1u8;
-    let b_off = c_off + (chassis.len() / 8) as u8;
-    let p_off = b_off + (board.len() / 8) as u8;
-    let mut header = vec![1, 0, c_off, b_off, p_off, 0, 0];
-    let sum = header.iter().fold(0u8, |s, x| s.wrapping_add(*x));
-    header.push(0u8.wrapping_sub(sum));
-    [header, chassis, board, product].concat()
+    .encode()
 }
 
 /// Vendor names of the IANA enterprise numbers BMCs report (Get Device ID).
@@ -249,7 +211,7 @@ const FRU_MAX: usize = 4096;
 
 impl IpmiConn {
     /// FRU device 0, read in pieces (OpenIPMI and many BMCs refuse more than ~20 bytes per read).
-    async fn read_fru(&self) -> Result<Vec<u8>, String> {
+    pub(crate) async fn read_fru(&self) -> Result<Vec<u8>, String> {
         let s = &self.session;
         // Get FRU Inventory Area Info (Storage 0x10).
         let r = s.raw(0x0A, 0x10, vec![0]).await.map_err(|e| e.to_string())?;

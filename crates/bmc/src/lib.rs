@@ -17,12 +17,15 @@
 //! [`ProtocolMemory`] on the store, and `lifeline_redfish::PinStore` for TLS pins.
 
 pub mod audit;
+pub mod bmc_reset;
+pub mod boot;
 mod conn;
 pub mod error;
 pub mod events;
 pub mod fru;
 pub mod health;
 pub mod hygiene;
+pub mod info;
 pub mod memory;
 pub mod options;
 mod pool;
@@ -32,11 +35,14 @@ pub mod sweep;
 pub mod target;
 
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
+pub use bmc_reset::BmcResetReport;
+pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};
 pub use error::{BmcError, BoxError, error_chain};
 pub use events::{EventEntry, EventLog, LogSource};
 pub use fru::Inventory;
 pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
+pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
 pub use memory::{MemoryProtocolMemory, ProtocolMemory};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};
 pub use pool::{Bmc, BmcPool};

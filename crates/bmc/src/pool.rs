@@ -141,7 +141,7 @@ impl PoolInner {
     }
 
     /// Forget a BMC's Redfish discovery (after a failure that may come from a stale cache).
-    fn unlearn(&self, bmc: &str) {
+    pub(crate) fn unlearn(&self, bmc: &str) {
         lock(&self.redfish_paths).remove(bmc);
     }
 
@@ -191,6 +191,13 @@ impl Bmc {
 
     pub fn name(&self) -> &str {
         &self.target.name
+    }
+
+    /// The same BMC reached over `protocol` (a BMC reset through the door that still answers).
+    pub fn over(&self, protocol: BmcProtocol) -> Bmc {
+        let mut t = (*self.target).clone();
+        t.protocol = protocol;
+        Bmc { pool: self.pool.clone(), target: Arc::new(t) }
     }
 
     /// Open, run `f`, close; within the fan-out limit (unless `permit` is given) and `limit`.

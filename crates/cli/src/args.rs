@@ -81,9 +81,15 @@ pub enum Command {
     Sel(SelArgs),
     /// The whole fleet at once: power, health and the newest SEL entries of every BMC.
     Sweep(SweepArgs),
-    /// BMC trust management.
+    /// BMC trust management, reset and info.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// Set the next boot device (pxe, disk, bios, cdrom, usb) or show it (`boot show`); read back.
+    Boot(crate::cmd::bmcops::BootArgs),
+    /// Every sensor as `ipmitool sdr elist` lists it (Redfish: the chassis sensors).
+    Sdr(BmcArgs),
+    /// FRU fields as `ipmitool fru print` shows them (Redfish: System and Chassis equivalents).
+    Fru(BmcArgs),
     /// Serial-over-LAN console: attach (`~.` leaves, `~B` break, `~W` take over writing, `~?` help), read
     /// its log, or break a boot-looping device into its bootloader's rescue shell.
     Console(ConsoleArgs),
@@ -452,6 +458,8 @@ pub struct DemoArgs {
 pub enum BmcCmd {
     /// Re-pin a BMC's TLS certificate after an intended replacement.
     Trust(BmcArgs),
+    #[command(flatten)]
+    Ops(crate::cmd::bmcops::BmcOpsCmd),
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@
 //! The pure parts (model, quirks, reset planning, SSE parser) build without the `client` feature, so the
 //! simulator can share the schema subset without depending on the client.
 
+pub mod bmc_model;
 pub mod doc;
 mod log_model;
 pub mod model;

@@ -218,25 +218,30 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
             }
         }
         Op::BmcReset { protocol } => {
-            if protocol.as_deref() == Some("redfish") {
-                return StepResult::error(
-                    "bmc-reset over Redfish (Manager.Reset) is not available yet: use protocol = \"ipmi\"",
-                );
-            }
+            // `protocol = "ipmi"`: the other door when Redfish is what broke; `redfish`: Manager.Reset;
+            // unset: the BMC's own protocol.
+            let protocol = match protocol.as_deref() {
+                None => None,
+                Some(p) => match lifeline_types::BmcProtocol::from_str(p) {
+                    Ok(p) => Some(p),
+                    Err(_) => return StepResult::error(format!("unknown protocol `{p}` (ipmi or redfish)")),
+                },
+            };
             let sel = match l.select_bmcs(&target, &[], false) {
                 Ok(s) => s,
                 Err(e) => return StepResult::error(e.chain()),
             };
             let wait = ctx.step.timeout.saturating_sub(Duration::from_secs(15)).max(Duration::from_secs(1));
-            match l.bmc_reset(&sel.bmcs[0], wait).await {
+            let args = lifeline_engine::ops::bmc_reset::BmcResetArgs { warm: false, protocol, wait };
+            match l.bmc_reset_one(&sel.bmcs[0], args).await {
                 Ok(acted) => {
                     let ev = serde_json::to_value(&acted).unwrap_or_default();
                     let answering = ev.get("answering").and_then(Value::as_bool).unwrap_or(false);
-                    let out = json!({ "answering": answering });
+                    let out = json!({ "answering": answering, "protocol": ev.get("protocol").cloned().unwrap_or_default() });
                     if answering {
-                        StepResult::ok("BMC cold reset; it answers again", out, ev)
+                        StepResult::ok("BMC reset; it answers again", out, ev)
                     } else {
-                        StepResult::failed("BMC cold reset sent; it has not answered since", out, ev)
+                        StepResult::failed("BMC reset sent; it has not answered since", out, ev)
                     }
                 }
                 Err(e) => StepResult::error(e.chain()),

@@ -10,6 +10,7 @@
 //! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail` | no |
 //! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`, `redfish-down`) | no (a BMC reset clears `sol-stuck`, `redfish-down` and sessions) |
 //! | `mgmt-down` (switch management port) | a power cycle of the switch through its BMC does |
+//! | `os-hang` (the host's OS stops answering) | yes (a host power reset or cycle) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -60,6 +61,10 @@ pub enum Fault {
     /// The BMC logs a SEL entry whose message carries HTML (`<script>`, an `onerror` image): clients must
     /// show BMC text as text.
     SelMarkup,
+    /// The host's OS hangs (a hung Slurm controller, a kernel soft lockup): power stays on, the BMC answers,
+    /// but the OS answers nothing (its console is silent, its exported node state says down) until a host
+    /// power reset or cycle.
+    OsHang,
 }
 
 /// Why a fault string was rejected.
@@ -76,7 +81,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -100,6 +105,7 @@ impl Fault {
             Fault::MgmtDown => "mgmt-down",
             Fault::RedfishDown => "redfish-down",
             Fault::SelMarkup => "sel-markup",
+            Fault::OsHang => "os-hang",
         }
     }
 
@@ -119,7 +125,7 @@ impl Fault {
 
     /// Whether a host power cycle (or reboot) clears it.
     pub fn cleared_by_power_cycle(&self) -> bool {
-        matches!(self, Fault::GpuEcc { .. } | Fault::GpuXid { .. })
+        matches!(self, Fault::GpuEcc { .. } | Fault::GpuXid { .. } | Fault::OsHang)
     }
 }
 
@@ -196,6 +202,7 @@ impl FromStr for Fault {
             "mgmt-down" => none("mgmt-down", value, Fault::MgmtDown),
             "redfish-down" => none("redfish-down", value, Fault::RedfishDown),
             "sel-markup" => none("sel-markup", value, Fault::SelMarkup),
+            "os-hang" => none("os-hang", value, Fault::OsHang),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -284,6 +291,7 @@ mod tests {
             ("mgmt-down", Fault::MgmtDown),
             ("redfish-down", Fault::RedfishDown),
             ("sel-markup", Fault::SelMarkup),
+            ("os-hang", Fault::OsHang),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
@@ -330,6 +338,7 @@ mod tests {
             Just(Fault::SshKeyChange),
             Just(Fault::MgmtDown),
             Just(Fault::RedfishDown),
+            Just(Fault::OsHang),
         ]
     }
 

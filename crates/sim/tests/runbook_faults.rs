@@ -132,7 +132,17 @@ async fn redfish_down_leaves_ipmi_and_an_ipmi_bmc_reset_brings_redfish_back() {
     assert!(String::from_utf8_lossy(&status.stdout).contains("Chassis Power is on"), "IPMI still answers");
 
     let _ = run(common::ipmitool(&ipmi, &["mc", "reset", "cold"])).await;
-    assert_eq!(String::from_utf8_lossy(&run(curl()).await.stdout), "200", "a BMC reset restarts Redfish");
+    // The BMC restarts: silent on both protocols for a few seconds, then Redfish answers again.
+    let t0 = std::time::Instant::now();
+    let mut code = String::new();
+    while t0.elapsed() < Duration::from_secs(20) {
+        code = String::from_utf8_lossy(&run(curl()).await.stdout).into_owned();
+        if code == "200" {
+            break;
+        }
+    }
+    assert_eq!(code, "200", "a BMC reset restarts Redfish");
+    assert!(t0.elapsed() >= Duration::from_secs(1), "not at once: the BMC was restarting");
     assert!(Client::devices(f.control_url()).await.unwrap()[0].faults.is_empty());
 
     // `clear` works too, and the switch-only fault is refused on a server.

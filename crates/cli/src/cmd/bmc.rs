@@ -345,6 +345,7 @@ pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
 
 pub async fn bmc(g: &Global, c: BmcCmd) -> CmdResult {
     match c {
+        BmcCmd::Ops(c) => crate::cmd::bmcops::bmc(g, c).await,
         BmcCmd::Trust(a) => {
             let l = lifeline(g)?;
             let sel = select(&l, &a.sel, false)?;

@@ -3,6 +3,7 @@
 mod audit;
 mod backup;
 pub mod bmc;
+pub mod bmcops;
 mod console;
 pub mod db;
 mod demo;
@@ -38,6 +39,9 @@ pub async fn run(cli: Cli) -> Code {
         Command::Sel(a) => bmc::sel(&cli.global, a).await,
         Command::Sweep(a) => bmc::sweep(&cli.global, a).await,
         Command::Bmc(c) => bmc::bmc(&cli.global, c).await,
+        Command::Boot(a) => bmcops::boot(&cli.global, a).await,
+        Command::Sdr(a) => bmcops::sdr(&cli.global, a).await,
+        Command::Fru(a) => bmcops::fru(&cli.global, a).await,
         Command::Serve(a) => server::serve(&cli.global, a).await,
         Command::User(c) => server::user(&cli.global, c).await,
         Command::Token(c) => server::token(&cli.global, c).await,

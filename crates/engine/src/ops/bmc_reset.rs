@@ -1,119 +1,94 @@
-//! Resetting a BMC (not its host): IPMI Cold Reset (NetFn App 0x06, command 0x02), confirmed by the BMC
-//! answering again. For the runbook that answers a BMC whose Redfish service stopped answering: IPMI is the
-//! other door, and a cold reset restarts the management controller without touching the host's power.
-//! Redfish `Manager.Reset` is not offered yet: the Redfish client does not expose a POST to callers.
+//! Resetting a BMC (not its host): IPMI Cold/Warm Reset or Redfish `Manager.Reset` (its type from the
+//! Manager's own AllowableValues / ActionInfo), confirmed by the BMC answering again on the protocol used
+//! (see `lifeline_bmc::bmc_reset`). The runbook that answers a BMC whose Redfish service stopped answering
+//! forces IPMI, the other door; `lifeline bmc reset` uses the BMC's own protocol.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lifeline_ipmi::{ClientConfig, Privilege, Session};
-use serde::Serialize;
+use lifeline_bmc::BmcResetReport;
+use lifeline_types::BmcProtocol;
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;
-use crate::error::{EngineError, Result, error_chain};
-use crate::ops::Acted;
-use crate::targets::SelectedBmc;
+use crate::error::{EngineError, Result};
+use crate::ops::{Acted, Row};
+use crate::targets::{BmcSelection, SelectedBmc};
 
-/// A BMC reset's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct BmcReset {
-    pub bmc: String,
-    pub protocol: &'static str,
-    /// The reset command was acknowledged (a BMC may reset before its reply leaves: not required).
-    pub acknowledged: bool,
-    /// The BMC answered again afterwards (read its power state), and after how long.
-    pub answering: bool,
-    pub answered_after_ms: Option<u64>,
-    pub last_error: Option<String>,
+/// The result of a BMC reset.
+pub type BmcReset = BmcResetReport;
+
+/// How to reset.
+#[derive(Debug, Clone, Copy)]
+pub struct BmcResetArgs {
+    /// Warm Reset / `GracefulRestart` instead of Cold Reset / `ForceRestart`.
+    pub warm: bool,
+    /// Reset over this protocol instead of the BMC's own (`auto` resolves as usual).
+    pub protocol: Option<BmcProtocol>,
+    /// How long the BMC may take to answer again.
+    pub wait: Duration,
 }
 
 impl Lifeline {
-    /// Cold-resets the BMC over IPMI and waits up to `wait` for it to answer again; under the target's lease
-    /// with the request's idempotency, audited as `bmc.reset`.
+    /// Cold-resets the BMC over IPMI and waits up to `wait` for it to answer again (the runbook's
+    /// `protocol = "ipmi"` step).
     pub async fn bmc_reset(&self, bmc: &SelectedBmc, wait: Duration) -> Result<Acted<BmcReset>> {
+        let args = BmcResetArgs { warm: false, protocol: Some(BmcProtocol::Ipmi), wait };
+        self.bmc_reset_one(bmc, args).await
+    }
+
+    /// Resets one BMC under its lease with the request's idempotency, audited as `bmc.reset`.
+    pub async fn bmc_reset_one(&self, bmc: &SelectedBmc, args: BmcResetArgs) -> Result<Acted<BmcReset>> {
         let t = bmc.target.clone();
         let name = t.name.clone();
         let key = name.clone();
         let audit = self.audit().await?;
         let pool = self.bmc_pool().await?;
         self.guarded(&key, "bmc.reset", |rid| async move {
+            let mut h = pool.bmc(t.clone());
+            if let Some(p) = args.protocol {
+                h = h.over(p);
+            }
             let intent = audit
                 .intent(
                     "bmc.reset",
                     &name,
                     Some(&rid),
-                    serde_json::json!({ "protocol": "ipmi", "address": t.address, "port": t.ipmi_port }),
+                    serde_json::json!({
+                        "protocol": h.target().protocol, "warm": args.warm, "address": t.address,
+                        "wait_s": args.wait.as_secs(),
+                    }),
                 )
                 .await?;
-            let sent = cold_reset(&t).await;
-            let acknowledged = match &sent {
-                Ok(ack) => *ack,
-                Err(e) => {
-                    let err = EngineError::failed(&name, format!("IPMI cold reset: {e}"));
+            match h.reset_bmc(args.warm, args.wait).await {
+                Ok(r) => {
+                    let o = if r.answering { Outcome::Ok } else { Outcome::Unverified };
+                    audit.outcome(intent, o, &r).await?;
+                    Ok(r)
+                }
+                Err(source) => {
+                    let err = EngineError::Bmc { target: name.clone(), source };
                     audit
                         .outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() }))
                         .await?;
-                    return Err(err);
+                    Err(err)
                 }
-            };
-            // The BMC goes away for a while; it has come back when it answers a power-state read.
-            let start = Instant::now();
-            tokio::time::sleep(Duration::from_secs(1).min(wait)).await;
-            // Asked over IPMI, the protocol the reset went over (Redfish may be what is broken).
-            let mut over_ipmi = t.clone();
-            over_ipmi.protocol = lifeline_types::BmcProtocol::Ipmi;
-            let h = pool.bmc(over_ipmi);
-            let mut last_error = None;
-            let mut answered_after_ms = None;
-            while start.elapsed() < wait {
-                match h.power_state().await {
-                    Ok(_) => {
-                        answered_after_ms =
-                            Some(u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX));
-                        break;
-                    }
-                    Err(e) => last_error = Some(error_chain(&e)),
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            let r = BmcReset {
-                bmc: name.clone(),
-                protocol: "ipmi",
-                acknowledged,
-                answering: answered_after_ms.is_some(),
-                answered_after_ms,
-                last_error,
-            };
-            let o = if r.answering { Outcome::Ok } else { Outcome::Unverified };
-            audit.outcome(intent, o, &r).await?;
-            Ok(r)
         })
         .await
     }
-}
 
-/// Sends Cold Reset; `Ok(false)` when it went out but no reply came (the BMC reset first).
-async fn cold_reset(t: &lifeline_bmc::BmcTarget) -> std::result::Result<bool, String> {
-    let addr = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::net::lookup_host((t.address.as_str(), t.ipmi_port)),
-    )
-    .await
-    .map_err(|_| format!("resolving {} timed out", t.address))?
-    .map_err(|e| format!("resolving {}: {e}", t.address))?
-    .next()
-    .ok_or_else(|| format!("{} has no address", t.address))?;
-    let mut cfg = ClientConfig::new(t.username.clone(), t.password.clone());
-    cfg.privilege = Privilege::Administrator;
-    let session = tokio::time::timeout(Duration::from_secs(20), Session::open(addr, &cfg))
-        .await
-        .map_err(|_| format!("no IPMI session with {addr} within 20 s"))?
-        .map_err(|e| format!("IPMI session with {addr}: {}", error_chain(&e)))?;
-    let ack = matches!(
-        tokio::time::timeout(Duration::from_secs(5), session.raw(0x06, 0x02, Vec::new())).await,
-        Ok(Ok(_))
-    );
-    // The session died with the BMC; closing is a courtesy.
-    let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
-    Ok(ack)
+    /// `lifeline bmc reset`: each selected BMC in turn (a reset is rare and deliberate; one at a time keeps
+    /// the fleet's management plane mostly up).
+    pub async fn bmc_reset_all(
+        &self,
+        sel: &BmcSelection,
+        args: BmcResetArgs,
+    ) -> Result<Vec<Row<Acted<BmcReset>>>> {
+        let mut rows = Vec::new();
+        for b in &sel.bmcs {
+            let r = self.bmc_reset_one(b, args).await;
+            rows.push(Row::new("bmc", b.target.name.clone(), r));
+        }
+        Ok(rows)
+    }
 }

@@ -4,7 +4,9 @@
 pub mod audit_log;
 pub mod backup;
 pub mod bmc;
+pub mod bmc_info;
 pub mod bmc_reset;
+pub mod boot;
 pub mod console;
 pub mod inventory;
 pub mod notify;

@@ -1,5 +1,6 @@
 //! Async IPMI 2.0 lanplus client (tokio UDP). See the crate docs for the design.
 
+mod boot;
 mod error;
 mod ops;
 mod session;
@@ -7,6 +8,7 @@ mod sessionless;
 mod sol;
 mod timing;
 
+pub use boot::BootWrite;
 pub use error::{Error, Result};
 pub use ops::{SensorStatus, SensorValue, User};
 pub use session::{ClientConfig, LinkCounters, LinkStats, Session, Timing};

@@ -6,8 +6,10 @@
 //! return [`DecodeError`] instead of panicking on anything malformed.
 
 pub mod app;
+pub mod boot;
 pub mod chassis;
 pub mod crypto;
+pub mod fru;
 pub mod message;
 pub mod packet;
 pub mod payload;

@@ -10,6 +10,7 @@
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
 mod logs;
+mod manage;
 mod nav;
 mod power;
 mod request;

@@ -20,13 +20,24 @@ impl Client {
         link: &str,
         body: Option<&Value>,
     ) -> Result<Reply, RedfishError> {
-        self.request_inner(method, link, body, false).await
+        self.request_inner(method, link, body, false, &[]).await
+    }
+
+    /// [`Client::request`] with extra headers (`If-Match`).
+    pub(crate) async fn request_with(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+        headers: &[(&'static str, &str)],
+    ) -> Result<Reply, RedfishError> {
+        self.request_inner(method, link, body, false, headers).await
     }
 
     /// GET for a never-ending body (SSE): no total timeout (the caller applies an idle limit), and the request
     /// slot is released once headers arrive; the session stays lent to the stream.
     pub(crate) async fn request_stream(&self, link: &str) -> Result<Reply, RedfishError> {
-        let mut r = self.request_inner(Method::GET, link, None, true).await?;
+        let mut r = self.request_inner(Method::GET, link, None, true, &[]).await?;
         r._slot = None;
         Ok(r)
     }
@@ -37,6 +48,7 @@ impl Client {
         link: &str,
         body: Option<&Value>,
         stream: bool,
+        headers: &[(&'static str, &str)],
     ) -> Result<Reply, RedfishError> {
         let inner = &self.inner;
         let t = &inner.t;
@@ -65,6 +77,9 @@ impl Client {
                 Some(g) => rb.header("X-Auth-Token", g.token()),
                 None => rb.basic_auth(&inner.creds.username, Some(&inner.creds.password)),
             };
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
             if let Some(b) = body {
                 rb = rb.json(b);
             }

@@ -2,7 +2,7 @@
 //! BMC's own fault switches that every protocol front end reads lock-free on each request.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -50,6 +50,8 @@ pub struct BmcIdentity {
     /// Major, minor (BCD) as IPMI reports the firmware revision.
     pub firmware_rev: (u8, u8),
     pub bios_version: String,
+    /// MAC address of the BMC's LAN port (IPMI LAN parameter 5, Redfish Manager `EthernetInterfaces`).
+    pub bmc_mac: String,
 }
 
 impl BmcIdentity {
@@ -90,6 +92,14 @@ impl BmcIdentity {
             bmc_firmware: fw.into(),
             firmware_rev: rev,
             bios_version: bios.into(),
+            // Locally administered, derived from the name so every run gives a device the same MAC.
+            bmc_mac: format!(
+                "02:1f:{:02x}:{:02x}:{:02x}:{:02x}",
+                h >> 24,
+                (h >> 16) & 0xff,
+                (h >> 8) & 0xff,
+                h & 0xff
+            ),
         }
     }
 }
@@ -107,6 +117,17 @@ pub struct BmcConfig {
     pub identity: BmcIdentity,
 }
 
+/// How long a BMC reset requested over IPMI or Redfish keeps the BMC silent on both protocols (real time,
+/// not scaled: a client must be able to see it go away and come back).
+pub const BMC_RESET_DOWNTIME: Duration = Duration::from_secs(3);
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 /// Fault switches of the BMC itself, read lock-free on every packet / request.
 #[derive(Debug, Default)]
 pub struct BmcFaults {
@@ -119,12 +140,31 @@ pub struct BmcFaults {
     pub(super) cert_generation: AtomicU32,
     /// Bumped by a BMC reset (Redfish `Manager.Reset`, IPMI Cold Reset): front ends drop their sessions.
     pub(super) reset_generation: AtomicU32,
+    /// Until this instant (ms since the Unix epoch) the BMC is restarting after a reset: nothing answers.
+    pub(super) down_until_ms: AtomicU64,
+    /// How long a protocol-requested BMC reset keeps it silent, in ms (0: [`BMC_RESET_DOWNTIME`]).
+    pub(super) reset_downtime_ms: AtomicU32,
+    /// IPMI System Boot Options parameter 0 is "set in progress" (a BMC reset clears it).
+    pub(crate) boot_set_in_progress: AtomicBool,
     pub(super) changed: Notify,
 }
 
 impl BmcFaults {
+    /// Nothing answers: the `bmc-unresponsive` fault, or the BMC is restarting after a reset.
     pub fn unresponsive(&self) -> bool {
-        self.unresponsive.load(Ordering::Relaxed)
+        self.unresponsive.load(Ordering::Relaxed) || self.restarting()
+    }
+    /// The BMC is restarting after a reset (see [`BMC_RESET_DOWNTIME`]).
+    pub fn restarting(&self) -> bool {
+        unix_ms() < self.down_until_ms.load(Ordering::Relaxed)
+    }
+    /// Starts the silence of a BMC restart.
+    pub(super) fn start_restart(&self) {
+        let ms = match self.reset_downtime_ms.load(Ordering::Relaxed) {
+            0 => BMC_RESET_DOWNTIME.as_millis() as u64,
+            ms => u64::from(ms),
+        };
+        self.down_until_ms.store(unix_ms() + ms, Ordering::Relaxed);
     }
     /// Extra delay before every reply.
     pub fn slow(&self) -> Option<Duration> {

@@ -180,6 +180,16 @@ impl Host {
                 }
             }
             Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown => return Err(not_applicable()),
+            Fault::OsHang => {
+                if !server {
+                    return Err(not_applicable());
+                }
+                if st.phase == Phase::OsUp && !Self::has_fault(&st, fault) {
+                    self.console.emit_line(
+                        "\r\n[ 9230.441870] INFO: task slurmctld:2214 blocked for more than 122 seconds.",
+                    );
+                }
+            }
             Fault::SelMarkup => {
                 self.log_sel(
                     &mut st,

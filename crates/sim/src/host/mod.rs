@@ -35,7 +35,7 @@ use crate::fault::Fault;
 use crate::node_state::{NodeState, write_files};
 use crate::sel::{NewSel, SelEntry, SelLog};
 use crate::sensors::{Sensor, readings};
-pub use config::{BmcConfig, BmcFaults, BmcIdentity, HostConfig, Timings};
+pub use config::{BMC_RESET_DOWNTIME, BmcConfig, BmcFaults, BmcIdentity, HostConfig, Timings};
 use tty::Tty;
 
 /// Where the machine is in its power/boot cycle.
@@ -133,7 +133,7 @@ impl Default for BootOverride {
     }
 }
 
-pub const BOOT_TARGETS: [&str; 7] = ["None", "Pxe", "Hdd", "Cd", "BiosSetup", "Diags", "UefiHttp"];
+pub const BOOT_TARGETS: [&str; 8] = ["None", "Pxe", "Hdd", "Cd", "Usb", "BiosSetup", "Diags", "UefiHttp"];
 
 struct HostState {
     phase: Phase,
@@ -330,6 +330,15 @@ impl Host {
         entry
     }
 
+    /// The OS answers (SSH, slurmctld, the agent): booted and not hung (`os-hang`).
+    pub fn os_answering(&self) -> bool {
+        Host::os_up(&self.lock())
+    }
+
+    fn os_up(st: &HostState) -> bool {
+        st.phase == Phase::OsUp && !Host::has_fault(st, &crate::fault::Fault::OsHang)
+    }
+
     pub fn boot_override(&self) -> BootOverride {
         self.lock().boot_override
     }
@@ -340,6 +349,7 @@ impl Host {
     /// A BMC reset: sessions go (front ends watch `reset_generation`), a stuck SOL payload is released.
     pub fn reset_bmc(&self) {
         self.faults.sol_stuck.store(false, Ordering::Relaxed);
+        self.faults.boot_set_in_progress.store(false, Ordering::Relaxed);
         // The BMC's web server restarts with it.
         self.faults.redfish_down.store(false, Ordering::Relaxed);
         self.faults.reset_generation.fetch_add(1, Ordering::Relaxed);
@@ -347,10 +357,18 @@ impl Host {
         self.faults.changed.notify_waiters();
     }
 
-    /// A BMC reset requested through a protocol, recorded in the action log.
+    /// A BMC reset requested through a protocol, recorded in the action log: the BMC then restarts, silent
+    /// on both protocols for [`config::BMC_RESET_DOWNTIME`] (or [`Host::set_bmc_reset_downtime`]).
     pub fn reset_bmc_by(&self, origin: &Origin) {
         self.actions.record(origin, ActionKind::BmcReset, false);
         self.reset_bmc();
+        self.faults.start_restart();
+    }
+
+    /// How long a protocol-requested BMC reset keeps this BMC silent (tests shorten or lengthen it).
+    pub fn set_bmc_reset_downtime(&self, d: std::time::Duration) {
+        let ms = u32::try_from(d.as_millis()).unwrap_or(u32::MAX).max(1);
+        self.faults.reset_downtime_ms.store(ms, Ordering::Relaxed);
     }
 
     /// What this device was made to do (shared with a switch's SSH CLI).
@@ -380,7 +398,7 @@ impl Host {
         }
         let (node, up) = {
             let st = self.lock();
-            (st.node.clone(), st.phase == Phase::OsUp)
+            (st.node.clone(), Host::os_up(&st))
         };
         let files = node.render_files(up);
         match write_files(&dir.join(&self.name), &files) {

@@ -89,6 +89,24 @@ async fn sysrq_crash_halts_and_a_reset_recovers() {
 }
 
 #[tokio::test]
+async fn a_hung_os_answers_nothing_until_a_power_reset() {
+    let h = fast("head-01");
+    assert!(h.os_answering());
+    h.inject(&Fault::OsHang).unwrap();
+    assert!(!h.os_answering(), "power is on, the OS answers nothing");
+    assert_eq!(h.power_state(), PowerState::On);
+    assert_eq!(h.active_faults(), [Fault::OsHang]);
+    // Typing at the console does nothing (no echo, no shell).
+    let before = h.console().history();
+    h.console().write_input(b"root\r");
+    assert_eq!(h.console().history(), before);
+    // A host power reset clears it (an IPMI hard reset / Redfish ForceRestart).
+    h.power(PowerCommand::ForceRestart).unwrap();
+    wait_for(&h, Phase::OsUp).await;
+    assert!(h.os_answering() && h.active_faults().is_empty(), "{:?}", h.active_faults());
+}
+
+#[tokio::test]
 async fn faults_reach_in_band_state_and_sel_and_a_cycle_clears_what_it_should() {
     let h = fast("n4");
     h.inject(&Fault::GpuXid { gpu: 2, code: 79 }).unwrap();
@@ -163,6 +181,12 @@ async fn bmc_faults_flip_switches() {
     assert_eq!(h.bmc().cert_generation(), g + 1);
     h.reset_bmc();
     assert!(!h.bmc().sol_stuck());
+    assert!(!h.bmc().restarting(), "a reset without a protocol (tests, the demo) is instant");
+    h.set_bmc_reset_downtime(Duration::from_millis(300));
+    h.reset_bmc_by(&crate::actions::Origin::new(crate::actions::Protocol::Control, None, None));
+    assert!(h.bmc().restarting() && h.bmc().unresponsive());
+    std::thread::sleep(Duration::from_millis(350));
+    assert!(!h.bmc().restarting());
     h.clear_faults();
     assert!(!h.bmc().drop_datagram());
     assert!(h.active_faults().is_empty());

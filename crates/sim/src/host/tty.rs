@@ -36,6 +36,10 @@ impl Host {
                 bc.input(bytes);
                 return;
             }
+            // A hung OS echoes nothing and runs nothing; only a SysRq (break, then a key) reaches the kernel.
+            if Host::has_fault(&st, &crate::fault::Fault::OsHang) && !st.sysrq_armed {
+                return;
+            }
             for &b in bytes {
                 if st.sysrq_armed {
                     st.sysrq_armed = false;

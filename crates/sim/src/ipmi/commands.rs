@@ -155,17 +155,22 @@ impl Bmc {
                     Err(_) => err(cc::NOT_SUPPORTED_IN_STATE),
                 }
             }
-            // Chassis Identify, Set/Get System Boot Options: accepted, nothing to model here.
-            (netfn::CHASSIS, 0x04) | (netfn::CHASSIS, 0x08) => {
+            // Chassis Identify: accepted, nothing to model here.
+            (netfn::CHASSIS, 0x04) => {
                 if operator {
                     ok(vec![])
                 } else {
                     err(cc::INSUFFICIENT_PRIVILEGE)
                 }
             }
-            (netfn::CHASSIS, 0x09) => {
-                ok(vec![0x01, req.data.first().copied().unwrap_or(0) & 0x7F, 0, 0, 0, 0, 0])
-            }
+            // System Boot Options and LAN parameters (OPERATOR, as ipmi_sim enforces): see `boot.rs`.
+            (netfn::CHASSIS, 0x08) if operator => (self.set_boot_options(req), Vec::new()),
+            (netfn::CHASSIS, 0x09) if operator => (self.get_boot_options(req), Vec::new()),
+            (netfn::TRANSPORT, 0x02) if operator => (self.get_lan_config(req), Vec::new()),
+            (netfn::CHASSIS, 0x08 | 0x09) | (netfn::TRANSPORT, 0x02) => err(cc::INSUFFICIENT_PRIVILEGE),
+            // FRU device 0 (`ipmitool fru print`).
+            (netfn::STORAGE, 0x10) => (self.fru_info(req), Vec::new()),
+            (netfn::STORAGE, 0x11) => (self.fru_read(req), Vec::new()),
 
             // ---- Sensor/Event ----
             (GetSensorReading::NETFN, GetSensorReading::CMD) => {

@@ -8,6 +8,7 @@
 //! the client uses), never from the client itself. Faults (`bmc-unresponsive`, `bmc-slow`,
 //! `udp-loss`, `sessions-full`, `sol-stuck`, BMC reset) are read on every datagram.
 
+mod boot;
 mod commands;
 mod sdr;
 mod session;

@@ -7,6 +7,7 @@
 //! connection and request.
 
 mod accounts;
+mod bmcops;
 mod chassis;
 mod events;
 pub mod flavor;

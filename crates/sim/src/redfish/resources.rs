@@ -136,11 +136,29 @@ pub(super) async fn dispatch(
                 vec![bmc.system_path()],
             ))
         }),
-        ["Systems", id] if *id == f.system_id => match *method {
-            Method::GET => ok(system(bmc)),
-            Method::PATCH => patch_system(bmc, body),
-            _ => method_not_allowed("GET, PATCH"),
-        },
+        ["Systems", id] if *id == f.system_id => {
+            let etag = super::bmcops::system_etag(&bmc.host.boot_override());
+            match *method {
+                Method::GET => super::bmcops::with_etag(ok(system(bmc)), &etag),
+                Method::PATCH => {
+                    super::bmcops::precondition(headers, &etag).unwrap_or_else(|| patch_system(bmc, body))
+                }
+                _ => method_not_allowed("GET, PATCH"),
+            }
+        }
+        ["UpdateService"] => get_only(method, || ok(super::bmcops::update_service())),
+        ["UpdateService", "FirmwareInventory"] => {
+            get_only(method, || ok(super::bmcops::firmware_inventory(bmc)))
+        }
+        ["UpdateService", "FirmwareInventory", id] => {
+            get_only(method, || super::bmcops::firmware_item(bmc, id).map_or_else(|| not_found(path), ok))
+        }
+        ["Managers", id, "EthernetInterfaces"] if *id == f.manager_id => {
+            get_only(method, || ok(super::bmcops::interfaces(bmc)))
+        }
+        ["Managers", id, "EthernetInterfaces", nic] if *id == f.manager_id => {
+            get_only(method, || super::bmcops::interface(bmc, nic).map_or_else(|| not_found(path), ok))
+        }
         ["Systems", id, "Actions", "ComputerSystem.Reset"] if *id == f.system_id => {
             if *method != Method::POST {
                 return method_not_allowed("POST");
@@ -255,6 +273,7 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
         "SessionService": link("/redfish/v1/SessionService"),
         "AccountService": link("/redfish/v1/AccountService"),
         "EventService": link("/redfish/v1/EventService"),
+        "UpdateService": link("/redfish/v1/UpdateService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
             "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
@@ -379,6 +398,7 @@ fn system(bmc: &RedfishBmc) -> Value {
         "PowerState": power_state_str(h.power_state()),
         "LastResetTime": h.last_reset().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         "Status": { "State": "Enabled", "Health": health(rollup(&sensors)) },
+        "@odata.etag": super::bmcops::system_etag(&boot),
         "ProcessorSummary": { "Count": 2, "Model": "Intel(R) Xeon(R) Platinum 8480+" },
         "MemorySummary": { "TotalSystemMemoryGiB": 2048 },
         "Boot": {
@@ -538,6 +558,7 @@ fn manager(bmc: &RedfishBmc) -> Value {
             "MaxConcurrentSessions": 1,
             "ConnectTypesSupported": ["IPMI"],
         },
+        "EthernetInterfaces": link(&format!("{path}/EthernetInterfaces")),
         "Actions": {
             "#Manager.Reset": {
                 "target": format!("{path}/Actions/Manager.Reset"),
