@@ -159,7 +159,8 @@ pub struct SimArgs {
 pub enum SimAction {
     /// Inject FAULT into DEVICE (`bmc-unresponsive`, `bmc-slow=MS`, `udp-loss=PCT`, `tls-cert-change`,
     /// `sol-stuck`, `sessions-full`, `boot-loop`, `gpu-ecc=GPU`, `gpu-xid=GPU:CODE`, `rail-down=HCA`,
-    /// `rail-mtu=HCA:MTU`, `pfc-storm=PORT`, `config-change`, `ssh-key-change`), or `clear` its faults.
+    /// `rail-mtu=HCA:MTU`, `pfc-storm=PORT`, `config-change`, `ssh-key-change`, `psu-fail`, `mgmt-down`,
+    /// `redfish-down`, `sel-markup`, `os-hang`), or `clear` its faults.
     Fault {
         /// The simulator's control API (printed by `lifeline sim`, kind `control` in the endpoints JSON).
         #[arg(long, env = "LIFELINE_SIM_CONTROL", value_name = "URL")]
