@@ -58,6 +58,8 @@ pub enum BmcError {
     NoSystem { bmc: String, wanted: Option<String> },
     #[error("{bmc}: power action {request_id} is already running")]
     InFlight { bmc: String, request_id: String },
+    #[error("{bmc}: no account named `{user}` on the BMC")]
+    NoAccount { bmc: String, user: String },
 }
 
 impl BmcError {
@@ -73,7 +75,8 @@ impl BmcError {
             | ProtocolMemory { bmc, .. }
             | Unsupported { bmc, .. }
             | NoSystem { bmc, .. }
-            | InFlight { bmc, .. } => bmc,
+            | InFlight { bmc, .. }
+            | NoAccount { bmc, .. } => bmc,
         }
     }
 

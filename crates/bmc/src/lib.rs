@@ -16,6 +16,7 @@
 //! This crate knows nothing of the store or the inventory format: the lead implements [`AuditSink`] and
 //! [`ProtocolMemory`] on the store, and `lifeline_redfish::PinStore` for TLS pins.
 
+pub mod accounts;
 pub mod audit;
 mod conn;
 pub mod error;
@@ -31,6 +32,7 @@ mod sdr_cache;
 pub mod sweep;
 pub mod target;
 
+pub use accounts::{AccountInfo, AccountList, LoginCheck};
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use error::{BmcError, BoxError, error_chain};
 pub use events::{EventEntry, EventLog, LogSource};

@@ -449,6 +449,10 @@ pub struct DemoArgs {
 pub enum BmcCmd {
     /// Re-pin a BMC's TLS certificate after an intended replacement.
     Trust(BmcArgs),
+    /// BMC accounts: name, enabled, role / IPMI privilege, locked.
+    Users(BmcArgs),
+    /// Rotate BMC passwords into the sealed store, crash-safely (`--resume` settles an interrupted one).
+    Rotate(crate::cmd::accounts::RotateArgs),
 }
 
 #[derive(Debug, Subcommand)]

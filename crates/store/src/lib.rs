@@ -6,6 +6,7 @@
 //! directory per dialect, and run when the store opens.
 
 mod audit;
+mod credentials;
 mod devices;
 mod error;
 mod events;
@@ -18,6 +19,7 @@ mod runs;
 mod users;
 
 pub use audit::{AuditEntry, AuditRow};
+pub use credentials::CredentialRow;
 pub use devices::{DeviceRecord, SyncSummary};
 pub use error::StoreError;
 pub use events::{EventRow, NewEvent, Observation};

@@ -1,5 +1,6 @@
 //! One module per verb: arguments in, engine operation, rendering out. Exit codes come from `exit.rs`.
 
+pub mod accounts;
 mod audit;
 mod backup;
 pub mod bmc;

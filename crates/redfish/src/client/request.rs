@@ -20,13 +20,24 @@ impl Client {
         link: &str,
         body: Option<&Value>,
     ) -> Result<Reply, RedfishError> {
-        self.request_inner(method, link, body, false).await
+        self.request_inner(method, link, body, false, None).await
+    }
+
+    /// A request with `If-Match` (a PATCH guarded by the ETag the caller read).
+    pub(crate) async fn request_if_match(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+        etag: Option<&str>,
+    ) -> Result<Reply, RedfishError> {
+        self.request_inner(method, link, body, false, etag).await
     }
 
     /// GET for a never-ending body (SSE): no total timeout (the caller applies an idle limit), and the request
     /// slot is released once headers arrive; the session stays lent to the stream.
     pub(crate) async fn request_stream(&self, link: &str) -> Result<Reply, RedfishError> {
-        let mut r = self.request_inner(Method::GET, link, None, true).await?;
+        let mut r = self.request_inner(Method::GET, link, None, true, None).await?;
         r._slot = None;
         Ok(r)
     }
@@ -37,6 +48,7 @@ impl Client {
         link: &str,
         body: Option<&Value>,
         stream: bool,
+        if_match: Option<&str>,
     ) -> Result<Reply, RedfishError> {
         let inner = &self.inner;
         let t = &inner.t;
@@ -67,6 +79,9 @@ impl Client {
             };
             if let Some(b) = body {
                 rb = rb.json(b);
+            }
+            if let Some(e) = if_match {
+                rb = rb.header("If-Match", e);
             }
             let resp = t.send(rb, mname, &url).await?;
             if resp.status() == StatusCode::UNAUTHORIZED
@@ -115,7 +130,18 @@ impl Client {
         link: &str,
         body: Option<&Value>,
     ) -> Result<Option<Value>, RedfishError> {
-        let reply = self.request(method, link, body).await?;
+        self.send_json_if_match(method, link, body, None).await
+    }
+
+    /// [`Client::send_json`] with `If-Match` (a change guarded by the ETag the caller read).
+    pub(crate) async fn send_json_if_match(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+        etag: Option<&str>,
+    ) -> Result<Option<Value>, RedfishError> {
+        let reply = self.request_if_match(method, link, body, etag).await?;
         let t = &self.inner.t;
         let status = reply.resp.status();
         let (url, m) = (reply.url.clone(), reply.method);
