@@ -29,6 +29,7 @@ pub mod options;
 mod pool;
 pub mod power;
 mod sdr_cache;
+pub mod subscribe;
 pub mod sweep;
 pub mod target;
 

@@ -84,6 +84,8 @@ pub enum Command {
     /// BMC trust management.
     #[command(subcommand)]
     Bmc(BmcCmd),
+    /// BMC events: what subscriptions delivered and what event log polls found, deduplicated.
+    Events(crate::cmd::accounts::EventsArgs),
     /// Serial-over-LAN console: attach (`~.` leaves, `~B` break, `~W` take over writing, `~?` help), read
     /// its log, or break a boot-looping device into its bootloader's rescue shell.
     Console(ConsoleArgs),
@@ -453,6 +455,10 @@ pub enum BmcCmd {
     Users(BmcArgs),
     /// Rotate BMC passwords into the sealed store, crash-safely (`--resume` settles an interrupted one).
     Rotate(crate::cmd::accounts::RotateArgs),
+    /// Sealed BMC credential generations (states, never secrets unless `--reveal`, which is audited).
+    Credentials(crate::cmd::accounts::CredentialsArgs),
+    /// Redfish EventService subscriptions to Lifeline's event receiver: create, `--list`, `--remove`.
+    Subscribe(crate::cmd::accounts::SubscribeArgs),
 }
 
 #[derive(Debug, Subcommand)]

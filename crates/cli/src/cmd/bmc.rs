@@ -347,6 +347,8 @@ pub async fn bmc(g: &Global, c: BmcCmd) -> CmdResult {
     match c {
         BmcCmd::Users(a) => crate::cmd::accounts::users(g, a).await,
         BmcCmd::Rotate(a) => crate::cmd::accounts::rotate(g, a).await,
+        BmcCmd::Credentials(a) => crate::cmd::accounts::credentials(g, a).await,
+        BmcCmd::Subscribe(a) => crate::cmd::accounts::subscribe(g, a).await,
         BmcCmd::Trust(a) => {
             let l = lifeline(g)?;
             let sel = select(&l, &a.sel, false)?;

@@ -38,6 +38,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Sel(a) => bmc::sel(&cli.global, a).await,
         Command::Sweep(a) => bmc::sweep(&cli.global, a).await,
         Command::Bmc(c) => bmc::bmc(&cli.global, c).await,
+        Command::Events(a) => accounts::events(&cli.global, a).await,
         Command::Serve(a) => server::serve(&cli.global, a).await,
         Command::User(c) => server::user(&cli.global, c).await,
         Command::Token(c) => server::token(&cli.global, c).await,

@@ -67,8 +67,14 @@ pub struct Rotation {
 /// One account row of `bmc users`.
 pub type Users = lifeline_bmc::AccountList;
 
-/// A generation as listed (never the secret).
-pub type CredentialGeneration = lifeline_store::CredentialRow;
+/// A stored generation; the secret only when revealed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Generation {
+    #[serde(flatten)]
+    pub row: lifeline_store::CredentialRow,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
 
 fn seal_context(name: &str, device: &str, user: &str) -> String {
     format!("bmc-credential/{name}/{device}/{user}")
@@ -143,9 +149,38 @@ impl Lifeline {
             .map_err(|e| EngineError::internal("unsealing a BMC credential", e))
     }
 
-    /// Every stored generation (states and times, never secrets), newest first.
-    pub async fn bmc_credentials(&self) -> Result<Vec<CredentialGeneration>> {
-        Ok(self.store().await?.all_bmc_credentials().await?)
+    /// Stored generations of the named devices (all when empty), newest first; with `reveal` each carries
+    /// its secret (break-glass: an operator logging in by hand while Lifeline is down), audited per device.
+    pub async fn bmc_credentials(&self, devices: &[String], reveal: bool) -> Result<Vec<Generation>> {
+        let store = self.store().await?;
+        let rows: Vec<_> = store
+            .all_bmc_credentials()
+            .await?
+            .into_iter()
+            .filter(|r| devices.is_empty() || devices.contains(&r.device))
+            .collect();
+        if reveal {
+            let audit = self.audit().await?;
+            let mut seen: Vec<&str> = rows.iter().map(|r| r.device.as_str()).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            for d in seen {
+                audit.record("bmc.credentials.reveal", d, Outcome::Ok, None, serde_json::json!({})).await?;
+            }
+        }
+        let sealer = self.sealer();
+        rows.into_iter()
+            .map(|row| {
+                let secret = if reveal {
+                    let ctx = seal_context(&row.name, &row.device, &row.username);
+                    let s = sealer.unseal_secret(&ctx, &row.sealed);
+                    Some(s.map_err(|e| EngineError::internal("unsealing", e))?)
+                } else {
+                    None
+                };
+                Ok(Generation { row, secret })
+            })
+            .collect()
     }
 
     /// The accounts of each BMC.
@@ -277,6 +312,33 @@ impl Lifeline {
                     break;
                 }
                 LoginCheck::Refused(why) => {
+                    // A locked account refuses every password: only a proven active login makes this a
+                    // roll-back; otherwise both stay.
+                    let active = rows.iter().find(|r| r.state == "active" && r.username == user);
+                    let back = match active {
+                        Some(a) => {
+                            let apw = unseal(&a.sealed)?;
+                            probe(&apw)?.check_login(protocol, &user, &apw, privilege).await
+                        }
+                        None => LoginCheck::Unknown("no active generation to compare with".into()),
+                    };
+                    out.steps.push(format!("active generation: login {}", describe(&back)));
+                    if !back.accepted() {
+                        let err = EngineError::failed(
+                            &device,
+                            format!(
+                                "neither the pending nor the active password logs in (locked?); both kept, retry `rotate --resume` ({why})"
+                            ),
+                        );
+                        audit
+                            .outcome(
+                                intent,
+                                Outcome::Failed,
+                                serde_json::json!({ "error": err.chain(), "steps": out.steps }),
+                            )
+                            .await?;
+                        return Err(err);
+                    }
                     store
                         .set_bmc_credential_state(
                             p.id,

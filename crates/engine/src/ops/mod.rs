@@ -7,6 +7,7 @@ pub mod backup;
 pub mod bmc;
 pub mod bmc_reset;
 pub mod console;
+pub mod events;
 pub mod inventory;
 pub mod notify;
 pub mod power;
