@@ -23,7 +23,8 @@ fn inventory(ips: &[std::net::Ipv4Addr], offset: u16) -> String {
         let (proto, port) = if i % 2 == 0 { ("redfish", 443 + offset) } else { ("ipmi", 623 + offset) };
         t.push_str(&format!(
             "\n[[device]]\nname = \"n{}\"\nrole = \"gpu-node\"\nrack = \"r\"\n\
-             bmc = {{ address = \"{ip}\", port = {port}, protocol = \"{proto}\" }}\n",
+             bmc = {{ address = \"{ip}\", port = {port}, protocol = \"{proto}\" }}\n\
+             gpus = {{ count = 8, model = \"NVIDIA H100 80GB HBM3\" }}\n",
             i + 1
         ));
     }
@@ -331,7 +332,6 @@ fn rotation_against_openipmi_ipmi_sim() {
 /// same record found again by the SEL poll is not shown twice, and the subscription is removed on exit.
 #[test]
 fn events_follow_receives_pushed_events_once_and_leaves_no_subscription() {
-    use std::io::BufRead;
     let ips = [unique_loopback()];
     let offset = 23000;
     let sim = SimProcess::start(&inventory(&ips, offset), offset, &[]);
@@ -339,36 +339,8 @@ fn events_follow_receives_pushed_events_once_and_leaves_no_subscription() {
     let o = run(&sim, &inv, &["bmc", "rotate", "n1"], &[("LIFELINE_BMC_PASSWORD", SIM_PASSWORD)]);
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let listen = format!("{}:0", unique_loopback());
-    let mut child = Command::new(lifeline_bin())
-        .args([
-            "events",
-            "n1",
-            "--follow",
-            "--subscribe",
-            "--json",
-            "--poll-interval",
-            "1",
-            "--listen",
-            &listen,
-        ])
-        .arg("--inventory")
-        .arg(&inv)
-        .arg("--data-dir")
-        .arg(&sim.data)
-        .env("LIFELINE_SEAL_KEY", sim.dir.path().join("seal.key"))
-        .env_remove("LIFELINE_DATABASE_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
+    let (mut child, rx) =
+        follow_events(&sim, &inv, &["--subscribe", "--poll-interval", "1", "--listen", &listen]);
     // Subscribed: Lifeline's marker is on the BMC.
     lifeline_test_utils::wait_until("subscription", std::time::Duration::from_secs(20), || {
         let o = run(&sim, &inv, &["bmc", "subscribe", "n1", "--list", "--json"], &[]);
@@ -376,18 +348,21 @@ fn events_follow_receives_pushed_events_once_and_leaves_no_subscription() {
         v[0]["subscriptions"].as_array().is_some_and(|s| s.iter().any(|x| x["ours"] == true)).then_some(())
     });
     sim.fault("n1", "gpu-xid=6:79");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Collect until the push arrived, then through three more SEL polls (1 s apart), which find the same
+    // record and must not show it again.
+    let mut deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = false;
     let mut lines = Vec::new();
     while std::time::Instant::now() < deadline {
-        if let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+        if let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
             lines.push(l);
         }
-        let pushed = lines.iter().filter(|l| l.contains("redfish-event") && l.contains("79")).count();
-        if pushed > 0 && lines.iter().any(|l| l.contains("\"sel\"")) {
-            break;
+        if !seen && lines.iter().any(|l| l.contains("redfish-event") && l.contains(XID)) {
+            seen = true;
+            deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
         }
     }
-    let pushed: Vec<&String> = lines.iter().filter(|l| l.contains("79")).collect();
+    let pushed: Vec<&String> = lines.iter().filter(|l| l.contains(XID)).collect();
     assert_eq!(pushed.len(), 1, "the XID arrives once (push and poll deduplicated): {lines:#?}");
     // SIGTERM: the subscription is removed before the process exits.
     nix_kill(child.id());
@@ -398,12 +373,112 @@ fn events_follow_receives_pushed_events_once_and_leaves_no_subscription() {
     assert!(v[0]["subscriptions"].as_array().unwrap().iter().all(|x| x["ours"] != true), "{v}");
     // The stored view shows it once too.
     let o = run(&sim, &inv, &["events", "n1", "--json"], &[]);
+    assert!(!output_text(&o).contains("not read"), "the SEL poll ran: {}", output_text(&o));
     let v = json(&o);
     let xid =
-        v.as_array().unwrap().iter().filter(|e| e["message"].as_str().unwrap_or("").contains("79")).count();
+        v.as_array().unwrap().iter().filter(|e| e["message"].as_str().unwrap_or("").contains(XID)).count();
     assert_eq!(xid, 1, "{v}");
+}
+
+/// The SEL message of the simulator's XID 79 on GPU 6.
+const XID: &str = "GPU6: PCIe bus fatal error";
+
+/// `lifeline events n1 --follow --json ARGS` running, its stdout lines on a channel.
+fn follow_events(
+    sim: &SimProcess,
+    inv: &Path,
+    args: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new(lifeline_bin())
+        .args(["events", "n1", "--follow", "--json"])
+        .args(args)
+        .arg("--inventory")
+        .arg(inv)
+        .arg("--data-dir")
+        .arg(&sim.data)
+        .env("LIFELINE_SEAL_KEY", sim.dir.path().join("seal.key"))
+        .env_remove("LIFELINE_DATABASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    (child, rx)
 }
 
 fn nix_kill(pid: u32) {
     let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+}
+
+/// A third-party Redfish service (sushy-static serving the project's mockup, GET only): the account list
+/// and the subscription list are read leniently from its AccountService and EventService.
+#[test]
+fn accounts_and_subscriptions_from_the_sushy_static_mockup() {
+    let Some(rows) = lifeline_test_utils::peer_endpoints("redfish") else { return };
+    let Some(row) = rows.iter().find(|r| r[0] == "sushy-static") else {
+        let _: Option<()> = lifeline_test_utils::skip_or_fail("no sushy-static row in redfish/endpoints.txt");
+        return;
+    };
+    let base = row[1].trim_end_matches("/redfish/v1").trim_start_matches("http://");
+    let url = format!("redfish+http://admin@{base}");
+    let dir = tempfile::tempdir().unwrap();
+    let lifeline = |args: &[&str]| {
+        Command::new(lifeline_bin())
+            .args(args)
+            .args(["--bmc", &url, "--json", "--data-dir"])
+            .arg(dir.path())
+            .env("LIFELINE_BMC_PASSWORD", "unused")
+            .env_remove("LIFELINE_INVENTORY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = lifeline(&["bmc", "users"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v = json(&o);
+    let accounts = v[0]["accounts"].as_array().unwrap();
+    assert!(accounts.iter().any(|a| a["name"] == "admin" && a["role"] == "Administrator"), "{v}");
+    let o = lifeline(&["bmc", "subscribe", "--list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(json(&o)[0]["subscriptions"].is_array(), "{}", output_text(&o));
+}
+
+/// `events --follow --sse`: no subscription, the BMC's `ServerSentEventUri` stream brings the fault.
+#[test]
+fn events_follow_reads_the_sse_stream() {
+    let ips = [unique_loopback()];
+    let offset = 24000;
+    let sim = SimProcess::start(&inventory(&ips, offset), offset, &[]);
+    let inv = sim.inventory.clone();
+    let o = run(&sim, &inv, &["bmc", "rotate", "n1"], &[("LIFELINE_BMC_PASSWORD", SIM_PASSWORD)]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let (mut child, rx) = follow_events(&sim, &inv, &["--sse", "--poll-interval", "60"]);
+    // The stream must be open before the fault: retry the fault until its event shows (each injection
+    // of the same XID logs one more SEL record).
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut got = None;
+    while got.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        sim.fault("n1", "gpu-xid=6:79");
+        while let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+            if l.contains(XID) && l.contains("redfish-event") {
+                got = Some(l);
+                break;
+            }
+        }
+    }
+    nix_kill(child.id());
+    let _ = child.wait();
+    let line = got.expect("an XID event from the SSE stream");
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["device"], "n1", "{v}");
 }

@@ -114,6 +114,30 @@ impl Bmc {
     }
 }
 
+impl Bmc {
+    /// Opens the BMC's `ServerSentEventUri` stream (Redfish only): the alternative to push delivery where
+    /// Lifeline's receiver is not reachable from the BMC. The stream holds one session while it lives.
+    pub async fn event_stream(&self) -> Result<lifeline_redfish::EventStream, BmcError> {
+        let limit = self.pool().opts.op_timeout;
+        let o = self.open_conn(Privilege::User, limit).await?;
+        match o.conn {
+            Conn::Redfish(c) => c
+                .client
+                .event_stream(None, lifeline_redfish::SseLimits::default())
+                .await
+                .map_err(rf_err(&c.bmc)),
+            Conn::Ipmi(c) => {
+                let _ = c.session.close().await;
+                Err(BmcError::Unsupported {
+                    bmc: self.name().to_owned(),
+                    protocol: lifeline_types::BmcProtocol::Ipmi,
+                    what: "event streams",
+                })
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

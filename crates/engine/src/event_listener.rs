@@ -88,6 +88,11 @@ impl EventListener {
         Ok(format!("http://{}/events", self.listener.local_addr()?))
     }
 
+    /// Another way into the same channel (an SSE reader).
+    pub fn sender(&self) -> mpsc::Sender<Received> {
+        self.tx.clone()
+    }
+
     /// Serves until the receiver is dropped.
     pub async fn run(self) {
         loop {

@@ -197,6 +197,10 @@ pub struct EventsArgs {
     /// With --follow: subscribe the Redfish BMCs to the receiver, and remove the subscriptions on exit.
     #[arg(long, requires = "follow")]
     pub subscribe: bool,
+    /// With --follow: also read each Redfish BMC's SSE stream (`ServerSentEventUri`), for BMCs that cannot
+    /// reach the receiver.
+    #[arg(long, requires = "follow")]
+    pub sse: bool,
     /// Seconds between event log polls with --follow.
     #[arg(long, default_value_t = 30)]
     pub poll_interval: u64,
@@ -244,6 +248,7 @@ pub async fn events(g: &Global, a: EventsArgs) -> CmdResult {
         .map_err(|e| crate::exit::Exit::usage(anyhow::anyhow!("cannot listen on {}: {e}", a.listen)))?;
     let url = listener.url().map_err(crate::exit::Exit::usage)?;
     eprintln!("receiving BMC events at {url}");
+    let listener_tx = listener.sender();
     tokio::spawn(listener.run());
     let redfish = redfish_only(&sel);
     if a.subscribe {
@@ -252,6 +257,9 @@ pub async fn events(g: &Global, a: EventsArgs) -> CmdResult {
                 eprintln!("{}: not subscribed: {}", r.target, e.chain());
             }
         }
+    }
+    if a.sse {
+        l.stream_events(&redfish, listener_tx.clone()).await?;
     }
     let mut last = 0;
     for e in l.bmc_events(0, 10_000).await? {

@@ -413,9 +413,13 @@ impl Lifeline {
         let bmc = probe(&admin_pw)?;
 
         if !opts.resume_only {
-            self.rotate_fresh(&bmc, protocol, name, &device, &user, privilege, rid, &ctx, &mut out)
-                .await
-                .inspect_err(|_| ())?;
+            let r =
+                self.rotate_fresh(&bmc, protocol, name, &device, &user, privilege, rid, &ctx, &mut out).await;
+            if let Err(err) = r {
+                let detail = serde_json::json!({ "error": err.chain(), "steps": out.steps });
+                audit.outcome(intent, Outcome::Failed, detail).await?;
+                return Err(err);
+            }
         }
         let final_admin = if own && out.rotated {
             self.sealed_password(name, &device, Some(&admin_user)).await?

@@ -83,6 +83,43 @@ impl Lifeline {
         .await
     }
 
+    /// Reads each Redfish BMC's SSE stream (reopened after 5 s when it ends) into `tx`, until `tx` closes.
+    pub async fn stream_events(
+        &self,
+        sel: &BmcSelection,
+        tx: tokio::sync::mpsc::Sender<Received>,
+    ) -> Result<()> {
+        let pool = self.bmc_pool().await?;
+        for b in &sel.bmcs {
+            let bmc = pool.bmc(b.target.clone());
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while !tx.is_closed() {
+                    match bmc.event_stream().await {
+                        Ok(mut s) => {
+                            while let Some(Ok(e)) = s.next().await {
+                                let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.data) else {
+                                    continue;
+                                };
+                                for mut r in crate::event_listener::parse_event_document(&doc) {
+                                    r.event.device = Some(bmc.name().to_owned());
+                                    if tx.send(r).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(bmc = %bmc.name(), "no event stream: {}", lifeline_bmc::error_chain(&e))
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                }
+            });
+        }
+        Ok(())
+    }
+
     /// Stores one received event unless it is already known; the stored row when new.
     pub async fn record_received(&self, r: &Received) -> Result<Option<i64>> {
         Ok(self.store().await?.record_event_once(&r.event, &r.key).await?)
