@@ -90,6 +90,15 @@ pub(crate) fn rf_err(bmc: &str) -> impl FnOnce(RedfishError) -> BmcError + '_ {
     move |source| BmcError::Redfish { bmc: bmc.to_owned(), source }
 }
 
+/// The socket address of a target's port (for a one-off login outside the pool's connections).
+pub(crate) async fn resolve_addr(
+    target: &BmcTarget,
+    port: u16,
+    limit: Duration,
+) -> Result<SocketAddr, BmcError> {
+    resolve(target, port, limit).await
+}
+
 async fn resolve(target: &BmcTarget, port: u16, limit: Duration) -> Result<SocketAddr, BmcError> {
     let bmc = &target.name;
     let host = target.address.trim_start_matches('[').trim_end_matches(']');

@@ -62,6 +62,8 @@ pub enum BmcError {
     /// `#Manager.Reset` action, a reset type it does not list).
     #[error("{bmc}: {what}")]
     NotOffered { bmc: String, what: String },
+    #[error("{bmc}: no account named `{user}` on the BMC")]
+    NoAccount { bmc: String, user: String },
 }
 
 impl BmcError {
@@ -78,7 +80,8 @@ impl BmcError {
             | Unsupported { bmc, .. }
             | NoSystem { bmc, .. }
             | NotOffered { bmc, .. }
-            | InFlight { bmc, .. } => bmc,
+            | InFlight { bmc, .. }
+            | NoAccount { bmc, .. } => bmc,
         }
     }
 

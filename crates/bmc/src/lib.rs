@@ -16,6 +16,7 @@
 //! This crate knows nothing of the store or the inventory format: the lead implements [`AuditSink`] and
 //! [`ProtocolMemory`] on the store, and `lifeline_redfish::PinStore` for TLS pins.
 
+pub mod accounts;
 pub mod audit;
 pub mod bmc_reset;
 pub mod boot;
@@ -31,9 +32,11 @@ pub mod options;
 mod pool;
 pub mod power;
 mod sdr_cache;
+pub mod subscribe;
 pub mod sweep;
 pub mod target;
 
+pub use accounts::{AccountInfo, AccountList, LoginCheck};
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use bmc_reset::BmcResetReport;
 pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};

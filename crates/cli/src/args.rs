@@ -90,6 +90,8 @@ pub enum Command {
     Sdr(BmcArgs),
     /// FRU fields as `ipmitool fru print` shows them (Redfish: System and Chassis equivalents).
     Fru(BmcArgs),
+    /// BMC events: what subscriptions delivered and what event log polls found, deduplicated.
+    Events(crate::cmd::accounts::EventsArgs),
     /// Serial-over-LAN console: attach (`~.` leaves, `~B` break, `~W` take over writing, `~?` help), read
     /// its log, or break a boot-looping device into its bootloader's rescue shell.
     Console(ConsoleArgs),
@@ -461,6 +463,14 @@ pub enum BmcCmd {
     Trust(BmcArgs),
     #[command(flatten)]
     Ops(crate::cmd::bmcops::BmcOpsCmd),
+    /// BMC accounts: name, enabled, role / IPMI privilege, locked.
+    Users(BmcArgs),
+    /// Rotate BMC passwords into the sealed store, crash-safely (`--resume` settles an interrupted one).
+    Rotate(crate::cmd::accounts::RotateArgs),
+    /// Sealed BMC credential generations (states, never secrets unless `--reveal`, which is audited).
+    Credentials(crate::cmd::accounts::CredentialsArgs),
+    /// Redfish EventService subscriptions to Lifeline's event receiver: create, `--list`, `--remove`.
+    Subscribe(crate::cmd::accounts::SubscribeArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -85,6 +85,45 @@ impl SealedFiles {
     }
 }
 
+/// Small secrets (BMC passwords) sealed with the same key, kept in the store as hex of nonce ‖ ciphertext.
+/// `context` (the device and reference name) is bound as associated data, so a row copied onto another
+/// device's does not decrypt.
+impl SealedFiles {
+    pub fn seal_secret(&self, context: &str, secret: &str) -> Result<String, IndexError> {
+        let key = self.key(true)?.ok_or_else(|| bad("sealing", "no key".into()))?;
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).map_err(|_| bad("sealing", "no randomness".into()))?;
+        let mut data = secret.as_bytes().to_vec();
+        key.seal_in_place_append_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(context.as_bytes()),
+            &mut data,
+        )
+        .map_err(|_| bad("sealing", "encryption failed".into()))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&data);
+        Ok(hex::encode(out))
+    }
+
+    pub fn unseal_secret(&self, context: &str, sealed: &str) -> Result<String, IndexError> {
+        let key = self.key(false)?.ok_or_else(|| {
+            bad("unsealing", format!("the seal key {} is missing", self.key_file.display()))
+        })?;
+        let bytes = hex::decode(sealed).map_err(|_| bad("unsealing", "not hex".into()))?;
+        if bytes.len() < NONCE_LEN {
+            return Err(bad("unsealing", "truncated".into()));
+        }
+        let (nonce, ct) = bytes.split_at(NONCE_LEN);
+        let nonce =
+            Nonce::try_assume_unique_for_key(nonce).map_err(|_| bad("unsealing", "bad nonce".into()))?;
+        let mut ct = ct.to_vec();
+        let plain = key.open_in_place(nonce, Aad::from(context.as_bytes()), &mut ct).map_err(|_| {
+            bad("unsealing", format!("the secret for `{context}` does not decrypt with this key"))
+        })?;
+        String::from_utf8(plain.to_vec()).map_err(|_| bad("unsealing", "not UTF-8".into()))
+    }
+}
+
 /// Writes a file readable by the owner only, atomically (tmp + fsync + rename).
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -192,6 +231,16 @@ mod tests {
         t[last] ^= 1;
         std::fs::write(s.path(&dev, &blob), t).unwrap();
         assert!(s.unseal(&dev, &blob).await.unwrap_err().to_string().contains("unsealing"));
+    }
+
+    #[test]
+    fn secrets_round_trip_bound_to_their_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SealedFiles::new(dir.path(), &dir.path().join("keys/seal.key"));
+        let sealed = s.seal_secret("bmc/n1", "s3cret-pw").unwrap();
+        assert!(!sealed.contains("s3cret"));
+        assert_eq!(s.unseal_secret("bmc/n1", &sealed).unwrap(), "s3cret-pw");
+        assert!(s.unseal_secret("bmc/n2", &sealed).is_err(), "bound to its device");
     }
 
     #[tokio::test]

@@ -106,7 +106,7 @@ impl Lifeline {
                     }
                     continue;
                 };
-                match credentials::resolve(&b.credential) {
+                match self.resolve_bmc_credential(&b.credential, d.name.as_str()) {
                     Ok(pw) => sel.bmcs.extend(bmc_target(d, pw).map(|target| SelectedBmc {
                         target,
                         role: Some(d.role),
@@ -167,8 +167,10 @@ impl Lifeline {
         let b = d.bmc.as_ref().ok_or_else(|| EngineError::NoTargets {
             what: format!("`{}` has no BMC: no serial-over-LAN console", d.name),
         })?;
-        let password = credentials::resolve(&b.credential).map_err(|e| EngineError::Credentials {
-            problems: vec![format!("`{}`: credential `{}`: {e}", d.name, b.credential)],
+        let password = self.resolve_bmc_credential(&b.credential, d.name.as_str()).map_err(|e| {
+            EngineError::Credentials {
+                problems: vec![format!("`{}`: credential `{}`: {e}", d.name, b.credential)],
+            }
         })?;
         let port = match b.protocol {
             lifeline_types::BmcProtocol::Ipmi => b.port.unwrap_or(623),

@@ -313,3 +313,37 @@ fn hmac_sha1_known_answer() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+proptest! {
+    /// Account management requests round-trip; passwords keep their bytes up to the first NUL, and the
+    /// 20-byte form is chosen exactly when the password needs it.
+    #[test]
+    fn account_requests_round_trip(id in 1u8..64, ch in 0u8..16, pr in prop_oneof![1u8..=5, Just(0x0Fu8)],
+                                   bits in any::<[bool; 3]>(), name in "[a-zA-Z0-9_]{0,16}",
+                                   pw in proptest::collection::vec(1u8..=255, 0..=20), op in 0u8..4) {
+        rt(SetUserName { user_id: id, name });
+        rt(SetUserAccess { channel: ch, user_id: id, privilege: pr, ipmi_messaging: bits[0], link_auth: bits[1],
+                           callback_only: bits[2] });
+        let op = [PasswordOp::Disable, PasswordOp::Enable, PasswordOp::Set, PasswordOp::Test][op as usize];
+        let r = SetUserPassword::new(id, op, &pw);
+        prop_assert_eq!(r.twenty_bytes, pw.len() > 16);
+        let wire = r.encode();
+        let back = SetUserPassword::decode(&wire).unwrap();
+        prop_assert_eq!(back.user_id, id);
+        prop_assert_eq!(back.op, op);
+        if matches!(op, PasswordOp::Set | PasswordOp::Test) {
+            prop_assert_eq!(wire.len(), if pw.len() > 16 { 22 } else { 18 });
+            prop_assert_eq!(back.password, pw);
+        } else {
+            prop_assert_eq!(wire.len(), 2);
+        }
+    }
+
+    /// Decoding arbitrary bytes as an account request never panics.
+    #[test]
+    fn account_requests_decode_garbage(data in proptest::collection::vec(any::<u8>(), 0..40)) {
+        let _ = SetUserName::decode(&data);
+        let _ = SetUserPassword::decode(&data);
+        let _ = SetUserAccess::decode(&data);
+    }
+}

@@ -29,6 +29,8 @@ mod session;
 pub mod tls;
 
 #[cfg(feature = "client")]
+pub use client::accounts::Account as ManagerAccount;
+#[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, Listing, PowerOutcome,
     TrustOutcome, probe_certificate, trust,

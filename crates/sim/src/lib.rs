@@ -25,6 +25,7 @@
 //! ```
 //! Faults from another process: `lifeline_sim::control::Client::inject(url, "gpu-node-01", "rail-down=mlx5_3")`.
 
+pub mod accounts;
 pub mod actions;
 pub mod bootloader;
 pub mod console;

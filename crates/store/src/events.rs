@@ -164,4 +164,25 @@ impl Store {
             })
             .collect()
     }
+
+    /// Records an event once per `(device, key)`: a second arrival of the same event (a push and the SEL
+    /// poll that finds it again, a redelivery) is dropped. Returns the new id, or `None` for a duplicate.
+    pub async fn record_event_once(&self, e: &NewEvent, key: &str) -> Result<Option<i64>, StoreError> {
+        let q = self.sql(
+            "INSERT INTO events (device, at, source, severity, message, data_json, dedup_key) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device, dedup_key) DO NOTHING RETURNING id",
+        );
+        let row = sqlx::query(&q)
+            .bind(&e.device)
+            .bind(now_ms())
+            .bind(&e.source)
+            .bind(&e.severity)
+            .bind(&e.message)
+            .bind(e.data.to_string())
+            .bind(key.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .op("record_event_once")?;
+        row.map(|r| r.try_get::<i64, _>("id").op("record_event_once.id")).transpose()
+    }
 }

@@ -8,6 +8,7 @@
 
 mod audit;
 mod backup;
+mod credentials;
 mod devices;
 mod error;
 mod events;
@@ -22,6 +23,7 @@ mod users;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use backup::BackupSummary;
+pub use credentials::CredentialRow;
 pub use devices::{DeviceRecord, SyncSummary};
 pub use error::StoreError;
 pub use events::{EventRow, NewEvent, Observation};

@@ -16,7 +16,7 @@ use crate::exit::{CmdResult, Exit, verdict};
 use crate::outln;
 use crate::prompt::{bmc_password, confirm, confirm_bmcs};
 
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(header.iter().copied());
     t
@@ -38,7 +38,7 @@ pub fn select(l: &Lifeline, sel: &BmcSel, default_all: bool) -> Result<BmcSelect
 }
 
 /// Prints a per-target error row (unless JSON) and says whether it failed.
-fn row_error<T>(g: &Global, r: &Row<T>) -> Result<bool, Exit> {
+pub(crate) fn row_error<T>(g: &Global, r: &Row<T>) -> Result<bool, Exit> {
     if let Err(e) = &r.result {
         if !g.json {
             outln!("{}: error: {}", r.target, e.chain());
@@ -346,6 +346,10 @@ pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
 pub async fn bmc(g: &Global, c: BmcCmd) -> CmdResult {
     match c {
         BmcCmd::Ops(c) => crate::cmd::bmcops::bmc(g, c).await,
+        BmcCmd::Users(a) => crate::cmd::accounts::users(g, a).await,
+        BmcCmd::Rotate(a) => crate::cmd::accounts::rotate(g, a).await,
+        BmcCmd::Credentials(a) => crate::cmd::accounts::credentials(g, a).await,
+        BmcCmd::Subscribe(a) => crate::cmd::accounts::subscribe(g, a).await,
         BmcCmd::Trust(a) => {
             let l = lifeline(g)?;
             let sel = select(&l, &a.sel, false)?;

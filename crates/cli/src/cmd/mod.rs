@@ -1,5 +1,6 @@
 //! One module per verb: arguments in, engine operation, rendering out. Exit codes come from `exit.rs`.
 
+pub mod accounts;
 mod audit;
 mod backup;
 pub mod bmc;
@@ -42,6 +43,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Boot(a) => bmcops::boot(&cli.global, a).await,
         Command::Sdr(a) => bmcops::sdr(&cli.global, a).await,
         Command::Fru(a) => bmcops::fru(&cli.global, a).await,
+        Command::Events(a) => accounts::events(&cli.global, a).await,
         Command::Serve(a) => server::serve(&cli.global, a).await,
         Command::User(c) => server::user(&cli.global, c).await,
         Command::Token(c) => server::token(&cli.global, c).await,

@@ -1,6 +1,7 @@
 //! Typed operations, one module per concern. Each is a method on [`Lifeline`] returning a `Serialize`
 //! result; actions go through [`Lifeline::guarded`]: request id, lease, audit, outcome kept for replays.
 
+pub mod accounts;
 pub mod audit_log;
 pub mod backup;
 pub mod bmc;
@@ -8,6 +9,7 @@ pub mod bmc_info;
 pub mod bmc_reset;
 pub mod boot;
 pub mod console;
+pub mod events;
 pub mod inventory;
 pub mod notify;
 pub mod power;

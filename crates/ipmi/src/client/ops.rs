@@ -15,7 +15,10 @@ use crate::wire::{
     },
     sel::{self, ClearSel, GetSelEntry, GetSelInfo, ReserveSel, SelInfo, SelRecord},
     sensor::{GetSensorReading, SensorReading},
-    user::{GetUserAccess, GetUserName, UserAccess},
+    user::{
+        CC_PASSWORD_MISMATCH, CC_PASSWORD_SIZE, GetUserAccess, GetUserName, PasswordOp, SetUserAccess,
+        SetUserName, SetUserPassword, UserAccess,
+    },
 };
 use lifeline_types::PowerState;
 use std::time::Duration;
@@ -306,6 +309,45 @@ impl Session {
             out.push(User { id, name, access });
         }
         Ok(out)
+    }
+
+    /// Sets a user's password. Sent once (never retransmitted blindly): a lost reply is
+    /// [`Error::Unconfirmed`], and the caller proves the outcome by a login, not by resending.
+    pub async fn set_user_password(&self, user_id: u8, password: &[u8]) -> Result<()> {
+        self.call_once(&SetUserPassword::new(user_id, PasswordOp::Set, password)).await.map(|_| ())
+    }
+
+    /// Whether `password` is the user's password (Set User Password, operation Test). A password stored
+    /// in the other size (16 vs 20 bytes) does not match either.
+    pub async fn test_user_password(&self, user_id: u8, password: &[u8]) -> Result<bool> {
+        match self.call(&SetUserPassword::new(user_id, PasswordOp::Test, password)).await {
+            Ok(_) => Ok(true),
+            Err(Error::CompletionCode { code: CC_PASSWORD_MISMATCH | CC_PASSWORD_SIZE, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Enables or disables a user slot (idempotent: safe to retransmit).
+    pub async fn enable_user(&self, user_id: u8, enabled: bool) -> Result<()> {
+        let op = if enabled { PasswordOp::Enable } else { PasswordOp::Disable };
+        self.call(&SetUserPassword::new(user_id, op, &[])).await.map(|_| ())
+    }
+
+    pub async fn set_user_name(&self, user_id: u8, name: &str) -> Result<()> {
+        self.call(&SetUserName { user_id, name: name.to_owned() }).await.map(|_| ())
+    }
+
+    /// Sets a user's privilege limit on `channel`, with IPMI messaging and link authentication enabled.
+    pub async fn set_user_privilege(&self, channel: u8, user_id: u8, privilege: u8) -> Result<()> {
+        let req = SetUserAccess {
+            channel,
+            user_id,
+            privilege,
+            ipmi_messaging: true,
+            link_auth: true,
+            callback_only: false,
+        };
+        self.call(&req).await.map(|_| ())
     }
 }
 

@@ -301,6 +301,21 @@ async fn handshake(
     };
     let password = cfg.password.as_bytes();
     if !codes_equal(&params.rakp2_code(password), &r2.auth_code) {
+        // Tell the BMC to drop the half-open session now (RAKP 3 with an error status) rather than leave it
+        // holding one of its few session slots until it times out: a password check that fails a few
+        // times in a row (a rotation being resumed, an audit) must not exhaust them.
+        let abort = Rakp34 {
+            tag,
+            status: rakp::status::INVALID_INTEGRITY_CHECK,
+            session_id: open.bmc_session_id,
+            auth_code: Vec::new(),
+        };
+        let d = packet::encode(
+            &Packet::V20(V20Packet::sessionless(PayloadType::Rakp3, abort.encode())),
+            None,
+            [0; 16],
+        );
+        let _ = socket.send(&d).await;
         return Err(Error::Auth { bmc: bmc.to_string(), reason: "RAKP 2 code mismatch (wrong password?)" });
     }
 

@@ -9,6 +9,7 @@
 //! Submodules by concern: `transport` (HTTP, URLs, errors), `request` (auth and one request), `nav`
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
+pub(crate) mod accounts;
 mod logs;
 mod manage;
 mod nav;

@@ -130,7 +130,21 @@ impl Client {
         link: &str,
         body: Option<&Value>,
     ) -> Result<Option<Value>, RedfishError> {
-        let reply = self.request(method, link, body).await?;
+        self.send_json_if_match(method, link, body, None).await
+    }
+
+    /// [`Client::send_json`] with `If-Match` (a change guarded by the ETag the caller read).
+    pub(crate) async fn send_json_if_match(
+        &self,
+        method: Method,
+        link: &str,
+        body: Option<&Value>,
+        etag: Option<&str>,
+    ) -> Result<Option<Value>, RedfishError> {
+        let reply = match etag {
+            Some(e) => self.request_with(method, link, body, &[("If-Match", e)]).await?,
+            None => self.request(method, link, body).await?,
+        };
         let t = &self.inner.t;
         let status = reply.resp.status();
         let (url, m) = (reply.url.clone(), reply.method);

@@ -161,6 +161,8 @@ pub struct Host {
     timings: Timings,
     time_scale: f64,
     bmc_config: BmcConfig,
+    /// The BMC's user database (IPMI user slots, Redfish accounts).
+    accounts: crate::accounts::Accounts,
     faults: BmcFaults,
     console: Console,
     state: Mutex<HostState>,
@@ -197,6 +199,7 @@ impl Host {
             kind: cfg.kind,
             timings: cfg.timings,
             time_scale: cfg.time_scale.max(0.0),
+            accounts: crate::accounts::Accounts::new(&cfg.bmc.username, &cfg.bmc.password),
             bmc_config: cfg.bmc,
             faults: BmcFaults::default(),
             console: Console::new(weak.clone()),
@@ -235,6 +238,10 @@ impl Host {
     }
     pub fn bmc_config(&self) -> &BmcConfig {
         &self.bmc_config
+    }
+    /// The BMC's accounts (the configured user starts in slot 2).
+    pub fn accounts(&self) -> &crate::accounts::Accounts {
+        &self.accounts
     }
     /// The BMC's fault switches (read them on every request / datagram).
     pub fn bmc(&self) -> &BmcFaults {

@@ -15,7 +15,10 @@ use lifeline_ipmi::wire::{
     sdr::{GetSdr, RecordChunk, Reservation, SdrRepositoryInfo},
     sel::{ClearSel, ClearSelStatus, SelInfo},
     sensor::GetSensorReading,
-    user::{GetUserAccess, GetUserName, UserAccess, UserName},
+    user::{
+        CC_PASSWORD_MISMATCH, GetUserAccess, GetUserName, PasswordOp, SetUserAccess, SetUserName,
+        SetUserPassword, UserAccess, UserName,
+    },
 };
 
 use super::session::{Bmc, Out};
@@ -24,9 +27,21 @@ use crate::actions::{Origin, Protocol};
 use crate::host::{Phase, PowerCommand};
 use crate::sel::now_secs;
 
-const MAX_USERS: u8 = 16;
-/// The configured user lives in slot 2 (slot 1 is the anonymous/null user, disabled).
-const ADMIN_SLOT: u8 = 2;
+use crate::accounts::{ChangeRefused, MAX_USERS, NO_ACCESS};
+
+/// The reply to an account change: refusals as the completion codes ipmitool explains.
+fn account_change(req: &Request, r: Result<(), ChangeRefused>) -> (Response, Out) {
+    let code = match r {
+        Ok(()) => cc::OK,
+        Err(ChangeRefused::NoSuchSlot | ChangeRefused::BadPrivilege | ChangeRefused::Fixed) => {
+            cc::PARAMETER_OUT_OF_RANGE
+        }
+        Err(ChangeRefused::PasswordLength) => cc::REQUEST_DATA_LENGTH_INVALID,
+        // "Invalid data field in request".
+        Err(ChangeRefused::NameTaken) => 0xCC,
+    };
+    (req.respond(code, Vec::new()), Vec::new())
+}
 
 impl Bmc {
     /// Execute one request for session `idx`. Extra datagrams (SOL notices to another
@@ -86,25 +101,59 @@ impl Bmc {
                 let Ok(r) = GetUserAccess::decode(&req.data) else {
                     return err(cc::REQUEST_DATA_LENGTH_INVALID);
                 };
-                if r.user_id == 0 || r.user_id > MAX_USERS {
+                let Some(a) = self.host.accounts().get(r.user_id).filter(|_| r.user_id != 0) else {
                     return err(cc::PARAMETER_OUT_OF_RANGE);
+                };
+                let enabled_count = self.host.accounts().list().iter().filter(|a| a.enabled).count() as u8;
+                let status = if a.enabled { 0x40 } else { 0x80 };
+                let access = if a.privilege == NO_ACCESS { NO_ACCESS } else { 0x30 | a.privilege };
+                ok(UserAccess {
+                    max_users: MAX_USERS,
+                    enabled: status | enabled_count,
+                    fixed_names: 1,
+                    access,
                 }
-                let access = if r.user_id == ADMIN_SLOT { 0x10 | 0x04 } else { 0x0F };
-                ok(UserAccess { max_users: MAX_USERS, enabled: 0x40 | 1, fixed_names: 1, access }.encode())
+                .encode())
             }
             (GetUserName::NETFN, GetUserName::CMD) => {
                 let Ok(r) = GetUserName::decode(&req.data) else {
                     return err(cc::REQUEST_DATA_LENGTH_INVALID);
                 };
-                if r.user_id == 0 || r.user_id > MAX_USERS {
+                let Some(a) = self.host.accounts().get(r.user_id).filter(|_| r.user_id != 0) else {
                     return err(cc::PARAMETER_OUT_OF_RANGE);
-                }
-                let name = if r.user_id == ADMIN_SLOT {
-                    self.host.bmc_config().username.clone()
-                } else {
-                    String::new()
                 };
-                ok(UserName { name }.encode())
+                ok(UserName { name: a.name }.encode())
+            }
+            (netfn::APP, 0x43 | 0x45 | 0x47) if !admin => err(cc::INSUFFICIENT_PRIVILEGE),
+            (SetUserAccess::NETFN, SetUserAccess::CMD) => {
+                let Ok(r) = SetUserAccess::decode(&req.data) else {
+                    return err(cc::REQUEST_DATA_LENGTH_INVALID);
+                };
+                account_change(req, self.host.accounts().set_privilege(r.user_id, r.privilege))
+            }
+            (SetUserName::NETFN, SetUserName::CMD) => {
+                let Ok(r) = SetUserName::decode(&req.data) else {
+                    return err(cc::REQUEST_DATA_LENGTH_INVALID);
+                };
+                account_change(req, self.host.accounts().set_name(r.user_id, &r.name))
+            }
+            (SetUserPassword::NETFN, SetUserPassword::CMD) => {
+                let Ok(r) = SetUserPassword::decode(&req.data) else {
+                    return err(cc::REQUEST_DATA_LENGTH_INVALID);
+                };
+                let accounts = self.host.accounts();
+                let password = String::from_utf8_lossy(&r.password).into_owned();
+                let done = match r.op {
+                    PasswordOp::Disable => accounts.set_enabled(r.user_id, false),
+                    PasswordOp::Enable => accounts.set_enabled(r.user_id, true),
+                    PasswordOp::Set => accounts.set_password(r.user_id, &password),
+                    PasswordOp::Test => match accounts.test_password(r.user_id, &password) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => return err(CC_PASSWORD_MISMATCH),
+                        Err(e) => Err(e),
+                    },
+                };
+                account_change(req, done)
             }
             (ActivatePayload::NETFN, ActivatePayload::CMD) => self.activate_payload(idx, req),
             (DeactivatePayload::NETFN, DeactivatePayload::CMD) => self.deactivate_payload(idx, req),

@@ -312,7 +312,6 @@ impl Bmc {
 
     fn rakp1(&mut self, payload: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
         let r1 = Rakp1::decode(payload).ok()?;
-        let cfg = self.host.bmc_config().clone();
         let guid = self.guid;
         let idx = self.sessions.iter().position(|s| s.id == r1.bmc_session_id)?;
         let s = &mut self.sessions[idx];
@@ -337,16 +336,23 @@ impl Bmc {
             };
             sessionless(PayloadType::Rakp2, r.encode())
         };
-        if r1.username != cfg.username.as_bytes() {
+        // The user database decides: an unknown, disabled or locked name is refused here (the password is
+        // proven by the RAKP3 HMAC), and a role above the user's privilege limit too.
+        let account = std::str::from_utf8(&r1.username)
+            .ok()
+            .and_then(|n| self.host.accounts().by_name(n))
+            .filter(|a| a.enabled && !a.locked() && a.privilege != crate::accounts::NO_ACCESS);
+        let Some(account) = account else {
             let reply = fail(rakp::status::UNAUTHORIZED_NAME);
             self.sessions.remove(idx);
             return Some(reply);
-        }
-        if r1.role & 0x0F > s.max_priv {
+        };
+        if r1.role & 0x0F > s.max_priv || r1.role & 0x0F > account.privilege {
             let reply = fail(rakp::status::UNAUTHORIZED_ROLE);
             self.sessions.remove(idx);
             return Some(reply);
         }
+        s.max_priv = s.max_priv.min(account.privilege);
         let params = RakpParams {
             suite: s.suite,
             console_session_id: s.console_id,
@@ -363,7 +369,7 @@ impl Bmc {
             console_session_id: s.console_id,
             bmc_random: params.bmc_random,
             bmc_guid: guid,
-            auth_code: params.rakp2_code(cfg.password.as_bytes()),
+            auth_code: params.rakp2_code(account.password.as_bytes()),
         };
         let reply = sessionless(PayloadType::Rakp2, r2.encode());
         s.stage = Stage::Rakp2 { params, reply: reply.clone() };
@@ -372,7 +378,6 @@ impl Bmc {
 
     fn rakp3(&mut self, payload: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
         let r3 = Rakp34::decode(payload).ok()?;
-        let password = self.host.bmc_config().password.clone();
         let idx = self.sessions.iter().position(|s| s.id == r3.session_id)?;
         let s = &mut self.sessions[idx];
         s.last_seen = Instant::now();
@@ -386,6 +391,10 @@ impl Bmc {
         }
         let Stage::Rakp2 { params, .. } = &s.stage else { return None };
         let params = params.clone();
+        let account =
+            std::str::from_utf8(&params.username).ok().and_then(|n| self.host.accounts().by_name(n));
+        let (slot, password) = account.map(|a| (a.id, a.password)).unwrap_or_default();
+        let s = &mut self.sessions[idx];
         let reply4 = |status, code: Vec<u8>| {
             let r = Rakp34 { tag: r3.tag, status, session_id: params.console_session_id, auth_code: code };
             sessionless(PayloadType::Rakp4, r.encode())
@@ -394,11 +403,13 @@ impl Bmc {
             self.sessions.remove(idx);
             return None;
         }
-        if !codes_equal(&params.rakp3_code(password.as_bytes()), &r3.auth_code) {
+        if slot == 0 || !codes_equal(&params.rakp3_code(password.as_bytes()), &r3.auth_code) {
+            self.host.accounts().record_login(slot, false);
             let reply = reply4(rakp::status::INVALID_INTEGRITY_CHECK, vec![]);
             self.sessions.remove(idx);
             return Some(reply);
         }
+        self.host.accounts().record_login(slot, true);
         let sik = params.sik(password.as_bytes(), None);
         let rakp4 = reply4(rakp::status::OK, params.rakp4_icv(&sik));
         s.stage = Stage::Active {

@@ -367,9 +367,9 @@ fn authenticate(bmc: &RedfishBmc, headers: &HeaderMap) -> Result<String, Respons
     Err(unauthorized())
 }
 
+/// A login against the BMC's user database (counts toward its lockout, like a real BMC).
 fn check_password(bmc: &RedfishBmc, user: &str, pass: &str) -> bool {
-    let c = bmc.host.bmc_config();
-    user == c.username && pass == c.password
+    bmc.host.accounts().login(user, pass, Some(1)).is_ok()
 }
 
 fn unauthorized() -> Response {

@@ -121,9 +121,7 @@ pub(super) async fn dispatch(
         },
         ["AccountService"] => get_only(method, || ok(super::accounts::service())),
         ["AccountService", "Accounts"] => get_only(method, || ok(super::accounts::accounts(bmc))),
-        ["AccountService", "Accounts", id] => {
-            get_only(method, || super::accounts::account(bmc, id).map_or_else(|| not_found(path), ok))
-        }
+        ["AccountService", "Accounts", id] => super::accounts::member(bmc, method, id, headers, body, origin),
         ["AccountService", "Roles"] => get_only(method, || ok(super::accounts::roles())),
         ["AccountService", "Roles", id] => {
             get_only(method, || super::accounts::role(id).map_or_else(|| not_found(path), ok))

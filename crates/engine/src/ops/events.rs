@@ -1,0 +1,133 @@
+//! BMC events: Lifeline's EventService subscriptions (`bmc subscribe`), what arrived at the listener, and
+//! what SEL polls found, in one deduplicated store table (`events`, keyed per device).
+
+use lifeline_bmc::subscribe::{Subscription, SubscriptionChange};
+use lifeline_store::{EventRow, NewEvent};
+use serde::Serialize;
+
+use crate::audit::Outcome;
+use crate::context::Lifeline;
+use crate::error::{EngineError, Result};
+use crate::event_listener::Received;
+use crate::ops::Row;
+use crate::targets::BmcSelection;
+
+/// Event sources `lifeline events` shows.
+pub const SOURCES: [&str; 2] = ["redfish-event", "sel"];
+
+/// One BMC's subscriptions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Subscriptions {
+    pub bmc: String,
+    pub subscriptions: Vec<Subscription>,
+}
+
+impl Lifeline {
+    /// Lifeline's subscriptions and everyone else's, per BMC.
+    pub async fn bmc_subscriptions(&self, sel: &BmcSelection) -> Result<Vec<Row<Subscriptions>>> {
+        self.each_bmc(sel, |bmc| async move {
+            let subscriptions = bmc.subscriptions().await?;
+            Ok(Subscriptions { bmc: bmc.name().to_owned(), subscriptions })
+        })
+        .await
+    }
+
+    /// Subscribes each BMC to `destination` (replacing Lifeline's earlier subscriptions there), or with
+    /// `None` removes Lifeline's subscriptions; audited as `bmc.subscribe` / `bmc.unsubscribe`.
+    pub async fn bmc_subscribe(
+        &self,
+        sel: &BmcSelection,
+        destination: Option<&str>,
+    ) -> Result<Vec<Row<SubscriptionChange>>> {
+        let audit = self.audit().await?;
+        let action = if destination.is_some() { "bmc.subscribe" } else { "bmc.unsubscribe" };
+        let audit = &audit;
+        self.each_bmc(sel, |bmc| async move {
+            let r = bmc.subscribe(destination).await;
+            let (o, detail) = match &r {
+                Ok(c) => (Outcome::Ok, serde_json::json!(c)),
+                Err(e) => (Outcome::Failed, serde_json::json!({ "error": lifeline_bmc::error_chain(e) })),
+            };
+            if let Err(e) = audit.record(action, bmc.name(), o, None, detail).await {
+                tracing::error!(bmc = %bmc.name(), "audit row not written: {e}");
+            }
+            r
+        })
+        .await
+    }
+
+    /// Reads the newest `newest` entries of each BMC's event log into the store, once per entry; returns
+    /// the rows that were new.
+    pub async fn poll_sel_events(&self, sel: &BmcSelection, newest: usize) -> Result<Vec<Row<Vec<i64>>>> {
+        let store = self.store().await?.clone();
+        let store = &store;
+        self.each_bmc(sel, |bmc| async move {
+            let log = bmc.events(newest).await?;
+            let mut new = Vec::new();
+            for e in &log.entries {
+                let ev = NewEvent {
+                    device: Some(bmc.name().to_owned()),
+                    source: "sel".into(),
+                    severity: format!("{}", e.severity).to_lowercase(),
+                    message: e.message.clone(),
+                    data: serde_json::json!(e),
+                };
+                match store.record_event_once(&ev, &format!("sel:{}", e.id)).await {
+                    Ok(Some(id)) => new.push(id),
+                    Ok(None) => {}
+                    Err(err) => tracing::warn!(bmc = %bmc.name(), "event not stored: {err}"),
+                }
+            }
+            Ok(new)
+        })
+        .await
+    }
+
+    /// Reads each Redfish BMC's SSE stream (reopened after 5 s when it ends) into `tx`, until `tx` closes.
+    pub async fn stream_events(
+        &self,
+        sel: &BmcSelection,
+        tx: tokio::sync::mpsc::Sender<Received>,
+    ) -> Result<()> {
+        let pool = self.bmc_pool().await?;
+        for b in &sel.bmcs {
+            let bmc = pool.bmc(b.target.clone());
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while !tx.is_closed() {
+                    match bmc.event_stream().await {
+                        Ok(mut s) => {
+                            while let Some(Ok(e)) = s.next().await {
+                                let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.data) else {
+                                    continue;
+                                };
+                                for mut r in crate::event_listener::parse_event_document(&doc) {
+                                    r.event.device = Some(bmc.name().to_owned());
+                                    if tx.send(r).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(bmc = %bmc.name(), "no event stream: {}", lifeline_bmc::error_chain(&e))
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Stores one received event unless it is already known; the stored row when new.
+    pub async fn record_received(&self, r: &Received) -> Result<Option<i64>> {
+        Ok(self.store().await?.record_event_once(&r.event, &r.key).await?)
+    }
+
+    /// Stored BMC events (pushed and polled) after row `after`, oldest first.
+    pub async fn bmc_events(&self, after: i64, limit: i64) -> Result<Vec<EventRow>> {
+        let rows = self.store().await?.events_after(after, limit).await.map_err(EngineError::from)?;
+        Ok(rows.into_iter().filter(|r| SOURCES.contains(&r.event.source.as_str())).collect())
+    }
+}
