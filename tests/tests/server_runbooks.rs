@@ -196,3 +196,95 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
     assert_eq!(actions, ["power-cycle"], "exactly one BMC action for the one power step");
     assert_eq!(sinfo(&conf, "gpu-node-01").0, "idle", "readmitted");
 }
+
+/// A runbook for the head node of `common::two_node_sim`: one power cycle, then wait until it is on.
+const CYCLE: &str = r#"# cycle-head-node
+#
+# Fault:       a head node that needs a power cycle.
+# Touches:     its power (one cycle, confirmed).
+# Never:       any other device.
+# Worst case:  the node is off until someone powers it on.
+
+name = "cycle-head-node"
+description = "Power cycle a head node and wait until it is on"
+targets = ["head-node"]
+fault = "a hung head node"
+touches = "the node's power (one cycle)"
+never-touches = "other devices"
+worst-case = "the node stays off"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+timeout = "2m"
+
+[[step]]
+name = "is-on"
+kind = "wait-for"
+power = "on"
+timeout = "2m"
+"#;
+
+#[test]
+fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
+    let sim = common::two_node_sim(25300);
+    add_user(&sim, "ann", "operator", PASSWORD);
+    let dir = sim.dir.path().join("runbooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cycle-head-node.toml"), CYCLE).unwrap();
+    let cfg = format!("[server]\nsweep-interval = \"0s\"\n\n[runbooks]\ndir = \"{}\"\n", dir.display());
+    let mut srv = ServeProcess::start_with(&sim, &cfg);
+    let s = login(&srv.addr, "ann", PASSWORD);
+    let (st, runs) =
+        s.call("POST", "/api/v1/runbooks/cycle-head-node/runs", Some(json!({"targets": ["node"]})));
+    assert_eq!(st, 200, "{runs}");
+    assert_eq!(runs[0]["state"], "running", "answered at once: {runs}");
+    let id = runs[0]["run"].as_str().unwrap().to_owned();
+    let (_, audit) = s.call("GET", "/api/v1/audit?actor=web:ann&action=runbook.start", None);
+    assert!(audit.as_array().is_some_and(|a| a.len() == 1), "started as the web user: {audit}");
+
+    wait_until("the cycle in flight", Duration::from_secs(60), || {
+        steps(&s, &id).iter().any(|(n, st)| n == "cycle" && st == "running").then_some(())
+    });
+    let _ = std::process::Command::new("kill").args(["-TERM", &srv.child.id().to_string()]).status();
+    let exited =
+        wait_until("lifeline serve to stop", Duration::from_secs(60), || srv.child.try_wait().unwrap());
+    assert!(exited.success(), "graceful stop: {exited}");
+    drop(srv);
+
+    // The cycle finished before the server stopped; the run stayed `running` at the next boundary.
+    let srv = ServeProcess::start_with(&sim, &cfg);
+    let s = login(&srv.addr, "ann", PASSWORD);
+    let done = run_of(&s, "node", &["succeeded", "failed", "escalated", "aborted"], 120);
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
+    let rows: Vec<(String, String, String)> = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let f = |k: &str| j[k].as_str().unwrap_or("").to_owned();
+            (f("step"), f("phase"), f("state"))
+        })
+        .collect();
+    let cycle_outcome = rows.iter().position(|r| r.0 == "cycle" && r.1 == "outcome" && r.2 == "ok");
+    let interrupted = rows.iter().position(|r| r.1 == "run" && r.2 == "interrupted");
+    assert!(
+        matches!((cycle_outcome, interrupted), (Some(a), Some(b)) if a < b),
+        "the step finished, then the stop was journaled: {rows:#?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.0 == "cycle" && r.1 == "intent").count(),
+        1,
+        "the cycle was not started again: {rows:#?}"
+    );
+    // An IPMI cycle is sent as Off, then On (README): each exactly once.
+    let actions: Vec<String> = sim
+        .actions("node")
+        .iter()
+        .filter(|a| a["noop"] != true)
+        .map(|a| a["action"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    assert_eq!(actions, ["power-off", "power-on"], "one cycle, sent once");
+}
