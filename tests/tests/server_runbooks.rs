@@ -85,7 +85,7 @@ fn fault_policy_auto_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     let Some(conf) = slurm_conf() else { return };
     let _locks = (lock_slurm_node("gpu-node-03"), lock_slurm_node("gpu-node-04"));
     let fleet = nodes(&[("gpu-node-03", "r1", "redfish"), ("gpu-node-04", "r2", "ipmi")]);
-    let sim = start(&fleet, 25100);
+    let sim = start(&fleet, 25600);
     let _sshd: Vec<Sshd> = fleet.iter().map(|n| sshd(n, &sim.node_state)).collect();
     for n in ["gpu-node-03", "gpu-node-04"] {
         scontrol(&conf, &["update", &format!("nodename={n}"), "state=resume"]);
@@ -134,7 +134,7 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
     let Some(conf) = slurm_conf() else { return };
     let _lock = lock_slurm_node("gpu-node-01");
     let fleet = nodes(&[("gpu-node-01", "r3", "redfish")]);
-    let sim = start(&fleet, 25200);
+    let sim = start(&fleet, 25700);
     let _sshd: Vec<Sshd> = fleet.iter().map(|n| sshd(n, &sim.node_state)).collect();
     scontrol(&conf, &["update", "nodename=gpu-node-01", "state=resume"]);
     add_user(&sim, "ann", "operator", PASSWORD);
@@ -228,7 +228,7 @@ timeout = "2m"
 
 #[test]
 fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
-    let sim = common::two_node_sim(25300);
+    let sim = common::two_node_sim(25800);
     add_user(&sim, "ann", "operator", PASSWORD);
     let dir = sim.dir.path().join("runbooks");
     std::fs::create_dir_all(&dir).unwrap();

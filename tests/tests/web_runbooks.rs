@@ -48,7 +48,7 @@ fn state_of(b: &Browser) -> String {
 #[test]
 fn runbook_run_is_planned_started_and_approved_from_the_page_and_a_viewer_cannot_approve() {
     let Some(()) = browser_available() else { return };
-    let stack = Stack::start_with(35000, |sim| {
+    let stack = Stack::start_with(37000, |sim| {
         let dir = sim.dir.path().join("runbooks");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("approved-power-on.toml"), RUNBOOK).unwrap();

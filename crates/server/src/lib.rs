@@ -28,6 +28,7 @@ pub mod faults;
 pub mod live;
 pub mod metrics;
 pub mod openapi;
+pub mod origin;
 pub mod policy;
 pub mod runbooks;
 pub mod scheduler;

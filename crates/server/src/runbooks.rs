@@ -34,7 +34,14 @@ pub struct Runner {
     /// Set on shutdown: drivers stop at their next step boundary.
     stop: Arc<AtomicBool>,
     /// Run id → its driving task (one driver per run in this process).
-    driving: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    driving: Mutex<HashMap<String, Driving>>,
+}
+
+#[derive(Debug)]
+struct Driving {
+    task: tokio::task::AbortHandle,
+    /// Set when the run was made `running` again (approved) while its driver was finishing.
+    again: Arc<AtomicBool>,
 }
 
 impl Runner {
@@ -67,32 +74,45 @@ pub fn load(s: &AppState, name: &str) -> Result<(Runbook, String), RunbookError>
     library(s).load(name)
 }
 
-/// Drives run `id` in the background (a no-op when this process already drives it). The run continues
-/// whatever happens to the request that started it.
+/// Drives run `id` in the background. The run continues whatever happens to the request that started it.
+/// When this process already drives it (a driver that just paused for approval and has not yet let go,
+/// say), that driver goes round once more instead of a second one starting.
 pub fn spawn_drive(s: &AppState, id: &str) {
     let mut driving = s.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if driving.contains_key(id) || s.runbooks.stop.load(Ordering::Relaxed) {
+    if let Some(d) = driving.get(id) {
+        d.again.store(true, Ordering::SeqCst);
         return;
     }
-    let (st, run) = (s.clone(), id.to_owned());
+    if s.runbooks.stop.load(Ordering::Relaxed) {
+        return;
+    }
+    let again = Arc::new(AtomicBool::new(false));
+    let (st, run, more) = (s.clone(), id.to_owned(), again.clone());
     let task = tokio::spawn(async move {
-        let x = st.runbooks.executor(st.engine_as("server"));
-        match x.resume(&run).await {
-            Ok(v) => {
-                tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
-                if v.state != "running" {
-                    crate::webhook::notify(
-                        &st,
-                        "runbook",
-                        serde_json::json!({ "event": "runbook", "run": v }),
-                    );
-                }
+        loop {
+            more.store(false, Ordering::SeqCst);
+            drive_once(&st, &run).await;
+            let mut driving = st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !more.load(Ordering::SeqCst) || st.runbooks.stop.load(Ordering::Relaxed) {
+                driving.remove(&run);
+                return;
             }
-            Err(e) => tracing::warn!(%run, "runbook run: {}", e.chain()),
         }
-        st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&run);
     });
-    driving.insert(id.to_owned(), task.abort_handle());
+    driving.insert(id.to_owned(), Driving { task: task.abort_handle(), again });
+}
+
+async fn drive_once(st: &AppState, run: &str) {
+    let x = st.runbooks.executor(st.engine_as("server"));
+    match x.resume(run).await {
+        Ok(v) => {
+            tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
+            if v.state != "running" {
+                crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": v }));
+            }
+        }
+        Err(e) => tracing::warn!(%run, "runbook run: {}", e.chain()),
+    }
 }
 
 /// On start: continue every run a previous process left `running` (killed, or stopped mid-run).
@@ -120,11 +140,11 @@ pub async fn stop(s: &AppState) {
     while !s.runbooks.driving_ids().is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let left: Vec<(String, tokio::task::AbortHandle)> =
+    let left: Vec<(String, Driving)> =
         s.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain().collect();
     let x = s.runbooks.executor(s.engine_as("server"));
-    for (id, task) in left {
-        task.abort();
+    for (id, d) in left {
+        d.task.abort();
         let why = format!("the server stopped during a step (not finished after {} s)", STOP_GRACE.as_secs());
         if let Err(e) = x.mark_interrupted(&id, &why).await {
             tracing::warn!(run = %id, "cannot journal the interruption: {}", e.chain());
