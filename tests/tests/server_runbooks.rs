@@ -57,12 +57,17 @@ fn serve(sim: &SimProcess, conf: &Path, config: &str) -> ServeProcess {
     )
 }
 
-/// The one run of the fault policy on `target`, once it is in one of `states`.
-fn run_of(s: &Session<'_>, target: &str, states: &[&str], secs: u64) -> Value {
+/// The one (not refused) run of `runbook` on `target`, once it is in one of `states`.
+fn run_of(s: &Session<'_>, target: &str, runbook: &str, states: &[&str], secs: u64) -> Value {
     wait_until(&format!("a run on {target} in {states:?}"), Duration::from_secs(secs), || {
         let (st, runs) = s.call("GET", &format!("/api/v1/runs?target={target}"), None);
         assert_eq!(st, 200, "{runs}");
-        let runs: Vec<Value> = runs.as_array()?.iter().filter(|r| r["state"] != "refused").cloned().collect();
+        let runs: Vec<Value> = runs
+            .as_array()?
+            .iter()
+            .filter(|r| r["state"] != "refused" && r["runbook"] == runbook)
+            .cloned()
+            .collect();
         assert!(runs.len() <= 1, "one run per fault: {runs:#?}");
         let r = runs.first()?;
         states.contains(&r["state"].as_str()?).then(|| r.clone())
@@ -98,7 +103,8 @@ fn fault_policy_auto_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     let srv = serve(&sim, &conf, &config(&sim, &[("gpu-node-03", "auto"), ("gpu-node-04", "auto")]));
     let s = login(&srv.addr, "ann", PASSWORD);
 
-    let ok = run_of(&s, "gpu-node-03", &["succeeded", "failed", "escalated", "aborted"], 240);
+    let ok =
+        run_of(&s, "gpu-node-03", "gpu-node-recover", &["succeeded", "failed", "escalated", "aborted"], 240);
     assert_eq!(ok["state"], "succeeded", "{ok:#}");
     assert_eq!(ok["actor"], "fault-policy");
     let names: Vec<(String, String)> = steps(&s, ok["run"].as_str().unwrap());
@@ -106,7 +112,8 @@ fn fault_policy_auto_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     assert_eq!(sinfo(&conf, "gpu-node-03").0, "idle", "readmitted");
     assert_eq!(executed(&sim, "gpu-node-03", "power-cycle"), 1, "{:?}", sim.actions("gpu-node-03"));
 
-    let bad = run_of(&s, "gpu-node-04", &["succeeded", "failed", "escalated", "aborted"], 240);
+    let bad =
+        run_of(&s, "gpu-node-04", "gpu-node-recover", &["succeeded", "failed", "escalated", "aborted"], 240);
     assert_eq!(bad["state"], "escalated", "{bad:#}");
     let st = steps(&s, bad["run"].as_str().unwrap());
     assert!(st.contains(&("verify".into(), "failed".into())), "{st:?}");
@@ -144,7 +151,7 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
     let mut srv = serve(&sim, &conf, &cfg);
     let s = login(&srv.addr, "ann", PASSWORD);
 
-    let waiting = run_of(&s, "gpu-node-01", &["waiting-approval"], 120);
+    let waiting = run_of(&s, "gpu-node-01", "gpu-node-recover", &["waiting-approval"], 120);
     let id = waiting["run"].as_str().unwrap().to_owned();
     // Nothing acted before the approval: no drain, no power action.
     std::thread::sleep(Duration::from_secs(2));
@@ -161,17 +168,27 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
     let (_, audit) = s.call("GET", "/api/v1/audit?actor=web:ann&action=runbook.approve", None);
     assert!(audit.as_array().is_some_and(|a| a.len() == 1), "{audit}");
 
-    // SIGKILL while the power cycle is in flight (its intent journaled, no outcome yet).
-    wait_until("the reset step in flight", Duration::from_secs(120), || {
-        steps(&s, &id).iter().any(|(n, st)| n == "reset" && st == "running").then_some(())
+    // SIGKILL while the power cycle is in flight: the BMC has it, the step has no outcome yet (the
+    // confirmation that the host went off and came back is still being watched).
+    wait_until("the reset step in flight on the BMC", Duration::from_secs(120), || {
+        (executed(&sim, "gpu-node-01", "power-cycle") == 1
+            && steps(&s, &id).iter().any(|(n, st)| n == "reset" && st == "running"))
+        .then_some(())
     });
     srv.child.kill().unwrap();
     srv.child.wait().unwrap();
     drop(srv);
     let srv = serve(&sim, &conf, &cfg);
     let s = login(&srv.addr, "ann", PASSWORD);
-    let done = run_of(&s, "gpu-node-01", &["succeeded", "failed", "escalated", "aborted"], 240);
-    assert_eq!(done["state"], "succeeded", "{done:#}");
+    let done = run_of(
+        &s,
+        "gpu-node-01",
+        "gpu-node-recover",
+        &["succeeded", "failed", "escalated", "aborted", "waiting-approval"],
+        240,
+    );
+    let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
+    assert_eq!(done["state"], "succeeded", "{done:#}\n{journal:#}");
     assert!(steps(&s, &id).iter().all(|(_, st)| st == "ok"), "{:?}", steps(&s, &id));
     // The new server resumed it: the step left in flight was decided from the journal and the BMC's
     // state (a `decision` row), not simply sent again.
@@ -226,6 +243,29 @@ power = "on"
 timeout = "2m"
 "#;
 
+/// An admin runbook (an `exec` step runs a program on the jump host), waiting for approval first.
+const GLUE: &str = r#"# site-glue
+#
+# Fault:       none: site glue run by hand.
+# Touches:     the jump host (a program).
+# Never:       any device.
+# Worst case:  the program fails.
+
+name = "site-glue"
+description = "Run the site's glue on the jump host"
+targets = ["head-node"]
+fault = "none"
+touches = "the jump host"
+never-touches = "devices"
+worst-case = "the program fails"
+
+[[step]]
+name = "glue"
+kind = "exec"
+command = ["/bin/true"]
+approve = "required"
+"#;
+
 #[test]
 fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
     let sim = common::two_node_sim(25800);
@@ -233,9 +273,35 @@ fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
     let dir = sim.dir.path().join("runbooks");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("cycle-head-node.toml"), CYCLE).unwrap();
+    std::fs::write(dir.join("site-glue.toml"), GLUE).unwrap();
+    add_user(&sim, "ada", "admin", PASSWORD);
     let cfg = format!("[server]\nsweep-interval = \"0s\"\n\n[runbooks]\ndir = \"{}\"\n", dir.display());
     let mut srv = ServeProcess::start_with(&sim, &cfg);
     let s = login(&srv.addr, "ann", PASSWORD);
+    // An admin runbook: the operator may read and plan it, not start it; its runs are the admin's.
+    let (_, list) = s.call("GET", "/api/v1/runbooks", None);
+    let glue = list.as_array().unwrap().iter().find(|r| r["name"] == "site-glue").cloned().unwrap();
+    assert_eq!(glue["admin_only"], true, "{glue}");
+    let (st, plan) = s.call("POST", "/api/v1/runbooks/site-glue/plan", Some(json!({"targets": ["node"]})));
+    assert_eq!(st, 200, "{plan}");
+    assert_eq!(plan[0]["steps"][0]["approval_required"], true, "{plan}");
+    let (st, e) = s.call("POST", "/api/v1/runbooks/site-glue/runs", Some(json!({"targets": ["node"]})));
+    assert_eq!((st, e["class"].as_str()), (403, Some("forbidden")), "{e}");
+    let admin = login(&srv.addr, "ada", PASSWORD);
+    let (st, r) = admin.call("POST", "/api/v1/runbooks/site-glue/runs", Some(json!({"targets": ["node"]})));
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r[0]["state"], "running", "admitted; it pauses at its approval: {r}");
+    let glue_run = r[0]["run"].as_str().unwrap();
+    run_of(&s, "node", "site-glue", &["waiting-approval"], 30);
+    for what in ["approve", "abort"] {
+        let (st, e) = s.call("POST", &format!("/api/v1/runs/{glue_run}/{what}"), None);
+        assert_eq!(st, 403, "operator {what}s an admin run: {e}");
+    }
+    let (st, r) = admin.call("POST", &format!("/api/v1/runs/{glue_run}/abort"), None);
+    assert_eq!((st, r["state"].as_str()), (200, Some("aborted")), "{r}");
+    let (_, audit) = s.call("GET", "/api/v1/audit?actor=web:ada&action=runbook.abort", None);
+    assert!(audit.as_array().is_some_and(|a| a.len() == 1), "aborted as the admin: {audit}");
+
     let (st, runs) =
         s.call("POST", "/api/v1/runbooks/cycle-head-node/runs", Some(json!({"targets": ["node"]})));
     assert_eq!(st, 200, "{runs}");
@@ -256,7 +322,7 @@ fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
     // The cycle finished before the server stopped; the run stayed `running` at the next boundary.
     let srv = ServeProcess::start_with(&sim, &cfg);
     let s = login(&srv.addr, "ann", PASSWORD);
-    let done = run_of(&s, "node", &["succeeded", "failed", "escalated", "aborted"], 120);
+    let done = run_of(&s, "node", "cycle-head-node", &["succeeded", "failed", "escalated", "aborted"], 120);
     assert_eq!(done["state"], "succeeded", "{done:#}");
     let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
     let rows: Vec<(String, String, String)> = journal
