@@ -85,6 +85,21 @@ fn steps(s: &Session<'_>, run: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A run's journal as (step, phase, state) rows.
+fn journal(s: &Session<'_>, run: &str) -> Vec<(String, String, String)> {
+    let (st, journal) = s.call("GET", &format!("/api/v1/runs/{run}/journal"), None);
+    assert_eq!(st, 200, "{journal}");
+    journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let f = |k: &str| j[k].as_str().unwrap_or("").to_owned();
+            (f("step"), f("phase"), f("state"))
+        })
+        .collect()
+}
+
 #[test]
 fn fault_policy_auto_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     let Some(conf) = slurm_conf() else { return };
@@ -187,21 +202,11 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
         &["succeeded", "failed", "escalated", "aborted", "waiting-approval"],
         240,
     );
-    let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
-    assert_eq!(done["state"], "succeeded", "{done:#}\n{journal:#}");
+    assert_eq!(done["state"], "succeeded", "{done:#}\n{:#?}", journal(&s, &id));
     assert!(steps(&s, &id).iter().all(|(_, st)| st == "ok"), "{:?}", steps(&s, &id));
     // The new server resumed it: the step left in flight was decided from the journal and the BMC's
     // state (a `decision` row), not simply sent again.
-    let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
-    let rows: Vec<(String, String, String)> = journal
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| {
-            let f = |k: &str| j[k].as_str().unwrap_or("").to_owned();
-            (f("step"), f("phase"), f("state"))
-        })
-        .collect();
+    let rows = journal(&s, &id);
     assert!(rows.iter().any(|(step, phase, _)| step == "reset" && phase == "decision"), "{rows:#?}");
     eprintln!("journal after the restart: {rows:?}");
     let actions: Vec<String> = sim
@@ -324,16 +329,7 @@ fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
     let s = login(&srv.addr, "ann", PASSWORD);
     let done = run_of(&s, "node", "cycle-head-node", &["succeeded", "failed", "escalated", "aborted"], 120);
     assert_eq!(done["state"], "succeeded", "{done:#}");
-    let (_, journal) = s.call("GET", &format!("/api/v1/runs/{id}/journal"), None);
-    let rows: Vec<(String, String, String)> = journal
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| {
-            let f = |k: &str| j[k].as_str().unwrap_or("").to_owned();
-            (f("step"), f("phase"), f("state"))
-        })
-        .collect();
+    let rows = journal(&s, &id);
     let cycle_outcome = rows.iter().position(|r| r.0 == "cycle" && r.1 == "outcome" && r.2 == "ok");
     let interrupted = rows.iter().position(|r| r.1 == "run" && r.2 == "interrupted");
     assert!(
