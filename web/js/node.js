@@ -14,7 +14,8 @@ export async function render(main, { name }) {
   main.append(h('h1', {}, `Node ${d.name}`),
     h('p', { class: 'bar' }, badge(o.power), ' ', badge(o.health), ' ',
       h('a', { href: `/ui/console/${enc(d.name)}`, id: 'open-console' }, 'Console'), ' · ',
-      h('a', { href: `/ui/audit?target=${enc(d.name)}` }, 'Full audit log')));
+      h('a', { href: `/ui/audit?target=${enc(d.name)}` }, 'Full audit log'), ' · ',
+      h('a', { href: `/ui/runbooks?target=${enc(d.name)}`, id: 'node-runs' }, 'Runbook runs')));
   if (can('operator') && d.bmc) {
     const result = h('span', { id: 'power-result' });
     main.append(h('div', { class: 'bar', id: 'power-buttons' }, POWER.map(([a, label]) => h('button', {

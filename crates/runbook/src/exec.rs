@@ -2,6 +2,8 @@
 //! lease, with a journal row before and after every step; resumes a run from its journal after a crash.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lifeline_engine::audit::Outcome;
@@ -46,6 +48,9 @@ pub struct Executor {
     pub env: Env,
     /// The front end's context: reads, admission, approvals (acts as the operator).
     pub base: Lifeline,
+    /// Set by a stopping server: a run stops at its next step boundary, left `running` for a resume
+    /// (the step in flight finishes first).
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// The resolved plan `--dry-run` prints.
@@ -81,7 +86,17 @@ fn new_run_id() -> String {
 
 impl Executor {
     pub fn new(settings: Settings, env: Env, base: Lifeline) -> Executor {
-        Executor { settings, env, base }
+        Executor { settings, env, base, stop: None }
+    }
+
+    /// The same executor, stopping at step boundaries once `stop` is set.
+    pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> Executor {
+        self.stop = Some(stop);
+        self
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     fn device(&self, name: &str) -> Result<Device> {
@@ -160,6 +175,25 @@ impl Executor {
 
     /// Admits a run (or records its refusal) and drives it until it ends or waits for approval.
     pub async fn start(&self, rb: &Runbook, text: &str, target: &str, opts: &RunOptions) -> Result<RunView> {
+        let v = self.admit(rb, text, target, opts, false).await?;
+        if v.state != "running" {
+            return Ok(v);
+        }
+        self.drive(&v.run).await
+    }
+
+    /// Admits a run under the guard and records it (`running`; with `approve_first`, `waiting-approval`
+    /// before its first step, as the server's fault policy in `approve` mode wants; or `refused` with the
+    /// guard's reason) without running a step: a server drives it in the background with
+    /// [`Executor::resume`] and answers at once.
+    pub async fn admit(
+        &self,
+        rb: &Runbook,
+        text: &str,
+        target: &str,
+        opts: &RunOptions,
+        approve_first: bool,
+    ) -> Result<RunView> {
         let d = self.check_target(rb, target)?;
         let id = new_run_id();
         let vars = Self::vars(rb, target, &id, opts)?;
@@ -200,10 +234,16 @@ impl Executor {
                 return Err(e);
             }
         };
+        let waiting = format!(
+            "the fault policy asks for approval before the first step: lifeline runbook approve {id}"
+        );
         if !verdict.allowed {
             row.state = "refused".into();
             row.reason = verdict.reason.clone();
             row.ended_at_ms = Some(now);
+        } else if approve_first {
+            row.state = "waiting-approval".into();
+            row.reason = Some(waiting.clone());
         }
         let created = store.create_run(&row).await;
         admission.release().await;
@@ -221,7 +261,22 @@ impl Executor {
         if !verdict.allowed {
             return Ok(RunView::build(&row, Some(rb), &[]));
         }
-        self.drive(&id).await
+        if approve_first {
+            store
+                .journal(&NewJournal {
+                    run_id: id.clone(),
+                    step_index: 0,
+                    step: rb.steps.first().map(|s| s.name.clone()).unwrap_or_default(),
+                    attempt: 1,
+                    phase: "decision".into(),
+                    state: "waiting-approval".into(),
+                    request_id: None,
+                    detail: serde_json::json!({ "message": waiting }),
+                    evidence: serde_json::json!({}),
+                })
+                .await?;
+        }
+        self.status(&id).await
     }
 
     /// Loads a run and its definition.
@@ -241,6 +296,13 @@ impl Executor {
     /// Records the operator's approval of the step the run waits on, then continues it. `skip`: the
     /// operator says the step's effect is in place (an unknown outcome they checked by hand).
     pub async fn approve(&self, id: &str, skip: bool) -> Result<RunView> {
+        self.record_approval(id, skip).await?;
+        self.drive(id).await
+    }
+
+    /// Records the approval and makes the run `running` again, without driving it (a server continues
+    /// it in the background with [`Executor::resume`]).
+    pub async fn record_approval(&self, id: &str, skip: bool) -> Result<RunView> {
         let (run, rb, journal) = self.load(id).await?;
         if run.state != "waiting-approval" {
             return Err(RunbookError::State {
@@ -278,8 +340,24 @@ impl Executor {
                 serde_json::json!({ "step": step, "attempt": attempt, "skip": skip }),
             )
             .await?;
-        store.set_run_state(id, "running", i, None).await?;
-        self.drive(id).await
+        if !store.set_run_state(id, "running", i, None).await? {
+            return Err(RunbookError::State {
+                id: id.into(),
+                state: "ended".into(),
+                what: "it ended while being approved".into(),
+            });
+        }
+        self.status(id).await
+    }
+
+    /// Journals that the process driving a run stopped (`what`: the step in flight, or the boundary it
+    /// stopped at); the run stays `running`, for [`Executor::resume`] on the next start.
+    pub async fn mark_interrupted(&self, id: &str, what: &str) -> Result<()> {
+        let store = self.base.store().await?;
+        let Some(run) = store.run(id).await? else { return Ok(()) };
+        let detail = serde_json::json!({ "message": what, "by": self.base.actor() });
+        store.journal(&run_event(id, run.next_step, "interrupted", detail)).await?;
+        Ok(())
     }
 
     /// Ends a run: it stops before its next step (a step in flight in another process finishes first).
@@ -296,19 +374,8 @@ impl Executor {
                 what: "it has already ended".into(),
             });
         }
-        store
-            .journal(&NewJournal {
-                run_id: id.into(),
-                step_index: run.next_step,
-                step: String::new(),
-                attempt: 0,
-                phase: "run".into(),
-                state: "aborted".into(),
-                request_id: None,
-                detail: serde_json::json!({ "by": self.base.actor() }),
-                evidence: serde_json::json!({}),
-            })
-            .await?;
+        let detail = serde_json::json!({ "by": self.base.actor() });
+        store.journal(&run_event(id, run.next_step, "aborted", detail)).await?;
         self.base
             .audit()
             .await?
@@ -462,6 +529,11 @@ impl Driver<'_> {
                 .ok_or_else(|| RunbookError::NoRun { id: self.run_id.into() })?;
             if run.state != "running" {
                 return Ok(());
+            }
+            if self.x.stopping() {
+                // Left `running`: the next start resumes it from this boundary.
+                let what = format!("stopped before step {} (the server is shutting down)", run.next_step);
+                return self.x.mark_interrupted(self.run_id, &what).await;
             }
             let journal = store.journal_since(self.run_id, 0).await?;
             let vars: BTreeMap<String, String> = serde_json::from_value(run.vars.clone()).unwrap_or_default();
@@ -691,6 +763,21 @@ impl Driver<'_> {
             )
             .await?;
         Ok(())
+    }
+}
+
+/// A journal row about the run as a whole (`phase = run`): aborted, interrupted.
+fn run_event(id: &str, step_index: i64, state: &str, detail: serde_json::Value) -> NewJournal {
+    NewJournal {
+        run_id: id.into(),
+        step_index,
+        step: String::new(),
+        attempt: 0,
+        phase: "run".into(),
+        state: state.into(),
+        request_id: None,
+        detail,
+        evidence: serde_json::json!({}),
     }
 }
 

@@ -26,6 +26,14 @@ pub struct Runbook {
     pub digest: String,
 }
 
+impl Runbook {
+    /// An admin runbook: one with `exec` steps (a program on the jump host) may be started, approved or
+    /// aborted from the server only by an administrator; the others by an operator.
+    pub fn admin_only(&self) -> bool {
+        self.steps.iter().any(|s| s.kind == Kind::Exec)
+    }
+}
+
 /// A parameter with its default (`--var NAME=VALUE` overrides it).
 #[derive(Debug, Clone, Serialize)]
 pub struct Param {

@@ -22,6 +22,10 @@ use serde::Serialize;
 pub enum ApiError {
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A runbook error carries its own class (an unknown runbook or run is not-found, a bad `vars` is
+    /// usage, a run in the wrong state is a conflict), mapped like the engine's.
+    #[error(transparent)]
+    Runbook(#[from] lifeline_runbook::RunbookError),
     #[error("authentication required")]
     Unauthenticated,
     #[error("role `{role}` may not {what}")]
@@ -67,6 +71,7 @@ impl ApiError {
     pub fn status_and_class(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::Engine(e) => (status_of(e.class()), e.class().as_str()),
+            ApiError::Runbook(e) => (status_of(e.class()), e.class().as_str()),
             ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             ApiError::Forbidden { .. } | ApiError::Csrf => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
@@ -87,6 +92,7 @@ impl IntoResponse for ApiError {
         let (status, class) = self.status_and_class();
         let message = match &self {
             ApiError::Engine(e) => e.chain(),
+            ApiError::Runbook(e) => e.chain(),
             other => other.to_string(),
         };
         if status.is_server_error() {

@@ -8,7 +8,9 @@
 //! - [`access`]: the route table — every route with the least role that may call it; the router, the
 //!   access layer and the OpenAPI document ([`openapi`]) are built from it.
 //! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens, login rate limits.
-//! - [`api`]: the JSON API under `/api/v1`, one module per concern (a runbook module slots in there).
+//! - [`api`]: the JSON API under `/api/v1`, one module per concern.
+//! - [`runbooks`]: runbook runs driven in the background by the server (from the API, from the fault
+//!   policy, resumed on start, stopped at a step boundary on SIGTERM).
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
 //!   they see into fault records, [`policy`] decides which runbook answers each (a [`policy::FaultResponder`]
 //!   carries it out), [`webhook`] tells the outside.
@@ -27,7 +29,9 @@ pub mod faults;
 pub mod live;
 pub mod metrics;
 pub mod openapi;
+pub mod origin;
 pub mod policy;
+pub mod runbooks;
 pub mod scheduler;
 pub mod sdnotify;
 pub mod serve;

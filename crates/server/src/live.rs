@@ -1,8 +1,11 @@
 //! Live updates for the web console over Server-Sent Events: the fleet page keeps one `EventSource` open
 //! instead of polling. The server looks at its own store once a second (a few indexed reads, the same for
 //! any number of browsers, none of them reaching a BMC) and pushes only what changed: the device list when
-//! a row differs from the last one sent, and each new event row (SEL entries, sweep changes).
+//! a row differs from the last one sent, each new event row (SEL entries, sweep changes), and each runbook
+//! run whose state or journal moved (`run`, the run as `GET /api/v1/runs/{id}` shows it), so the runbook
+//! pages follow a run without polling.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -24,7 +27,7 @@ pub fn routes() -> Vec<Route> {
         "/api/v1/live",
         viewer(),
         "live",
-        "Server-Sent Events: `devices` (the fleet list, sent when it changes) and `event` (each new event row).",
+        "Server-Sent Events: `devices` (the fleet list, sent when it changes), `event` (each new event row) and `run` (a runbook run whose state or journal changed).",
         get(live),
     )]
 }
@@ -35,6 +38,47 @@ struct Cursor {
     after: i64,
     pending: std::collections::VecDeque<Event>,
     first: bool,
+    runs: RunWatch,
+}
+
+/// What was last seen of each recent run: (state, next step, updated) and its newest journal row.
+#[derive(Default)]
+struct RunWatch {
+    seen: HashMap<String, ((String, i64, i64), i64)>,
+}
+
+/// How many of the newest runs the stream watches.
+const RUNS_WATCHED: i64 = 100;
+
+impl RunWatch {
+    /// The runs that changed since the last look (none on the first look: the page reads them itself).
+    async fn changed(&mut self, s: &AppState, first: bool) -> Vec<Event> {
+        let Ok(rows) = s.store.runs(RUNS_WATCHED).await else { return Vec::new() };
+        let mut out = Vec::new();
+        for r in rows {
+            let key = (r.state.clone(), r.next_step, r.updated_at_ms);
+            let (old_key, old_journal) =
+                self.seen.get(&r.id).cloned().unwrap_or(((String::new(), -1, -1), 0));
+            let active = lifeline_store::ACTIVE_RUN_STATES.contains(&r.state.as_str());
+            // Journal rows appear while the state stays `running` (a step's intent): look at active runs.
+            let newest = if active || key != old_key || first {
+                match s.store.journal_since(&r.id, old_journal).await {
+                    Ok(j) => j.last().map_or(old_journal, |j| j.id),
+                    Err(_) => old_journal,
+                }
+            } else {
+                old_journal
+            };
+            if !first && (key != old_key || newest != old_journal) {
+                let journal = s.store.journal_since(&r.id, 0).await.unwrap_or_default();
+                let rb = lifeline_runbook::library::parse_stored(&r.runbook, &r.definition).ok();
+                let v = lifeline_runbook::RunView::build(&r, rb.as_ref(), &journal);
+                out.push(Event::default().event("run").data(serde_json::to_string(&v).unwrap_or_default()));
+            }
+            self.seen.insert(r.id.clone(), (key, newest));
+        }
+        out
+    }
 }
 
 async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
@@ -46,7 +90,10 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
             None => break,
         }
     }
-    let cur = Cursor { s, last_devices: String::new(), after, pending: Default::default(), first: true };
+    let mut runs = RunWatch::default();
+    runs.changed(&s, true).await;
+    let cur =
+        Cursor { s, last_devices: String::new(), after, pending: Default::default(), first: true, runs };
     let stream = futures::stream::unfold(cur, |mut c| async move {
         loop {
             if let Some(ev) = c.pending.pop_front() {
@@ -73,6 +120,8 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
                     c.pending.push_back(Event::default().event("event").data(data));
                 }
             }
+            let s = c.s.clone();
+            c.pending.extend(c.runs.changed(&s, false).await);
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

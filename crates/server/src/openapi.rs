@@ -102,6 +102,8 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::consoles::ConsoleLog>()
         .schema_from::<crate::api::consoles::LogLine>()
         .schema_from::<crate::api::faults::AgentReport>()
+        .schema_from::<crate::api::runbooks::RunbookRequest>()
+        .schema_from::<crate::api::runbooks::ApproveRequest>()
         .schema_from::<crate::api::admin::UserCreate>()
         .schema_from::<crate::api::admin::PasswordRequest>()
         .schema_from::<crate::api::admin::TokenCreate>()

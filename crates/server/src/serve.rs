@@ -23,8 +23,10 @@ pub struct ServeOptions {
     pub listen: Option<String>,
     /// `--plain-http`: refused unless the address is loopback.
     pub plain_http: bool,
-    /// Carries out the fault policy (the runbook executor); default: record decisions only.
+    /// Carries out the fault policy; default: the runbook executor ([`crate::runbooks::PolicyResponder`]).
     pub responder: Option<Arc<dyn crate::policy::FaultResponder>>,
+    /// Where runbook runs find schedulers and agent reports (`--slurm-conf`, `--node-state`, …).
+    pub runbook_env: lifeline_runbook::Env,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +82,7 @@ pub async fn state(
         ready: Default::default(),
         fleet_list: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
+        runbooks: Default::default(),
     })))
 }
 
@@ -168,10 +171,10 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
             &[addr.ip().to_string()],
         )?)
     };
+    let settings = opts.settings.clone();
     let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
-    if let Some(r) = &opts.responder {
-        st.set_responder(r.clone());
-    }
+    st.runbooks.configure(settings, opts.runbook_env.clone());
+    st.set_responder(opts.responder.clone().unwrap_or_else(|| Arc::new(crate::runbooks::PolicyResponder)));
     let tcp =
         tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let local = tcp.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
@@ -182,6 +185,7 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
     });
     let mut jobs = JoinSet::new();
     crate::scheduler::start(&st, &mut jobs).await;
+    crate::runbooks::resume_interrupted(&st);
     st.ready.store(true, Ordering::Relaxed);
     let app = app(st.clone()).into_make_service_with_connect_info::<crate::access::Peer>();
     let shutdown = {
@@ -209,10 +213,12 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
     Ok(Running { url: format!("{scheme}://{local}"), addr: local, certificate, state: st, task })
 }
 
-/// The ordered end: jobs stop (a scheduled backup in flight finishes its attempt or is abandoned after
+/// The ordered end: runbook runs stop at their next step boundary (a step still in flight after the grace
+/// period is journaled as interrupted, for the next start to resume), jobs stop (a scheduled backup in flight finishes its attempt or is abandoned after
 /// the limit, its lease expiring), consoles close and flush, the store closes.
 pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
     st.shutdown.cancel();
+    crate::runbooks::stop(st).await;
     let drain = async { while jobs.join_next().await.is_some() {} };
     if tokio::time::timeout(Duration::from_secs(20), drain).await.is_err() {
         tracing::warn!("scheduled jobs did not stop in 20 s; abandoning them");

@@ -55,6 +55,8 @@ pub struct Inner {
     pub fleet_list: crate::api::devices::FleetCache,
     /// Carries out the fault policy's decisions (the runbook executor, once installed).
     pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
+    /// The runbook runs this process drives in the background.
+    pub runbooks: crate::runbooks::Runner,
 }
 
 impl std::ops::Deref for AppState {

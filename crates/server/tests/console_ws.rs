@@ -3,7 +3,7 @@
 //! console page does), then an operator taking the write lock over a second WebSocket (as "Take over"
 //! does). Keys sent as binary frames (xterm's `onData`, UTF-8 encoded) must come back as the getty's echo
 //! to the writer and to the viewer; the viewer must be told who writes; keys from a viewer never reach
-//! the host.
+//! the host. A handshake from another origin is refused.
 
 use std::time::{Duration, Instant};
 
@@ -16,10 +16,23 @@ const OFFSET: u16 = 36500;
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// As the console page connects: the session cookie, and the server's own origin.
 async fn connect(addr: &str, path: &str, cookie: &str) -> Ws {
+    connect_from(addr, path, cookie, &format!("http://{addr}"))
+        .await
+        .unwrap_or_else(|e| panic!("attach {path}: {e}"))
+}
+
+async fn connect_from(
+    addr: &str,
+    path: &str,
+    cookie: &str,
+    origin: &str,
+) -> Result<Ws, tokio_tungstenite::tungstenite::Error> {
     let mut req = format!("ws://{addr}{path}").into_client_request().unwrap();
     req.headers_mut().insert("cookie", cookie.parse().unwrap());
-    tokio_tungstenite::connect_async(req).await.unwrap_or_else(|e| panic!("attach {path}: {e}")).0
+    req.headers_mut().insert("origin", origin.parse().unwrap());
+    Ok(tokio_tungstenite::connect_async(req).await?.0)
 }
 
 /// Reads frames until the console output (binary frames) contains `needle`, or `within` passes; text
@@ -73,6 +86,17 @@ async fn keys_over_the_write_websocket_reach_the_console_and_echo_to_writer_and_
         .filter_map(|v| v.to_str().ok()?.split(';').next().map(str::to_owned))
         .collect::<Vec<_>>()
         .join("; ");
+
+    // A page of another site cannot open the console with the operator's cookie.
+    for path in ["/api/v1/consoles/node/write?take_over=true", "/api/v1/consoles/node/attach"] {
+        match connect_from(&addr, path, &cookie, "https://evil.example").await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+                assert_eq!(r.status(), 403, "cross-origin {path}")
+            }
+            Err(e) => panic!("cross-origin {path}: {e}"),
+            Ok(_) => panic!("cross-origin {path} was upgraded"),
+        }
+    }
 
     // The console page: read-only first, then "Take over".
     let mut viewer = connect(&addr, "/api/v1/consoles/node/attach", &cookie).await;

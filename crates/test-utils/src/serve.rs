@@ -31,6 +31,12 @@ impl ServeProcess {
 
     /// With a `lifeline.toml` of this text, in the simulator's environment (its credential variables).
     pub fn start_with(sim: &SimProcess, config: &str) -> ServeProcess {
+        Self::start_args(sim, config, &[])
+    }
+
+    /// Like [`ServeProcess::start_with`], with more `lifeline serve` arguments (e.g. where runbook runs
+    /// find Slurm and the simulator's node state: `--slurm-conf F --node-state DIR`).
+    pub fn start_args(sim: &SimProcess, config: &str, extra: &[&str]) -> ServeProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
         let cfg = sim.dir.path().join("lifeline.toml");
@@ -42,6 +48,7 @@ impl ServeProcess {
             .arg(&sim.inventory)
             .arg("--data-dir")
             .arg(&sim.data)
+            .args(extra)
             .envs(sim.env().iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .spawn()

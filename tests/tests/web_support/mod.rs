@@ -126,12 +126,18 @@ pub struct Stack {
 
 impl Stack {
     pub fn start(offset: u16) -> Stack {
+        Self::start_with(offset, |_| "[server]\nsweep-interval = \"2s\"\n".to_owned())
+    }
+
+    /// With the `lifeline.toml` that `config` writes for the started simulator (its directory is there
+    /// for files the configuration names, such as a runbook library).
+    pub fn start_with(offset: u16, config: impl FnOnce(&SimProcess) -> String) -> Stack {
         let sim = SimProcess::start(&example_cluster(offset), offset, ENV);
         eprintln!("web test: simulator up");
         for (user, role) in [("ann", "operator"), ("vic", "viewer"), ("ada", "admin")] {
             add_user(&sim, user, role, PASSWORD);
         }
-        let server = ServeProcess::start_with(&sim, "[server]\nsweep-interval = \"2s\"\n");
+        let server = ServeProcess::start_with(&sim, &config(&sim));
         let addr = server.addr.clone();
         eprintln!("web test: lifeline serve on {addr}");
         Stack { _server: server, sim, addr }

@@ -4,7 +4,10 @@
 //!
 //! The demo drives the sweeps itself (so the terminal view and the server see the same rows) and hands
 //! each row to the server's fault rules: the scripted faults become fault records, and the policy's
-//! decision for each is recorded and shown. `--no-server` keeps only the terminal view.
+//! decision for each is recorded and shown; with the demo's own policy the server runs the demo runbooks
+//! below on them (a GPU node is cycled and verified from the simulator's exported state; a stuck BMC waits
+//! for an operator's approval in the web console), so the loop is visible there. `--no-server` keeps only
+//! the terminal view.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -50,7 +53,13 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         Some(n) => PortPlan::Offset(n),
         None => PortPlan::auto(),
     };
-    let opts = SimOptions { ports, time_scale: a.time_scale, ..SimOptions::default() };
+    let opts = SimOptions {
+        ports,
+        time_scale: a.time_scale,
+        // What the demo runbooks' `verify` step reads (the in-band agent's view of each node).
+        export_node_state: Some(scratch.0.join("node-state")),
+        ..SimOptions::default()
+    };
     let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
     let res = drive(&g, &a, &inv, &fleet, &scratch.0).await;
     fleet.shutdown().await;
@@ -248,8 +257,75 @@ async fn server_events_start(server: Option<&lifeline_server::AppState>) -> i64 
     after
 }
 
+/// The demo's runbooks (the simulated fleet has no Slurm, so no drain or readmit steps): a GPU node with a
+/// fault is cycled, then verified from the simulator's exported state; a node whose BMC stopped answering
+/// is watched until it answers again, once an operator approves.
+const DEMO_RUNBOOKS: &[(&str, &str)] = &[
+    (
+        "demo-gpu-node-recover",
+        r#"# demo-gpu-node-recover
+#
+# Fault:       a GPU fault on a simulated node (the demo fleet has no scheduler to drain or readmit in).
+# Touches:     the node's power (one cycle), verification.
+# Never:       other nodes.
+# Worst case:  the node is marked needs-human with the failing report.
+
+name = "demo-gpu-node-recover"
+description = "Demo: cycle a GPU node, wait for it, verify every rail and GPU (no scheduler in the demo)"
+targets = ["gpu-node"]
+fault = "GPU ECC / XID fault on a simulated node"
+touches = "the node's power (one cycle), verification"
+never-touches = "other nodes"
+worst-case = "the node is marked needs-human with the failing report"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+timeout = "5m"
+on-failure = "escalate"
+
+[[step]]
+name = "power-on"
+kind = "wait-for"
+power = "on"
+timeout = "5m"
+on-failure = "escalate"
+
+[[step]]
+name = "verify"
+kind = "verify"
+on-failure = "escalate"
+"#,
+    ),
+    (
+        "demo-bmc-answers",
+        r#"# demo-bmc-answers
+#
+# Fault:       a BMC that stopped answering (the demo clears it a few sweeps later).
+# Touches:     nothing: it waits until the BMC answers again.
+# Never:       the host's power.
+# Worst case:  the run fails after its timeout.
+
+name = "demo-bmc-answers"
+description = "Demo: after an operator approves, wait until a BMC that stopped answering answers again"
+targets = ["head-node", "gpu-node", "storage-server", "switch"]
+fault = "BMC unreachable"
+touches = "nothing"
+never-touches = "the host's power"
+worst-case = "the run fails after its timeout"
+
+[[step]]
+name = "bmc-answers"
+kind = "wait-for"
+bmc = "reachable"
+timeout = "10m"
+"#,
+    ),
+];
+
 /// What the demo's policy does when the configuration has no `[[fault-policy]]`: the recovery loop the
-/// runbooks will close (recover a node, reset a stuck BMC with approval, tell people about the rest).
+/// runbooks close (recover a node, watch a stuck BMC with approval, tell people about the rest).
 fn demo_policy() -> Vec<lifeline_engine::FaultPolicy> {
     use lifeline_engine::{FaultPolicy, PolicyMode};
     let p = |kind: &str, runbook: Option<&str>, mode| FaultPolicy {
@@ -259,9 +335,9 @@ fn demo_policy() -> Vec<lifeline_engine::FaultPolicy> {
         mode,
     };
     vec![
-        p("health-critical", Some("gpu-node-recover"), PolicyMode::Auto),
-        p("sel-critical", Some("gpu-node-recover"), PolicyMode::Auto),
-        p("bmc-unreachable", Some("bmc-reset"), PolicyMode::Approve),
+        p("health-critical", Some("demo-gpu-node-recover"), PolicyMode::Auto),
+        p("sel-critical", Some("demo-gpu-node-recover"), PolicyMode::Auto),
+        p("bmc-unreachable", Some("demo-bmc-answers"), PolicyMode::Approve),
         p("*", None, PolicyMode::Notify),
     ]
 }
@@ -321,6 +397,12 @@ async fn start_server(
     let mut cfg = lifeline_engine::config::load(&settings)?;
     if cfg.config.fault_policy.is_empty() {
         cfg.config.fault_policy = demo_policy();
+        let dir = scratch.join("runbooks");
+        std::fs::create_dir_all(&dir)?;
+        for (name, text) in DEMO_RUNBOOKS {
+            std::fs::write(dir.join(format!("{name}.toml")), text)?;
+        }
+        cfg.config.runbooks.dir = Some(dir);
     }
     // The demo drives the sweeps (its terminal view shows them); the server's own would double them.
     cfg.config.server.sweep_interval = Some("0s".into());
@@ -342,6 +424,13 @@ async fn start_server(
         settings,
         plain_http: true,
         listen: a.listen.clone(),
+        runbook_env: lifeline_runbook::Env {
+            reports: Some(lifeline_engine::ops::readmit::ReportSource::NodeState {
+                dir: scratch.join("node-state"),
+                interval: Some(Duration::from_millis(20)),
+            }),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let fixed = a.listen.is_some();

@@ -114,7 +114,7 @@ pub struct EnvArgs {
 }
 
 impl EnvArgs {
-    fn env(&self) -> Env {
+    pub(crate) fn env(&self) -> Env {
         let reports = if let Some(dir) = &self.node_state {
             Some(ReportSource::NodeState {
                 dir: dir.clone(),

@@ -20,6 +20,9 @@ pub struct ServeArgs {
     /// Serve plain HTTP instead of HTTPS: only on a loopback address.
     #[arg(long)]
     pub plain_http: bool,
+    /// Where the runbook runs the server drives reach schedulers and agent reports.
+    #[command(flatten)]
+    pub runbook: crate::cmd::runbook::EnvArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -102,6 +105,7 @@ pub async fn serve(g: &Global, a: ServeArgs) -> CmdResult {
         settings: settings(g),
         listen: a.listen,
         plain_http: a.plain_http,
+        runbook_env: a.runbook.env(),
         ..Default::default()
     };
     match lifeline_server::serve(opts).await {

@@ -122,9 +122,10 @@ async fn attach_read(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> ApiResult<Response> {
-    attach(s, caller, name, WriteMode::ReadOnly, ws).await
+    attach(s, caller, name, WriteMode::ReadOnly, &headers, ws).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,9 +139,11 @@ async fn attach_write(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(q): Query<WriteQuery>,
+    headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> ApiResult<Response> {
-    attach(s, caller, name, if q.take_over { WriteMode::TakeOver } else { WriteMode::Write }, ws).await
+    let mode = if q.take_over { WriteMode::TakeOver } else { WriteMode::Write };
+    attach(s, caller, name, mode, &headers, ws).await
 }
 
 async fn attach(
@@ -148,8 +151,15 @@ async fn attach(
     caller: Caller,
     name: String,
     mode: WriteMode,
+    headers: &axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> ApiResult<Response> {
+    if let Err(origin) = crate::origin::same_origin(headers) {
+        return Err(ApiError::Forbidden {
+            role: caller.role.as_str(),
+            what: format!("open a console from another origin ({origin})"),
+        });
+    }
     let audit = s.audit_as(&caller.actor()).await?;
     let opts = AttachOptions { who: caller.actor(), mode, steal: false };
     let (viewer, _) = s.consoles.attach(&name, opts).await.map_err(|e| match e {

@@ -1,6 +1,6 @@
 //! The JSON API under `/api/v1`, one module per concern. Each module contributes its rows to the route
 //! table ([`routes`]); handlers are thin: read the request, call the engine as the caller, return its
-//! `Serialize` result. Runbook routes slot in as one more module's `routes()` appended here.
+//! `Serialize` result.
 
 pub mod admin;
 pub mod audit;
@@ -8,6 +8,7 @@ pub mod backups;
 pub mod consoles;
 pub mod devices;
 pub mod faults;
+pub mod runbooks;
 pub mod session;
 pub mod system;
 pub mod views;
@@ -28,6 +29,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(backups::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
+    r.extend(runbooks::routes());
     r.extend(audit::routes());
     r.extend(admin::routes());
     r.extend(views::routes());

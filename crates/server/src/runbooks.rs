@@ -1,0 +1,213 @@
+//! The server's side of the runbook executor (`lifeline-runbook`): runs started from the API or by the
+//! fault policy are admitted in the request (so the caller gets the run id and the guard's verdict at
+//! once) and then driven by background tasks the server owns — a run continues when its HTTP client goes
+//! away. The server resumes the runs a previous process left `running` when it starts, and on SIGTERM
+//! lets each run finish the step in flight (stopping at the next boundary) or journals it as interrupted.
+//!
+//! [`PolicyResponder`] is the fault policy's [`FaultResponder`] over the executor: `auto` admits and
+//! starts the runbook on the fault's device under the blast-radius guard (`started` or `refused` with the
+//! guard's reason), `approve` creates the run in `waiting-approval` before its first step, `notify` runs
+//! nothing.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
+use lifeline_runbook::{Env, Executor, Library, RunOptions, RunView, Runbook, RunbookError};
+use lifeline_store::FaultRow;
+
+use crate::policy::{Action, Decision, FaultResponder, Response};
+use crate::state::AppState;
+
+/// How long a stopping server waits for steps in flight before journaling them as interrupted.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+/// The actor of runs the fault policy starts (each run then acts as `runbook:<id>`).
+pub const POLICY_ACTOR: &str = "fault-policy";
+
+/// The runs this process drives, and how it builds executors.
+#[derive(Debug, Default)]
+pub struct Runner {
+    config: RwLock<(Settings, Env)>,
+    /// Set on shutdown: drivers stop at their next step boundary.
+    stop: Arc<AtomicBool>,
+    /// Run id → its driving task (one driver per run in this process).
+    driving: Mutex<HashMap<String, Driving>>,
+}
+
+#[derive(Debug)]
+struct Driving {
+    task: tokio::task::AbortHandle,
+    /// Set when the run was made `running` again (approved) while its driver was finishing.
+    again: Arc<AtomicBool>,
+}
+
+impl Runner {
+    /// Where runs find schedulers and agent reports (`lifeline serve --slurm-conf … --node-state …`).
+    pub fn configure(&self, settings: Settings, env: Env) {
+        *self.config.write().unwrap_or_else(std::sync::PoisonError::into_inner) = (settings, env);
+    }
+
+    /// An executor acting (admitting, approving, aborting) as `base`'s actor.
+    pub fn executor(&self, base: Lifeline) -> Executor {
+        let (settings, env) = self.config.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Executor::new(settings, env, base).with_stop(self.stop.clone())
+    }
+
+    fn driving_ids(&self) -> Vec<String> {
+        self.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).keys().cloned().collect()
+    }
+}
+
+/// The runbook library of the server's configuration (`[runbooks] dir`, default `./runbooks`).
+pub fn library(s: &AppState) -> Library {
+    Library::new(None, &s.base.config.config)
+}
+
+/// Loads a runbook of the library by name.
+pub fn load(s: &AppState, name: &str) -> Result<(Runbook, String), RunbookError> {
+    if name.contains('/') || name.ends_with(".toml") {
+        return Err(RunbookError::NotFound { name: name.into(), dir: library(s).dir.display().to_string() });
+    }
+    library(s).load(name)
+}
+
+/// Drives run `id` in the background. The run continues whatever happens to the request that started it.
+/// When this process already drives it (a driver that just paused for approval and has not yet let go,
+/// say), that driver goes round once more instead of a second one starting.
+pub fn spawn_drive(s: &AppState, id: &str) {
+    let mut driving = s.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(d) = driving.get(id) {
+        d.again.store(true, Ordering::SeqCst);
+        return;
+    }
+    if s.runbooks.stop.load(Ordering::Relaxed) {
+        return;
+    }
+    let again = Arc::new(AtomicBool::new(false));
+    let (st, run, more) = (s.clone(), id.to_owned(), again.clone());
+    let task = tokio::spawn(async move {
+        loop {
+            more.store(false, Ordering::SeqCst);
+            drive_once(&st, &run).await;
+            let mut driving = st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !more.load(Ordering::SeqCst) || st.runbooks.stop.load(Ordering::Relaxed) {
+                driving.remove(&run);
+                return;
+            }
+        }
+    });
+    driving.insert(id.to_owned(), Driving { task: task.abort_handle(), again });
+}
+
+async fn drive_once(st: &AppState, run: &str) {
+    let x = st.runbooks.executor(st.engine_as("server"));
+    match x.resume(run).await {
+        Ok(v) => {
+            tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
+            if v.state != "running" {
+                crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": v }));
+            }
+        }
+        Err(e) => tracing::warn!(%run, "runbook run: {}", e.chain()),
+    }
+}
+
+/// On start: continue every run a previous process left `running` (killed, or stopped mid-run).
+pub fn resume_interrupted(s: &AppState) {
+    let st = s.clone();
+    tokio::spawn(async move {
+        let x = st.runbooks.executor(st.engine_as("server"));
+        match x.interrupted_runs().await {
+            Ok(ids) => {
+                for id in ids {
+                    tracing::info!(run = %id, "resuming an interrupted runbook run");
+                    spawn_drive(&st, &id);
+                }
+            }
+            Err(e) => tracing::warn!("cannot list interrupted runbook runs: {}", e.chain()),
+        }
+    });
+}
+
+/// On shutdown: runs stop at their next step boundary; a step still in flight after the grace period is
+/// abandoned and journaled as interrupted (the next start resumes it from the journal).
+pub async fn stop(s: &AppState) {
+    s.runbooks.stop.store(true, Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while !s.runbooks.driving_ids().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let left: Vec<(String, Driving)> =
+        s.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain().collect();
+    let x = s.runbooks.executor(s.engine_as("server"));
+    for (id, d) in left {
+        d.task.abort();
+        let why = format!("the server stopped during a step (not finished after {} s)", STOP_GRACE.as_secs());
+        if let Err(e) = x.mark_interrupted(&id, &why).await {
+            tracing::warn!(run = %id, "cannot journal the interruption: {}", e.chain());
+        }
+    }
+}
+
+/// Admits one run for a caller (`approve_first`: in `waiting-approval` before its first step) and, when
+/// admitted to run, drives it in the background.
+pub async fn admit(
+    s: &AppState,
+    base: Lifeline,
+    rb: &Runbook,
+    text: &str,
+    target: &str,
+    opts: &RunOptions,
+    approve_first: bool,
+) -> Result<RunView, RunbookError> {
+    let v = s.runbooks.executor(base).admit(rb, text, target, opts, approve_first).await?;
+    match v.state.as_str() {
+        "running" => spawn_drive(s, &v.run),
+        "waiting-approval" => {
+            crate::webhook::notify(s, "runbook", serde_json::json!({ "event": "approval-needed", "run": v }))
+        }
+        _ => {}
+    }
+    Ok(v)
+}
+
+/// The fault policy carried out by the runbook executor.
+#[derive(Debug, Default)]
+pub struct PolicyResponder;
+
+impl FaultResponder for PolicyResponder {
+    fn respond<'a>(
+        &'a self,
+        s: &'a AppState,
+        fault: &'a FaultRow,
+        d: &'a Decision,
+    ) -> BoxFuture<'a, Result<Response, EngineError>> {
+        Box::pin(async move {
+            let Some(name) = d.runbook.as_deref().filter(|_| d.action != Action::Notify) else {
+                return Ok(Response { state: "notified".into(), detail: serde_json::json!("notify only") });
+            };
+            let engine_err = |e: RunbookError| match e {
+                RunbookError::Engine(e) => e,
+                other => EngineError::Refused { target: fault.device.clone(), reason: other.chain() },
+            };
+            let (rb, text) = load(s, name).map_err(engine_err)?;
+            let base = s.base.with_identity(Identity::new(POLICY_ACTOR));
+            let approve_first = d.action == Action::AwaitApproval;
+            let v = admit(s, base, &rb, &text, &fault.device, &RunOptions::default(), approve_first)
+                .await
+                .map_err(engine_err)?;
+            let state = match v.state.as_str() {
+                "refused" => "refused",
+                "waiting-approval" => "queued",
+                _ => "started",
+            };
+            Ok(Response {
+                state: state.into(),
+                detail: serde_json::json!({ "run": v.run, "runbook": v.runbook, "reason": v.reason }),
+            })
+        })
+    }
+}
