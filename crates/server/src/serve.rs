@@ -59,6 +59,9 @@ pub async fn state(
 ) -> Result<AppState, EngineError> {
     let store = base.store().await?.clone();
     let consoles = base.console_manager().await?;
+    // Every engine context of the server (API, runbooks, fault policy) attaches to the always-on consoles
+    // instead of opening a second SOL session on a BMC that allows one.
+    let base = base.with_console_manager(consoles.clone());
     let ttl = base
         .config
         .config
