@@ -7,6 +7,7 @@
 
 mod audit;
 mod devices;
+mod discovery;
 mod error;
 mod events;
 mod files;
@@ -19,6 +20,7 @@ mod users;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use devices::{DeviceRecord, SyncSummary};
+pub use discovery::DiscoveryRow;
 pub use error::StoreError;
 pub use events::{EventRow, NewEvent, Observation};
 pub use leases::{LeaseAttempt, LeaseRow, RequestRow};
