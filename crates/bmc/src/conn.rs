@@ -143,10 +143,10 @@ pub(crate) fn tls_trust(target: &BmcTarget, policy: &TlsPolicy) -> TlsTrust {
 pub(crate) struct SuiteCache(std::sync::Mutex<std::collections::HashMap<String, CipherSuite>>);
 
 impl SuiteCache {
-    fn get(&self, bmc: &str) -> Option<CipherSuite> {
+    pub(crate) fn get(&self, bmc: &str) -> Option<CipherSuite> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).get(bmc).copied()
     }
-    fn set(&self, bmc: &str, s: CipherSuite) {
+    pub(crate) fn set(&self, bmc: &str, s: CipherSuite) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(bmc.to_owned(), s);
     }
     pub(crate) fn forget(&self, bmc: &str) {

@@ -1,7 +1,11 @@
-//! Remembering which protocol an `auto` BMC speaks, so the probe runs once per BMC, not once per command.
+//! Remembering which protocol an `auto` BMC speaks, so the probe runs once per BMC, not once per command;
+//! and what discovery learnt about each BMC ([`Discovery`]: its IPMI cipher suite, its Redfish service root
+//! and system path), so a new process does not rediscover it (one round trip less per IPMI session, two
+//! GETs less per Redfish connection).
 //!
-//! The lead implements [`ProtocolMemory`] on the store's `bmc_protocols` table; [`MemoryProtocolMemory`]
-//! serves tests and one-shot CLI runs.
+//! The engine implements [`ProtocolMemory`] on the store's `bmc_protocols` and `bmc_discovery` tables;
+//! [`MemoryProtocolMemory`] serves tests and one-shot CLI runs. The discovery methods have defaults that
+//! remember nothing, so a memory without them is still correct, only slower.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,11 +22,48 @@ pub trait ProtocolMemory: Send + Sync {
     async fn remember(&self, bmc: &str, protocol: BmcProtocol) -> Result<(), BoxError>;
     /// Drop a decision (the BMC stopped answering that protocol, or an operator asks to re-probe).
     async fn forget(&self, bmc: &str) -> Result<(), BoxError>;
+
+    /// Everything discovered about every BMC (read once per pool: one query, not one per BMC).
+    async fn recall_discoveries(&self) -> Result<HashMap<String, Discovery>, BoxError> {
+        Ok(HashMap::new())
+    }
+    /// Replace what is known about `bmc` (an empty [`Discovery`] forgets it).
+    async fn remember_discovery(&self, bmc: &str, discovery: &Discovery) -> Result<(), BoxError> {
+        let _ = (bmc, discovery);
+        Ok(())
+    }
 }
 
-/// In-process memory.
+/// What an earlier connection learnt about one BMC. Safe to reuse: a remembered cipher suite that fails is
+/// forgotten and the BMC asked again; a Redfish root or path that fails (404, another root) is dropped and
+/// rediscovered; the TLS pin is checked on every handshake regardless.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Discovery {
+    /// The IPMI cipher suite the BMC last accepted (its id).
+    pub ipmi_suite: Option<u8>,
+    pub redfish: Option<RedfishDiscovery>,
+}
+
+impl Discovery {
+    pub fn is_empty(&self) -> bool {
+        self.ipmi_suite.is_none() && self.redfish.is_none()
+    }
+}
+
+/// A BMC's Redfish service root and the system Lifeline uses on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedfishDiscovery {
+    /// The base URL this was learnt from (a BMC whose address or port changed starts afresh).
+    pub url: String,
+    /// The service root document.
+    pub root: serde_json::Value,
+    /// `@odata.id` of the computer system.
+    pub system: Option<String>,
+}
+
+/// In-process memory (share one between pools to stand for a store that outlives a process).
 #[derive(Debug, Default)]
-pub struct MemoryProtocolMemory(Mutex<HashMap<String, BmcProtocol>>);
+pub struct MemoryProtocolMemory(Mutex<HashMap<String, BmcProtocol>>, Mutex<HashMap<String, Discovery>>);
 
 impl MemoryProtocolMemory {
     pub fn new() -> Self {
@@ -30,6 +71,9 @@ impl MemoryProtocolMemory {
     }
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, BmcProtocol>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn discoveries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Discovery>> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -44,6 +88,18 @@ impl ProtocolMemory for MemoryProtocolMemory {
     }
     async fn forget(&self, bmc: &str) -> Result<(), BoxError> {
         self.map().remove(bmc);
+        Ok(())
+    }
+    async fn recall_discoveries(&self) -> Result<HashMap<String, Discovery>, BoxError> {
+        Ok(self.discoveries().clone())
+    }
+    async fn remember_discovery(&self, bmc: &str, discovery: &Discovery) -> Result<(), BoxError> {
+        let mut m = self.discoveries();
+        if discovery.is_empty() {
+            m.remove(bmc);
+        } else {
+            m.insert(bmc.to_owned(), discovery.clone());
+        }
         Ok(())
     }
 }

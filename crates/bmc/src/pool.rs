@@ -23,7 +23,7 @@ use crate::error::{BmcError, error_chain};
 use crate::events::EventLog;
 use crate::fru::Inventory;
 use crate::health::HealthSummary;
-use crate::memory::{MemoryProtocolMemory, ProtocolMemory};
+use crate::memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery};
 use crate::options::BmcOptions;
 use crate::power::{self, ConnOps, PowerReport};
 use crate::sdr_cache::SdrCache;
@@ -49,6 +49,44 @@ pub(crate) struct PoolInner {
     pub link_costs: StdMutex<HashMap<String, f64>>,
     /// BMCs already warned about for plain-HTTP Redfish (once per BMC per pool, not per request).
     plain_http_warned: StdMutex<std::collections::HashSet<String>>,
+    /// Discovery from earlier processes, loaded into `suites` and `redfish_paths` on first use.
+    discovery_loaded: tokio::sync::OnceCell<()>,
+    /// What the memory holds per BMC, so only changes are written.
+    persisted: StdMutex<HashMap<String, Persisted>>,
+}
+
+/// A BMC's discovery as last written to the memory (the root shared with `redfish_paths`, compared by
+/// pointer first).
+#[derive(Clone, Default)]
+struct Persisted {
+    suite: Option<u8>,
+    redfish: Option<conn::RedfishPaths>,
+}
+
+impl Persisted {
+    fn same(&self, other: &Persisted) -> bool {
+        self.suite == other.suite
+            && match (&self.redfish, &other.redfish) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    a.url == b.url
+                        && a.system == b.system
+                        && (Arc::ptr_eq(&a.root, &b.root) || a.root == b.root)
+                }
+                _ => false,
+            }
+    }
+
+    fn discovery(&self) -> Discovery {
+        Discovery {
+            ipmi_suite: self.suite,
+            redfish: self.redfish.as_ref().map(|r| RedfishDiscovery {
+                url: r.url.clone(),
+                root: (*r.root).clone(),
+                system: r.system.clone(),
+            }),
+        }
+    }
 }
 
 /// Every BMC Lifeline talks to, with the global limits.
@@ -89,6 +127,8 @@ impl BmcPool {
                 recent: StdMutex::new(VecDeque::new()),
                 link_costs: StdMutex::new(HashMap::new()),
                 plain_http_warned: StdMutex::new(std::collections::HashSet::new()),
+                discovery_loaded: tokio::sync::OnceCell::new(),
+                persisted: StdMutex::new(HashMap::new()),
             }),
         }
     }
@@ -143,6 +183,60 @@ impl PoolInner {
     /// Forget a BMC's Redfish discovery (after a failure that may come from a stale cache).
     pub(crate) fn unlearn(&self, bmc: &str) {
         lock(&self.redfish_paths).remove(bmc);
+    }
+
+    /// Loads what earlier processes discovered (once per pool, one query); a memory that cannot be read
+    /// only costs rediscovery.
+    async fn load_discoveries(&self) {
+        self.discovery_loaded
+            .get_or_init(|| async {
+                let all = match self.memory.recall_discoveries().await {
+                    Ok(all) => all,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "BMC discovery memory unreadable; discovering afresh");
+                        return;
+                    }
+                };
+                let mut paths = lock(&self.redfish_paths);
+                let mut persisted = lock(&self.persisted);
+                for (bmc, d) in all {
+                    let suite = d.ipmi_suite.and_then(lifeline_ipmi::CipherSuite::from_id);
+                    if let Some(s) = suite
+                        && self.suites.get(&bmc).is_none()
+                    {
+                        self.suites.set(&bmc, s);
+                    }
+                    let redfish = d.redfish.map(|r| conn::RedfishPaths {
+                        url: r.url,
+                        root: Arc::new(r.root),
+                        system: r.system,
+                    });
+                    if let Some(r) = &redfish {
+                        paths.entry(bmc.clone()).or_insert_with(|| r.clone());
+                    }
+                    persisted.insert(bmc, Persisted { suite: suite.map(|s| s.id()), redfish });
+                }
+            })
+            .await;
+    }
+
+    /// Writes `bmc`'s discovery to the memory if it changed since last written.
+    async fn persist(&self, bmc: &str) {
+        let now = Persisted {
+            suite: self.suites.get(bmc).map(|s| s.id()),
+            redfish: lock(&self.redfish_paths).get(bmc).cloned(),
+        };
+        {
+            let mut p = lock(&self.persisted);
+            let before = p.get(bmc).cloned().unwrap_or_default();
+            if before.same(&now) {
+                return;
+            }
+            p.insert(bmc.to_owned(), now.clone());
+        }
+        if let Err(e) = self.memory.remember_discovery(bmc, &now.discovery()).await {
+            tracing::warn!(%bmc, error = %e, "BMC discovery not remembered");
+        }
     }
 
     fn recent(&self, bmc: &str, id: &str) -> Option<PowerReport> {
@@ -244,13 +338,21 @@ impl Bmc {
         let slots = self.pool.connection_slots(&t.name);
         // The semaphore is never closed.
         let slot = slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
+        self.pool.load_discoveries().await;
         let ctx = conn::OpenCtx {
             suites: &self.pool.suites,
             privilege,
             redfish: self.pool.redfish_paths(&t.name),
             sdr_cache: Some(self.pool.sdr_cache.clone()),
         };
-        let (protocol, conn) = conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await?;
+        let (protocol, conn) = match conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await {
+            Ok(c) => c,
+            Err(e) => {
+                // A remembered suite that failed was dropped from the cache: drop it from the memory too.
+                self.pool.persist(&t.name).await;
+                return Err(e);
+            }
+        };
         if protocol == BmcProtocol::Redfish
             && !t.redfish_tls
             && lock(&self.pool.plain_http_warned).insert(t.name.clone())
@@ -273,6 +375,7 @@ impl Bmc {
         } else {
             self.pool.unlearn(&t.name);
         }
+        self.pool.persist(&t.name).await;
         if let Err(e) = o.conn.close().await {
             tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
         }

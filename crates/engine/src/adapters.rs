@@ -4,10 +4,12 @@
 
 use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
-use lifeline_bmc::{BoxError, ProtocolMemory};
+use std::collections::HashMap;
+
+use lifeline_bmc::{BoxError, Discovery, ProtocolMemory, RedfishDiscovery};
 use lifeline_console::{ConsoleLogIndex, LogFileEntry};
 use lifeline_netcfg::{BlobId, HostKeyPins, IndexError, VersionIndex, VersionRecord};
-use lifeline_store::{ConsoleLogRow, PinKind, Store};
+use lifeline_store::{ConsoleLogRow, DiscoveryRow, PinKind, Store};
 use lifeline_types::{BmcProtocol, DeviceName, Fingerprint, Platform};
 
 /// TLS pins (trust on first use) for Redfish BMCs, kept in the store.
@@ -42,6 +44,34 @@ impl ProtocolMemory for StoreMemory {
 
     async fn forget(&self, bmc: &str) -> Result<(), BoxError> {
         Ok(self.0.forget_protocol(bmc).await?)
+    }
+
+    async fn recall_discoveries(&self) -> Result<HashMap<String, Discovery>, BoxError> {
+        let rows = self.0.bmc_discoveries().await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                // An unreadable root (hand-edited, truncated) only means rediscovering that BMC's Redfish.
+                let root = r.redfish_root.as_deref().and_then(|t| serde_json::from_str(t).ok());
+                let redfish = match (r.redfish_url, root) {
+                    (Some(url), Some(root)) => Some(RedfishDiscovery { url, root, system: r.redfish_system }),
+                    _ => None,
+                };
+                let ipmi_suite = r.ipmi_suite.and_then(|s| u8::try_from(s).ok());
+                (r.device, Discovery { ipmi_suite, redfish })
+            })
+            .collect())
+    }
+
+    async fn remember_discovery(&self, bmc: &str, d: &Discovery) -> Result<(), BoxError> {
+        let row = DiscoveryRow {
+            device: bmc.to_owned(),
+            ipmi_suite: d.ipmi_suite.map(i64::from),
+            redfish_url: d.redfish.as_ref().map(|r| r.url.clone()),
+            redfish_root: d.redfish.as_ref().map(|r| r.root.to_string()),
+            redfish_system: d.redfish.as_ref().and_then(|r| r.system.clone()),
+        };
+        Ok(self.0.set_bmc_discovery(&row).await?)
     }
 }
 

@@ -23,7 +23,7 @@ const HISTORY_BYTES: usize = 8192;
 
 /// A host's serial line.
 pub struct Console {
-    tx: broadcast::Sender<Bytes>,
+    tx: crate::lazy_channel::LazyBroadcast<Bytes>,
     history: Mutex<VecDeque<u8>>,
     host: Weak<Host>,
 }
@@ -36,7 +36,11 @@ impl std::fmt::Debug for Console {
 
 impl Console {
     pub(crate) fn new(host: Weak<Host>) -> Console {
-        Console { tx: broadcast::channel(CHANNEL_CAPACITY).0, history: Mutex::new(VecDeque::new()), host }
+        Console {
+            tx: crate::lazy_channel::LazyBroadcast::new(CHANNEL_CAPACITY),
+            history: Mutex::new(VecDeque::new()),
+            host,
+        }
     }
 
     /// Everything the host prints from now on.

@@ -19,6 +19,7 @@ use crate::console::HostKind;
 use crate::control::DeviceInfo;
 use crate::fault::Fault;
 use crate::host::{BmcConfig, BmcIdentity, Host, HostConfig, HostError, HostEvent, PowerCommand, Timings};
+use crate::listen::{Listeners, StreamHandler};
 use crate::redfish::{RedfishBmc, TlsError};
 use crate::spec::{BmcSpec, FleetSpec, GpuSpec, SwitchSpec};
 
@@ -404,28 +405,29 @@ async fn bind_tcp(
     })
 }
 
-/// Binds the BMC's UDP socket and serves IPMI lanplus + SOL on it.
-async fn serve_ipmi(
+/// Routes the BMC's UDP address to its IPMI lanplus + SOL responder.
+fn serve_ipmi(
     name: &str,
     b: &BmcSpec,
     addr: SocketAddr,
     host: &Arc<Host>,
     cancel: &CancellationToken,
-    tasks: &mut JoinSet<()>,
+    listeners: &mut Listeners,
 ) -> Result<Endpoint, SimError> {
-    let socket = tokio::net::UdpSocket::bind(addr).await.map_err(|source| SimError::Bind {
+    let make = |port| -> Arc<dyn crate::listen::DatagramService> {
+        crate::ipmi::Endpoint::new(host.clone(), port, cancel.clone())
+    };
+    let bound = listeners.udp(addr, make).map_err(|source| SimError::Bind {
         name: name.into(),
         kind: EndpointKind::Ipmi,
         addr,
         source,
     })?;
-    let port = socket.local_addr().map(|a| a.port()).unwrap_or(addr.port());
-    tasks.spawn(crate::ipmi::serve(socket, host.clone(), cancel.clone()));
     Ok(Endpoint {
         name: name.into(),
         kind: EndpointKind::Ipmi,
         address: addr.ip(),
-        port,
+        port: bound,
         username: b.username.clone(),
         password: b.password.clone(),
     })
@@ -448,6 +450,7 @@ impl Fleet {
         let mut tasks = JoinSet::new();
         let mut endpoints = Vec::new();
         let mut devices = Devices::default();
+        let mut listeners = Listeners::default();
 
         for s in &spec.servers {
             let gpus = if s.role == Role::GpuNode.as_str() {
@@ -467,20 +470,27 @@ impl Fleet {
                 bmc: bmc_config(&s.name, &s.bmc),
             });
             let addr = SocketAddr::new(s.bmc.address, opts.ports.port(443, s.bmc.redfish_port));
-            let listener = bind_tcp(&s.name, EndpointKind::Redfish, addr).await?;
             let redfish = RedfishBmc::new(host.clone(), s.bmc.address)
                 .map_err(|source| SimError::Tls { name: s.name.clone(), source })?;
+            let rf = redfish.clone();
+            let handler: StreamHandler =
+                Arc::new(move |tcp| Box::pin(crate::redfish::serve_connection(tcp, rf.clone())));
+            let port = listeners.tcp(addr, handler).map_err(|source| SimError::Bind {
+                name: s.name.clone(),
+                kind: EndpointKind::Redfish,
+                addr,
+                source,
+            })?;
             endpoints.push(Endpoint {
                 name: s.name.clone(),
                 kind: EndpointKind::Redfish,
                 address: s.bmc.address,
-                port: local_port(&listener, addr.port()),
+                port,
                 username: s.bmc.username.clone(),
                 password: s.bmc.password.clone(),
             });
-            tasks.spawn(crate::redfish::serve(listener, redfish.clone(), cancel.clone()));
             let udp = SocketAddr::new(s.bmc.address, opts.ports.port(623, s.bmc.ipmi_port));
-            endpoints.push(serve_ipmi(&s.name, &s.bmc, udp, &host, &cancel, &mut tasks).await?);
+            endpoints.push(serve_ipmi(&s.name, &s.bmc, udp, &host, &cancel, &mut listeners)?);
             devices.map.insert(s.name.clone(), Device::Server(ServerDevice { host, redfish }));
         }
 
@@ -500,7 +510,7 @@ impl Fleet {
             });
             if let (Some(b), Some(h)) = (&sw.bmc, &bmc) {
                 let udp = SocketAddr::new(b.address, opts.ports.port(623, b.ipmi_port));
-                endpoints.push(serve_ipmi(&sw.name, b, udp, h, &cancel, &mut tasks).await?);
+                endpoints.push(serve_ipmi(&sw.name, b, udp, h, &cancel, &mut listeners)?);
             }
             let mut state = crate::switch::SwitchState::from_spec(sw);
             if let Some(h) = &bmc {
@@ -544,6 +554,8 @@ impl Fleet {
             );
         }
 
+        tracing::debug!(sockets = listeners.sockets(), "BMC listeners bound");
+        listeners.serve(&cancel, &mut tasks);
         let devices = Arc::new(devices);
         let control = bind_tcp("control", EndpointKind::Control, opts.control).await?;
         let control_port = local_port(&control, opts.control.port());

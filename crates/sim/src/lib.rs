@@ -34,6 +34,8 @@ pub mod fault;
 pub mod fleet;
 pub mod host;
 pub mod ipmi;
+mod lazy_channel;
+mod listen;
 pub mod node_state;
 pub mod redfish;
 pub mod sel;

@@ -166,7 +166,7 @@ pub struct Host {
     faults: BmcFaults,
     console: Console,
     state: Mutex<HostState>,
-    events: broadcast::Sender<HostEvent>,
+    events: crate::lazy_channel::LazyBroadcast<HostEvent>,
     export_dir: Option<PathBuf>,
     export_gen: AtomicU64,
     /// Last export generation written; held while writing so writers never interleave.
@@ -217,7 +217,7 @@ impl Host {
                 last_reset: chrono::Utc::now(),
                 boot_console: None,
             }),
-            events: broadcast::channel(16).0,
+            events: crate::lazy_channel::LazyBroadcast::new(16),
             export_dir: cfg.export_dir,
             export_gen: AtomicU64::new(1),
             export_written: Mutex::new(0),

@@ -1,6 +1,7 @@
 //! Redfish over HTTPS for every simulated BMC.
 //!
-//! One listener per BMC address (clients see distinct BMCs), one process for all of them. Requests are
+//! One address per BMC (clients see distinct BMCs), one listener and one process for all of them
+//! (`crate::listen` routes each connection by its local address). Requests are
 //! dispatched by hand on path segments rather than through a per-BMC router: the resource ids differ per
 //! flavor, and one shared dispatcher keeps 1,000 BMCs cheap. Connections are plain HTTP/1.1 with keep-alive
 //! over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
@@ -79,7 +80,8 @@ pub struct RedfishBmc {
     addr: IpAddr,
     session_limit: usize,
     sessions: Mutex<Sessions>,
-    tls: Mutex<Tls>,
+    /// Made on the first connection (a key pair per BMC would make 100,000 BMCs slow to start).
+    tls: Mutex<Option<Tls>>,
     events: events::EventState,
 }
 
@@ -95,34 +97,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl RedfishBmc {
     pub fn new(host: Arc<Host>, addr: IpAddr) -> Result<Arc<RedfishBmc>, TlsError> {
-        let (config, cert) = tls::server_config(host.name(), addr)?;
         let flavor = Flavor::get(host.bmc_config().flavor);
         Ok(Arc::new(RedfishBmc {
             flavor,
             addr,
             session_limit: host.bmc_config().session_limit,
             sessions: Mutex::new(Sessions::default()),
-            tls: Mutex::new(Tls { generation: host.bmc().cert_generation(), config, cert }),
+            tls: Mutex::new(None),
             events: events::EventState::default(),
             host,
         }))
     }
 
-    /// The certificate currently served (DER), e.g. for a test that pins it.
+    /// The certificate currently served (DER), e.g. for a test that pins it (made now if it was not yet).
     pub fn certificate(&self) -> CertificateDer<'static> {
-        self.tls_config().1
+        self.tls_config().map(|t| t.1).unwrap_or_else(|| CertificateDer::from(Vec::new()))
     }
 
-    fn tls_config(&self) -> (Arc<ServerConfig>, CertificateDer<'static>) {
+    fn tls_config(&self) -> Option<(Arc<ServerConfig>, CertificateDer<'static>)> {
         let want = self.host.bmc().cert_generation();
         let mut t = lock(&self.tls);
-        if t.generation != want {
+        if t.as_ref().is_none_or(|t| t.generation != want) {
             match tls::server_config(self.host.name(), self.addr) {
-                Ok((config, cert)) => *t = Tls { generation: want, config, cert },
-                Err(e) => tracing::warn!(bmc = self.host.name(), error = %e, "certificate change failed"),
+                Ok((config, cert)) => *t = Some(Tls { generation: want, config, cert }),
+                Err(e) => tracing::warn!(bmc = self.host.name(), error = %e, "certificate generation failed"),
             }
         }
-        (t.config.clone(), t.cert.clone())
+        t.as_ref().map(|t| (t.config.clone(), t.cert.clone()))
     }
 
     /// Number of open Redfish sessions.
@@ -163,7 +164,13 @@ impl RedfishBmc {
     }
 }
 
-/// Accepts connections for one BMC until `cancel` fires. Connection tasks stop with it too.
+/// Serves one accepted connection (the fleet's shared listener hands each one to its BMC).
+pub(crate) async fn serve_connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
+    connection(tcp, bmc).await;
+}
+
+/// Accepts connections for one BMC on a listener of its own until `cancel` fires. Connection tasks stop
+/// with it too.
 pub async fn serve(listener: TcpListener, bmc: Arc<RedfishBmc>, cancel: CancellationToken) {
     loop {
         let tcp = tokio::select! {
@@ -211,7 +218,8 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
     }
     let _ = tcp.set_nodelay(true);
     let peer = tcp.peer_addr().ok();
-    let acceptor = tokio_rustls::TlsAcceptor::from(bmc.tls_config().0);
+    let Some((config, _)) = bmc.tls_config() else { return };
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         _ => return,
