@@ -450,7 +450,7 @@ impl Fleet {
         let mut tasks = JoinSet::new();
         let mut endpoints = Vec::new();
         let mut devices = Devices::default();
-        let mut listeners = Listeners::default();
+        let mut listeners = Listeners::for_fleet(spec.servers.len());
 
         for s in &spec.servers {
             let gpus = if s.role == Role::GpuNode.as_str() {

@@ -150,7 +150,14 @@ struct TcpGroup {
 pub(crate) struct Listeners {
     udp: Vec<UdpGroup>,
     tcp: Vec<TcpGroup>,
+    /// Share one wildcard socket per port. Off for small fleets: a wildcard socket on a port makes every
+    /// later bind of a single address on that port fail, so two small simulators on the same port offset
+    /// (parallel tests, each on its own loopback addresses) could not run side by side.
+    share: bool,
 }
+
+/// Fleets with more BMCs than this share one socket per port and protocol.
+pub(crate) const SHARE_ABOVE: usize = 64;
 
 impl std::fmt::Debug for Listeners {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -190,13 +197,18 @@ fn tcp_listener(addr: SocketAddr, lo: bool) -> io::Result<TcpListener> {
 }
 
 impl Listeners {
+    /// Listeners for a fleet of `bmcs` BMCs: shared sockets above [`SHARE_ABOVE`].
+    pub fn for_fleet(bmcs: usize) -> Listeners {
+        Listeners { share: bmcs > SHARE_ABOVE, ..Listeners::default() }
+    }
+
     /// Routes the datagrams for `addr` to the service `make` builds for the port bound; returns that port.
     pub fn udp(
         &mut self,
         addr: SocketAddr,
         make: impl FnOnce(u16) -> Arc<dyn DatagramService>,
     ) -> io::Result<u16> {
-        if let Some((key, ip)) = group_key(addr) {
+        if let Some((key, ip)) = group_key(addr).filter(|_| self.share) {
             if let Some(g) = self.udp.iter_mut().find(|g| g.key == Some(key) && !g.routes.contains_key(&ip)) {
                 let port = g.socket.local_addr()?.port();
                 g.routes.insert(ip, make(port));
@@ -231,7 +243,7 @@ impl Listeners {
 
     /// Routes the connections made to `addr` to `handler`; returns the port it listens on.
     pub fn tcp(&mut self, addr: SocketAddr, handler: StreamHandler) -> io::Result<u16> {
-        if let Some((key, ip)) = group_key(addr) {
+        if let Some((key, ip)) = group_key(addr).filter(|_| self.share) {
             let ip = IpAddr::V4(ip);
             if let Some(g) = self.tcp.iter_mut().find(|g| g.key == Some(key) && !g.routes.contains_key(&ip)) {
                 g.routes.insert(ip, handler);
