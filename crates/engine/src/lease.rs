@@ -150,8 +150,10 @@ fn this_host() -> String {
 }
 
 /// Whether a holder named by [`holder_name`] is a process on this host that no longer exists. Another
-/// host's holder, or a name we cannot read, is never presumed dead: only its expiry frees it.
-fn holder_is_dead_here(holder: &str) -> bool {
+/// host's holder, or a name we cannot read, is never presumed dead: only its expiry frees it. Also used
+/// by the server's replica membership and work claims (a restarted server takes its own dead
+/// predecessor's work at once instead of after the expiry).
+pub fn holder_is_dead_here(holder: &str) -> bool {
     let Some(rest) = holder.rsplit_once(" (pid ").map(|(_, r)| r) else { return false };
     let Some((pid, rest)) = rest.split_once(" on ") else { return false };
     let Some((host, _)) = rest.split_once(") #") else { return false };

@@ -12,6 +12,8 @@
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
 //!   they see into fault records, [`policy`] decides which runbook answers each (a [`policy::FaultResponder`]
 //!   carries it out), [`webhook`] tells the outside.
+//! - [`replica`]: several replicas on one PostgreSQL database: membership, and work claimed with fencing
+//!   (backup slots, console loggers, runbook runs) so each runs in exactly one place.
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop.
 //! - [`client`]: the CLI's `--server URL` mode.
 //! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
@@ -27,6 +29,7 @@ pub mod live;
 pub mod metrics;
 pub mod openapi;
 pub mod policy;
+pub mod replica;
 pub mod scheduler;
 pub mod serve;
 pub mod state;

@@ -69,7 +69,7 @@ pub async fn state(
         .unwrap_or(Duration::from_secs(12 * 3600));
     Ok(AppState(Arc::new(Inner {
         base: Arc::new(base),
-        store,
+        store: store.clone(),
         consoles,
         metrics: Default::default(),
         limiter: Default::default(),
@@ -80,6 +80,7 @@ pub async fn state(
         ready: Default::default(),
         fleet_list: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
+        replica: Arc::new(crate::replica::Replica::new(store)),
     })))
 }
 
@@ -217,6 +218,7 @@ pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
         jobs.abort_all();
     }
     st.consoles.shutdown().await;
+    st.replica.leave().await;
     st.base.close().await;
     tracing::info!("stopped");
 }

@@ -55,6 +55,8 @@ pub struct Inner {
     pub fleet_list: crate::api::devices::FleetCache,
     /// Carries out the fault policy's decisions (the runbook executor, once installed).
     pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
+    /// This process as one of the replicas sharing the store (membership, work claims).
+    pub replica: Arc<crate::replica::Replica>,
 }
 
 impl std::ops::Deref for AppState {

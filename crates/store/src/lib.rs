@@ -14,6 +14,7 @@ mod leases;
 mod open;
 mod pins;
 mod records;
+mod replicas;
 mod runs;
 mod users;
 
@@ -25,6 +26,7 @@ pub use leases::{LeaseAttempt, LeaseRow, RequestRow};
 pub use open::{Backend, Store};
 pub use pins::PinKind;
 pub use records::{ConfigVersionRow, ConsoleLogRow};
+pub use replicas::{ReplicaRow, WorkClaim, WorkRow};
 pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
 pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
