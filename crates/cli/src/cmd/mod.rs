@@ -5,6 +5,7 @@ mod backup;
 pub mod bmc;
 mod console;
 mod demo;
+mod demo_replicas;
 pub mod inventory;
 mod remote;
 pub mod runbook;

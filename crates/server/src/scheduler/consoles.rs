@@ -52,8 +52,11 @@ pub async fn run(s: AppState) {
                     if let Some(prev) = lease.previous() {
                         tracing::info!(console = %name, holder = %prev.holder, "taking over a console logger");
                     }
+                    // Taken from a holder that died or hung: its SOL session may still be open on the
+                    // BMC (until the BMC's own timeout), so ours takes the payload over.
+                    let steal = lease.previous().is_some();
                     let (st, n) = (s.clone(), name.clone());
-                    let task = tokio::spawn(async move { keep_open(&st, &n).await });
+                    let task = tokio::spawn(async move { keep_open(&st, &n, steal).await });
                     held.insert(name.clone(), (lease, task));
                 }
                 Ok(None) => {}
@@ -73,7 +76,7 @@ pub async fn run(s: AppState) {
     }
 }
 
-async fn keep_open(s: &AppState, name: &str) {
+async fn keep_open(s: &AppState, name: &str, steal: bool) {
     let mut pause = Duration::from_secs(2);
     loop {
         match s.base.sol_transport(name).await {
@@ -82,7 +85,7 @@ async fn keep_open(s: &AppState, name: &str) {
                     tracing::warn!(console = %name, "not logged: {}", lifeline_engine::error_chain(&e));
                     return;
                 }
-                match s.consoles.start(name, false).await {
+                match s.consoles.start(name, steal).await {
                     Ok(_) => {
                         tracing::debug!(console = %name, "logging");
                         return;
