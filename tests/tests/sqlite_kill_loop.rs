@@ -89,7 +89,7 @@ fn sigkill_a_sqlite_server_at_random_moments_loses_and_tears_nothing() {
                 let h = [("Cookie", cookie.as_str()), ("X-CSRF-Token", csrf.as_str())];
                 let hk = [h[0], h[1], ("Idempotency-Key", key.as_str())];
                 acked.lock().unwrap().attempts += 1;
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     let _ = sim.lifeline(&[
                         "sim",
                         "fault",

@@ -1,10 +1,11 @@
 //! Replica membership and work ownership on both backends: one claimer of a unit of work wins, a done unit
 //! is never claimed again (each backup slot runs once), an expired claim is taken over with a higher fence
-//! and its old holder can neither renew nor finish it, and concurrent orphan scans split the orphans.
+//! and its old holder can neither renew nor finish it, concurrent orphan scans split the orphans, and a
+//! config version recorded under a lost lease is refused.
 
 use std::collections::BTreeSet;
 
-use lifeline_store::{Store, WorkClaim};
+use lifeline_store::{LeaseAttempt, Store, StoreError, WorkClaim};
 use lifeline_test_utils::{TestDatabase, postgres_url};
 use serde_json::json;
 
@@ -87,6 +88,46 @@ async fn work_suite(store: &Store) {
     assert_eq!(store.work_with_prefix("slot:o@").await.unwrap().len(), 40);
     assert_eq!(store.work_with_prefix("slot:").await.unwrap().len(), 41);
     assert_eq!(store.prune_done_work("slot:", lifeline_store::now_ms() + 1).await.unwrap(), 1);
+
+    // A config version recorded under a lease: only while that lease is still the holder's.
+    let LeaseAttempt::Acquired { lease: l1, .. } =
+        store.try_lease("leaf", "paused", "r1", "backup.run", -1).await.unwrap()
+    else {
+        panic!("free lease not taken")
+    };
+    let blob = "a".repeat(64);
+    let err = store
+        .record_config_version_fenced("leaf", "sonic", &blob, 1, 1, false, Some(("leaf", "paused", l1.fence)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "an expired lease wrote: {err}");
+    let LeaseAttempt::Acquired { lease: l2, .. } =
+        store.try_lease("leaf", "alive", "r2", "backup.run", 60_000).await.unwrap()
+    else {
+        panic!("expired lease not taken over")
+    };
+    let v = store
+        .record_config_version_fenced("leaf", "sonic", &blob, 1, 1, false, Some(("leaf", "alive", l2.fence)))
+        .await
+        .unwrap();
+    assert_eq!(v.version, 1);
+    let blob2 = "b".repeat(64);
+    assert!(
+        store
+            .record_config_version_fenced(
+                "leaf",
+                "sonic",
+                &blob2,
+                1,
+                2,
+                false,
+                Some(("leaf", "paused", l1.fence))
+            )
+            .await
+            .is_err(),
+        "the old holder wrote after losing the lease"
+    );
+    assert_eq!(store.config_versions("leaf").await.unwrap().len(), 1);
 
     // Membership: heartbeats, expiry, leave.
     store.replica_heartbeat("a", &json!({"listen": "x"}), 60_000).await.unwrap();
