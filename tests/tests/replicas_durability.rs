@@ -304,5 +304,5 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
 #[test]
 #[ignore = "TODO(issue 14): runbooks are not wired into the server on this branch yet"]
 fn a_runbook_step_of_a_killed_replica_is_resumed_once_by_another() {
-    unimplemented!("needs the server's runbook executor and its resume loop");
+    panic!("TODO(issue 14): needs the server's runbook executor and its resume loop");
 }
