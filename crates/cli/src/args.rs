@@ -455,6 +455,9 @@ pub struct DemoArgs {
     /// port when that one is taken.
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_server")]
     pub listen: Option<String>,
+    /// Start N server replicas sharing the work (needs `--database-url postgres://…`).
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "no_server")]
+    pub replicas: usize,
 }
 
 #[derive(Debug, Subcommand)]

@@ -113,15 +113,18 @@ impl VersionIndex for StoreIndex {
         taken_at: chrono::DateTime<Utc>,
         raw_sealed: bool,
     ) -> Result<VersionRecord, IndexError> {
+        // Under the action's lease (a backup run): recorded only while that lease is still ours.
+        let fence = crate::lease::current_fence();
         let row = self
             .0
-            .record_config_version(
+            .record_config_version_fenced(
                 device.as_str(),
                 platform.as_str(),
                 blob.as_str(),
                 i64::try_from(size).unwrap_or(i64::MAX),
                 taken_at.timestamp_millis(),
                 raw_sealed,
+                fence.as_ref().map(|f| (f.target.as_str(), f.holder.as_str(), f.fence)),
             )
             .await
             .map_err(ie("recording a config version"))?;

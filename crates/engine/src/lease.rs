@@ -138,6 +138,29 @@ impl Leases {
     }
 }
 
+/// The lease an action runs under, as the writes that must be fenced see it (the config version a
+/// backup records): set for the action's future by [`run_fenced`], read by [`current_fence`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub target: String,
+    pub holder: String,
+    pub fence: i64,
+}
+
+tokio::task_local! {
+    static CURRENT_FENCE: Fence;
+}
+
+/// Runs `f` with `fence` as the lease its fenced writes must still hold.
+pub async fn run_fenced<F: std::future::Future>(fence: Fence, f: F) -> F::Output {
+    CURRENT_FENCE.scope(fence, f).await
+}
+
+/// The lease the running action holds, if it runs under one.
+pub fn current_fence() -> Option<Fence> {
+    CURRENT_FENCE.try_with(Clone::clone).ok()
+}
+
 /// This process's holder name: `ACTOR (pid PID on HOST) #TAG`.
 pub fn holder_name(actor: &str) -> String {
     let host = this_host();
@@ -150,8 +173,10 @@ fn this_host() -> String {
 }
 
 /// Whether a holder named by [`holder_name`] is a process on this host that no longer exists. Another
-/// host's holder, or a name we cannot read, is never presumed dead: only its expiry frees it.
-fn holder_is_dead_here(holder: &str) -> bool {
+/// host's holder, or a name we cannot read, is never presumed dead: only its expiry frees it. Also used
+/// by the server's replica membership and work claims (a restarted server takes its own dead
+/// predecessor's work at once instead of after the expiry).
+pub fn holder_is_dead_here(holder: &str) -> bool {
     let Some(rest) = holder.rsplit_once(" (pid ").map(|(_, r)| r) else { return false };
     let Some((pid, rest)) = rest.split_once(" on ") else { return false };
     let Some((host, _)) = rest.split_once(") #") else { return false };
@@ -248,6 +273,15 @@ impl LeaseGuard {
     /// The fencing token: grows with every new holder of the target.
     pub fn fence(&self) -> i64 {
         self.lease.fence
+    }
+
+    /// The target, holder and token, for [`run_fenced`].
+    pub fn fence_token(&self) -> Fence {
+        Fence {
+            target: self.lease.target.clone(),
+            holder: self.lease.holder.clone(),
+            fence: self.lease.fence,
+        }
     }
 
     /// Whether the lease was lost while held (another holder may act now).

@@ -14,6 +14,8 @@
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
 //!   they see into fault records, [`policy`] decides which runbook answers each (a [`policy::FaultResponder`]
 //!   carries it out), [`webhook`] tells the outside.
+//! - [`replica`]: several replicas on one PostgreSQL database: membership, and work claimed with fencing
+//!   (backup slots, console loggers, runbook runs) so each runs in exactly one place.
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop;
 //!   [`sdnotify`]: readiness and watchdog for systemd's `Type=notify`.
 //! - [`client`]: the CLI's `--server URL` mode.
@@ -31,6 +33,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod origin;
 pub mod policy;
+pub mod replica;
 pub mod runbooks;
 pub mod scheduler;
 pub mod sdnotify;

@@ -48,6 +48,8 @@ pub struct Metrics {
     pub console_viewers: AtomicU64,
     pub open_faults: AtomicU64,
     pub webhook_failures: AtomicU64,
+    /// Live replicas sharing the store, as seen at this replica's last heartbeat.
+    pub replicas: AtomicU64,
 }
 
 impl Metrics {
@@ -122,6 +124,13 @@ impl Metrics {
             "Webhook deliveries that failed every retry.",
             "counter",
             &self.webhook_failures,
+        );
+        g(
+            &mut o,
+            "lifeline_replicas",
+            "Live replicas sharing the store (this one included).",
+            "gauge",
+            &self.replicas,
         );
         o
     }

@@ -89,45 +89,90 @@ pub fn spawn_drive(s: &AppState, id: &str) {
     let again = Arc::new(AtomicBool::new(false));
     let (st, run, more) = (s.clone(), id.to_owned(), again.clone());
     let task = tokio::spawn(async move {
+        // One replica drives a run: the claim on its work key (a live holder elsewhere keeps it; a dead
+        // one's is taken over). The claim renews itself while held and is checked between drives.
+        let claim = match st.replica.claim(&crate::replica::run_key(&run)).await {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                tracing::debug!(%run, "another replica drives this run");
+                st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&run);
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(%run, "cannot claim the run: {e}");
+                st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&run);
+                return;
+            }
+        };
+        let mut last = None;
         loop {
             more.store(false, Ordering::SeqCst);
-            drive_once(&st, &run).await;
+            if !claim.still_held().await {
+                tracing::warn!(%run, "the run's claim was lost; another replica drives it");
+                break;
+            }
+            last = drive_once(&st, &run).await;
             let mut driving = st.runbooks.driving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if !more.load(Ordering::SeqCst) || st.runbooks.stop.load(Ordering::Relaxed) {
                 driving.remove(&run);
-                return;
+                break;
             }
+        }
+        // A run that ended is done for every replica; one that waits (approval) or stopped is given back,
+        // so whichever replica gets the approval, or the next to start, drives it.
+        match last.as_deref() {
+            Some("succeeded" | "failed" | "escalated" | "aborted" | "refused") => {
+                let _ = claim.finish(last.as_deref().unwrap_or_default()).await;
+            }
+            _ => claim.release().await,
         }
     });
     driving.insert(id.to_owned(), Driving { task: task.abort_handle(), again });
 }
 
-async fn drive_once(st: &AppState, run: &str) {
+/// Drives a run once; its state afterwards when known.
+async fn drive_once(st: &AppState, run: &str) -> Option<String> {
     let x = st.runbooks.executor(st.engine_as("server"));
     match x.resume(run).await {
         Ok(v) => {
             tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
             if v.state != "running" {
-                crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": v }));
+                crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": &v }));
             }
+            Some(v.state.to_string())
         }
-        Err(e) => tracing::warn!(%run, "runbook run: {}", e.chain()),
+        Err(e) => {
+            tracing::warn!(%run, "runbook run: {}", e.chain());
+            None
+        }
     }
 }
 
-/// On start: continue every run a previous process left `running` (killed, or stopped mid-run).
+/// On start, and then every heartbeat: continue every run left `running` that no live replica drives (a
+/// previous process of this server killed or stopped mid-run, or another replica that died). A run a live
+/// replica holds is skipped by the claim in [`spawn_drive`].
 pub fn resume_interrupted(s: &AppState) {
     let st = s.clone();
     tokio::spawn(async move {
-        let x = st.runbooks.executor(st.engine_as("server"));
-        match x.interrupted_runs().await {
-            Ok(ids) => {
-                for id in ids {
-                    tracing::info!(run = %id, "resuming an interrupted runbook run");
-                    spawn_drive(&st, &id);
+        loop {
+            let x = st.runbooks.executor(st.engine_as("server"));
+            match x.interrupted_runs().await {
+                Ok(ids) => {
+                    let driving = st.runbooks.driving_ids();
+                    for id in ids.into_iter().filter(|id| !driving.contains(id)) {
+                        tracing::debug!(run = %id, "an interrupted runbook run: claiming it");
+                        spawn_drive(&st, &id);
+                    }
                 }
+                Err(e) => tracing::warn!("cannot list interrupted runbook runs: {}", e.chain()),
             }
-            Err(e) => tracing::warn!("cannot list interrupted runbook runs: {}", e.chain()),
+            tokio::select! {
+                _ = tokio::time::sleep(crate::replica::HEARTBEAT) => {}
+                _ = st.shutdown.cancelled() => return,
+            }
+            if st.runbooks.stop.load(Ordering::Relaxed) {
+                return;
+            }
         }
     });
 }

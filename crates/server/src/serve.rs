@@ -74,7 +74,7 @@ pub async fn state(
         .unwrap_or(Duration::from_secs(12 * 3600));
     Ok(AppState(Arc::new(Inner {
         base: Arc::new(base),
-        store,
+        store: store.clone(),
         consoles,
         metrics: Default::default(),
         limiter: Default::default(),
@@ -86,6 +86,7 @@ pub async fn state(
         fleet_list: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
         runbooks: Default::default(),
+        replica: Arc::new(crate::replica::Replica::new(store)),
     })))
 }
 
@@ -228,6 +229,7 @@ pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
         jobs.abort_all();
     }
     st.consoles.shutdown().await;
+    st.replica.leave().await;
     st.base.close().await;
     tracing::info!("stopped");
 }

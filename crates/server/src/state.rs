@@ -57,6 +57,8 @@ pub struct Inner {
     pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
     /// The runbook runs this process drives in the background.
     pub runbooks: crate::runbooks::Runner,
+    /// This process as one of the replicas sharing the store (membership, work claims).
+    pub replica: Arc<crate::replica::Replica>,
 }
 
 impl std::ops::Deref for AppState {

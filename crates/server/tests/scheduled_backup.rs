@@ -69,9 +69,17 @@ async fn scheduled_backup_runs_at_its_slot_and_missed_slots_once() {
     let runs = rows.iter().filter(|r| r.entry.actor == "scheduler" && r.entry.outcome == "started").count();
     assert_eq!(runs, 2, "two runs, audited as the scheduler: {rows:?}");
 
-    // Killed in the middle of the 00:06 slot (started marked, done not): the next start runs it once more.
+    // Killed in the middle of the 00:06 slot (claimed by a process now dead, started marked, done not):
+    // the next start runs it once more.
     let job = "backup:leaf:* * * * *";
     let slot = Utc.with_ymd_and_hms(2026, 1, 1, 0, 6, 0).unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+    let dead = format!("server (pid {pid} on {host}) #dead00");
+    let key = lifeline_server::scheduler::backups::slot_key(job, slot.timestamp_millis());
+    st.store.claim_work(&key, &dead, 600_000).await.unwrap();
     st.store.schedule_mark(job, slot.timestamp_millis()).await.unwrap();
     *clock.0.lock().unwrap() = slot + chrono::Duration::seconds(10);
     let mut after_crash = BackupScheduler::default();

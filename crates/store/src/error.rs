@@ -56,6 +56,8 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    #[error("the lease on {target} (fence {fence}) was lost before the write: another holder acts on it now")]
+    Fenced { target: String, fence: i64 },
     #[error("stored JSON for `{op}` is invalid")]
     Json {
         op: &'static str,

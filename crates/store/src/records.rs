@@ -73,6 +73,33 @@ impl Store {
         fetched_at_ms: i64,
         raw_sealed: bool,
     ) -> Result<ConfigVersionRow, StoreError> {
+        self.record_config_version_fenced(
+            device,
+            platform,
+            blob_sha256,
+            size,
+            fetched_at_ms,
+            raw_sealed,
+            None,
+        )
+        .await
+    }
+
+    /// [`Store::record_config_version`] under a lease: the row is inserted only if the lease on
+    /// `fence.0` is still held by `fence.1` with token `fence.2` and unexpired, in the same statement, so
+    /// a holder that was paused past its expiry (another replica took the switch) records nothing and
+    /// gets [`StoreError::Fenced`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_config_version_fenced(
+        &self,
+        device: &str,
+        platform: &str,
+        blob_sha256: &str,
+        size: i64,
+        fetched_at_ms: i64,
+        raw_sealed: bool,
+        fence: Option<(&str, &str, i64)>,
+    ) -> Result<ConfigVersionRow, StoreError> {
         let mut attempt = 0;
         loop {
             let q = self.sql("SELECT COALESCE(MAX(version), 0) AS v FROM config_versions WHERE device = ?");
@@ -96,11 +123,16 @@ impl Store {
                 }
                 return Ok(latest);
             }
-            let q = self.sql(
-                "INSERT INTO config_versions (device, version, blob_sha256, normalized_sha256, size, platform, \
-                 fetched_at, raw_sealed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            );
-            let res = sqlx::query(&q)
+            let insert = "INSERT INTO config_versions (device, version, blob_sha256, normalized_sha256, size, \
+                          platform, fetched_at, raw_sealed)";
+            let q = match fence {
+                None => self.sql(&format!("{insert} VALUES (?, ?, ?, ?, ?, ?, ?, ?)")),
+                Some(_) => self.sql(&format!(
+                    "{insert} SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM leases \
+                     WHERE target = ? AND holder = ? AND fence = ? AND expires_at >= ?)"
+                )),
+            };
+            let mut query = sqlx::query(&q)
                 .bind(device.to_owned())
                 .bind(next)
                 .bind(blob_sha256.to_owned())
@@ -108,10 +140,17 @@ impl Store {
                 .bind(size)
                 .bind(platform.to_owned())
                 .bind(fetched_at_ms)
-                .bind(i64::from(raw_sealed))
-                .execute(&self.pool)
-                .await;
+                .bind(i64::from(raw_sealed));
+            if let Some((target, holder, token)) = fence {
+                query =
+                    query.bind(target.to_owned()).bind(holder.to_owned()).bind(token).bind(crate::now_ms());
+            }
+            let res = query.execute(&self.pool).await;
             match res {
+                Ok(done) if done.rows_affected() == 0 => {
+                    let (target, _, token) = fence.unwrap_or_default();
+                    return Err(StoreError::Fenced { target: target.to_owned(), fence: token });
+                }
                 Ok(_) => {
                     return Ok(ConfigVersionRow {
                         device: device.to_owned(),

@@ -66,3 +66,36 @@ impl Drop for TestDatabase {
         .join();
     }
 }
+
+/// Runs `sql` on `url` and returns every row's columns as text (the query casts them: `fence::text`),
+/// for tests that check the store's tables directly (which replica holds what).
+pub fn pg_text_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+    use sqlx::Row;
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let mut conn = PgConnection::connect(&url).await.expect("connect to test PostgreSQL");
+            let rows = sqlx::query(&sql).fetch_all(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let _ = conn.close().await;
+            rows.iter()
+                .map(|r| {
+                    (0..r.len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect()
+                })
+                .collect()
+        })
+    })
+    .join()
+    .expect("query thread")
+}
+
+/// [`TestDatabase::create`] from a test without a runtime.
+pub fn create_database_blocking(admin_url: &str) -> TestDatabase {
+    let admin = admin_url.to_owned();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(TestDatabase::create(&admin))
+    })
+    .join()
+    .expect("create database thread")
+}

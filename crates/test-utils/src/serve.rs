@@ -34,8 +34,8 @@ impl ServeProcess {
         Self::start_args(sim, config, &[])
     }
 
-    /// Like [`ServeProcess::start_with`], with more `lifeline serve` arguments (e.g. where runbook runs
-    /// find Slurm and the simulator's node state: `--slurm-conf F --node-state DIR`).
+    /// Like [`ServeProcess::start_with`], with more `lifeline serve` arguments (`--slurm-conf F
+    /// --node-state DIR` for runbook runs, `--database-url URL` for a replica on PostgreSQL).
     pub fn start_args(sim: &SimProcess, config: &str, extra: &[&str]) -> ServeProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
@@ -63,7 +63,35 @@ impl ServeProcess {
     }
 }
 
-fn healthz_ok(addr: &str) -> bool {
+impl ServeProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGSTOP: the process stays, frozen (a paused VM, a long GC pause, a stalled host).
+    pub fn pause(&self) {
+        self.signal(nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    /// SIGCONT after [`ServeProcess::pause`].
+    pub fn resume(&self) {
+        self.signal(nix::sys::signal::Signal::SIGCONT);
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, signal).expect("signal lifeline serve");
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `/healthz` answers 200 at `addr`.
+pub fn healthz_ok(addr: &str) -> bool {
     let Ok(mut s) = std::net::TcpStream::connect(addr) else { return false };
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     if write!(s, "GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n").is_err() {
@@ -75,11 +103,17 @@ fn healthz_ok(addr: &str) -> bool {
 
 /// `lifeline user add NAME --role ROLE --password-stdin` on the simulator's data directory.
 pub fn add_user(sim: &SimProcess, name: &str, role: &str, password: &str) {
+    add_user_args(sim, name, role, password, &[])
+}
+
+/// The same with extra arguments (`--database-url URL`).
+pub fn add_user_args(sim: &SimProcess, name: &str, role: &str, password: &str, extra: &[&str]) {
     let mut add = Command::new(lifeline_bin())
         .args(["user", "add", name, "--role", role, "--password-stdin", "--inventory"])
         .arg(&sim.inventory)
         .arg("--data-dir")
         .arg(&sim.data)
+        .args(extra)
         .envs(sim.env().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

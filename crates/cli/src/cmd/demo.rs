@@ -40,6 +40,7 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
     if g.inventory.is_none() {
         g.inventory = Some(crate::bin_relative_example());
     }
+    crate::cmd::demo_replicas::check(a.replicas, g.database_url.as_deref())?;
     let inv = inventory::load(&g)?;
     // The demo keeps its own store unless one is named, so it never mixes with a real cluster's state;
     // that temporary one is removed on the way out.
@@ -85,9 +86,17 @@ async fn drive(
         let banner = format!("server: {} — user admin, one-time password {password}", running.url);
         (l, Some(running), Some(banner))
     };
-    let view = View { server: server.as_ref().map(|r| &r.state), banner: banner.as_deref() };
+    let more = match &server {
+        Some(first) if a.replicas > 1 => crate::cmd::demo_replicas::start_more(first, a.replicas).await?,
+        _ => Vec::new(),
+    };
+    let urls: Vec<String> = server.iter().chain(&more).map(|r| r.url.clone()).collect();
+    let view = View { server: server.as_ref().map(|r| &r.state), banner: banner.as_deref(), urls: &urls };
     let res = sweep_loop(g, a, inv, fleet, &l, view).await;
     l.close().await;
+    for r in more {
+        let _ = r.stop().await;
+    }
     if let Some(r) = server {
         let _ = r.stop().await;
     }
@@ -191,6 +200,9 @@ async fn sweep_loop(
             if let Some(b) = view.banner {
                 outln!("{b}");
             }
+            if let Some(st) = server.filter(|_| view.urls.len() > 1) {
+                outln!("{}", crate::cmd::demo_replicas::status_line(st, view.urls).await);
+            }
             outln!("{}", sweep_table(&rows));
             if server.is_some() {
                 outln!("open faults: {}", faults.len());
@@ -220,6 +232,8 @@ struct View<'a> {
     server: Option<&'a lifeline_server::AppState>,
     /// URL and the one-time admin password, repeated on every refresh (the screen is cleared).
     banner: Option<&'a str>,
+    /// Every replica's URL (`--replicas`).
+    urls: &'a [String],
 }
 
 /// The demo's scratch directory (store, credential files), removed when the demo ends however it ends.

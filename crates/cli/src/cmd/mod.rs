@@ -8,6 +8,7 @@ pub mod bmcops;
 mod console;
 pub mod db;
 mod demo;
+mod demo_replicas;
 pub mod inventory;
 mod remote;
 pub mod runbook;

@@ -171,7 +171,8 @@ impl Lifeline {
                 return Err(e);
             }
         };
-        let result = f(request_id.clone()).await;
+        // Writes that must not happen after the lease is lost (a config version) check this token.
+        let result = crate::lease::run_fenced(guard.fence_token(), f(request_id.clone())).await;
         let stored = match &result {
             Ok(v) => serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
             Err(e) => serde_json::json!({ "error": e.chain(), "class": e.class() }),

@@ -1,15 +1,22 @@
 //! Scheduled switch backups: every `[[backup-schedule]]` entry, per switch, at its cron slot plus the
-//! switch's stable jitter, with retries and backoff. The newest slot started and the newest slot finished
-//! are kept in the store per (switch, cron), so a restart after downtime runs a missed slot once — not once
-//! per missed slot —, a slot the server was killed in the middle of (or stopped during its backoff) runs
-//! again once on restart (a backup is idempotent: the same config stores no second version), and a first
-//! start does not run slots from before it.
+//! switch's stable jitter, with retries and backoff. The newest slot started is kept per (switch, cron),
+//! and each slot is a unit of work claimed in the store (`slot:JOB@SLOT_MS`, see [`crate::replica`]) and
+//! marked done once, so:
+//! - with several replicas on one database, each slot is run by exactly one of them;
+//! - a restart after downtime runs a missed slot once — not once per missed slot —, and a first start
+//!   does not run slots from before it;
+//! - a slot whose runner died in the middle (killed, or stopped during its backoff) is taken over once:
+//!   at once by a restart on the same host (the holder's process is gone), after the claim's expiry by
+//!   another replica; its interrupted run is audited. A backup is idempotent (the same config stores no
+//!   second version), so a slot finished by the dead runner just before it died repeats nothing;
+//! - a replica paused past the claim's expiry finds the slot taken at its next attempt (the fencing check)
+//!   and can no longer mark it done.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use lifeline_engine::EngineError;
+use lifeline_engine::{AuditService, EngineError, Outcome};
 use lifeline_netcfg::schedule::{RetryPolicy, Schedule};
 
 use crate::state::AppState;
@@ -20,7 +27,11 @@ pub struct BackupScheduler {
     failures: HashMap<String, u32>,
     /// Base delay between retries (tests shorten it).
     pub retry_base: Option<Duration>,
+    pruned: Option<Instant>,
 }
+
+/// How long finished slots are kept in the store (for `exactly once` audits), pruned hourly.
+const SLOT_RETENTION_MS: i64 = 30 * 24 * 3_600_000;
 
 /// One switch's due run.
 #[derive(Debug, Clone)]
@@ -35,19 +46,27 @@ fn job_key(switch: &str, cron: &str) -> String {
     format!("backup:{switch}:{cron}")
 }
 
-/// The newest slot whose run ended (ok or out of retries); behind the started one after a crash.
-fn done_key(job: &str) -> String {
-    format!("{job}:done")
+/// The unit of work of one slot of one job (claimed once, done once).
+pub fn slot_key(job: &str, slot_ms: i64) -> String {
+    format!("slot:{job}@{slot_ms}")
 }
 
 impl BackupScheduler {
-    /// Runs whatever is due at the clock's now; returns how many switches were backed up (ok or not).
+    /// Runs whatever is due at the clock's now and not claimed by another replica; returns how many
+    /// switches this replica backed up (ok or not).
     pub async fn tick(&mut self, s: &AppState) -> Result<usize, EngineError> {
         let now = s.clock.now();
         let due = self.due(s, now).await?;
-        let n = due.len();
+        let mut n = 0;
         for d in due {
-            self.run(s, d).await;
+            n += usize::from(self.run(s, d).await);
+        }
+        if self.pruned.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
+            self.pruned = Some(Instant::now());
+            let before = lifeline_store::now_ms() - SLOT_RETENTION_MS;
+            if let Err(e) = s.store.prune_done_work("slot:backup:", before).await {
+                tracing::warn!("pruning old backup slots: {e}");
+            }
         }
         Ok(n)
     }
@@ -75,19 +94,16 @@ impl BackupScheduler {
                 let name = d.name.to_string();
                 let job = job_key(&name, &e.cron);
                 let Some(started) = s.store.schedule_last(&job).await? else {
-                    // First sight of this job: start counting from now.
-                    s.store.schedule_mark(&job, now.timestamp_millis()).await?;
-                    s.store.schedule_mark(&done_key(&job), now.timestamp_millis()).await?;
+                    // First sight of this job: start counting from now (the first replica's mark stays).
+                    s.store.schedule_init(&job, now.timestamp_millis()).await?;
                     continue;
                 };
-                // No `done` mark (a data dir from before it existed) counts as finished.
-                let done = s.store.schedule_last(&done_key(&job)).await?.unwrap_or(started);
                 let Some(last) = DateTime::from_timestamp_millis(started) else { continue };
                 let Ok(mut slot) = sched.next_run(last, &name) else { continue };
                 if slot > now {
-                    if done < started {
-                        // Interrupted mid-run (killed, or stopped during a retry's backoff): once more.
-                        tracing::info!(switch = %name, slot = %last, "resuming an interrupted scheduled backup");
+                    // The newest slot claimed but not done: its runner died or is still at it (then the
+                    // claim in `run` fails and nothing happens).
+                    if s.store.work(&slot_key(&job, started)).await?.is_some_and(|w| w.done_at_ms.is_none()) {
                         out.push(Due { job, switch: name, slot: last, retries: e.retries.max(1) });
                     }
                     continue;
@@ -105,12 +121,35 @@ impl BackupScheduler {
         Ok(out)
     }
 
-    async fn run(&mut self, s: &AppState, d: Due) {
-        // Marked started before running and done after: a crash in between runs the slot once more on
-        // restart (`due`), never once per missed slot.
-        if let Err(e) = s.store.schedule_mark(&d.job, d.slot.timestamp_millis()).await {
+    /// Runs one due slot if this replica wins its claim; whether it ran.
+    async fn run(&mut self, s: &AppState, d: Due) -> bool {
+        let key = slot_key(&d.job, d.slot.timestamp_millis());
+        let lease = match s.replica.claim(&key).await {
+            Ok(Some(l)) => l,
+            // Another replica runs it, or it is done.
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::warn!(switch = %d.switch, "cannot claim the backup slot; not running it: {e}");
+                return false;
+            }
+        };
+        if let Some(prev) = lease.previous() {
+            tracing::info!(switch = %d.switch, slot = %d.slot, holder = %prev.holder, "taking over an interrupted scheduled backup");
+            let audit = AuditService::new(s.store.clone(), "scheduler");
+            let detail = serde_json::json!({
+                "slot": d.slot, "holder": prev.holder, "fence": prev.fence,
+                "note": "the replica running this slot stopped before finishing; the slot is run again once",
+            });
+            if let Err(e) = audit.record("backup.slot", &d.switch, Outcome::Interrupted, None, detail).await {
+                tracing::warn!(switch = %d.switch, "cannot audit the interrupted slot: {}", e.chain());
+            }
+        }
+        // Claimed before marked started: a crash in between leaves a claim that expires, never a started
+        // slot nobody holds.
+        if let Err(e) = s.store.schedule_advance(&d.job, d.slot.timestamp_millis()).await {
             tracing::warn!(switch = %d.switch, "cannot record the backup slot; not running it: {e}");
-            return;
+            lease.release().await;
+            return false;
         }
         let l = s.engine_as("scheduler");
         let policy = RetryPolicy {
@@ -123,9 +162,14 @@ impl BackupScheduler {
             if let Some(wait) = policy.delay_before(attempt, &d.switch) {
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    // Not marked done: the next start runs this slot again.
-                    _ = s.shutdown.cancelled() => return,
+                    // Not marked done: the claim expires (or its holder is seen dead on restart) and the
+                    // slot runs again once.
+                    _ = s.shutdown.cancelled() => return true,
                 }
+            }
+            if !lease.still_held().await {
+                tracing::warn!(switch = %d.switch, slot = %d.slot, "the backup slot was taken over by another replica; stopping");
+                return true;
             }
             let res = match l.select_switches(std::slice::from_ref(&d.switch)) {
                 Ok(t) => l.backup_run(t, &Default::default(), |_| {}).await,
@@ -135,12 +179,12 @@ impl BackupScheduler {
                 res.and_then(|rows| rows.into_iter().next().map(|r| r.result.map(|_| ())).unwrap_or(Ok(())));
             match res {
                 Ok(()) => {
-                    self.mark_done(s, &d).await;
+                    mark_done(lease, &d, "ok").await;
                     s.metrics.backups.inc(&[("trigger", "schedule"), ("result", "ok")]);
                     self.failures.remove(&d.switch);
                     let _ = crate::faults::resolve(s, "backup-failed", &d.switch).await;
                     tracing::info!(switch = %d.switch, slot = %d.slot, "scheduled backup done");
-                    return;
+                    return true;
                 }
                 Err(e) => {
                     tracing::warn!(switch = %d.switch, attempt, "scheduled backup failed: {}", e.chain());
@@ -148,7 +192,7 @@ impl BackupScheduler {
                 }
             }
         }
-        self.mark_done(s, &d).await;
+        mark_done(lease, &d, "failed").await;
         s.metrics.backups.inc(&[("trigger", "schedule"), ("result", "failed")]);
         let n = self.failures.entry(d.switch.clone()).or_default();
         *n += 1;
@@ -168,14 +212,13 @@ impl BackupScheduler {
             )
             .await;
         }
+        true
     }
 }
 
-impl BackupScheduler {
-    async fn mark_done(&self, s: &AppState, d: &Due) {
-        if let Err(e) = s.store.schedule_mark(&done_key(&d.job), d.slot.timestamp_millis()).await {
-            // The slot runs once more after a restart: a repeat, not a loss.
-            tracing::warn!(switch = %d.switch, "cannot record the backup slot as done: {e}");
-        }
+async fn mark_done(lease: crate::replica::WorkLease, d: &Due, outcome: &str) {
+    if !lease.finish(outcome).await {
+        // Fenced out (paused past the expiry) or the store failed: the slot's new holder decides.
+        tracing::warn!(switch = %d.switch, slot = %d.slot, "could not mark the backup slot done (taken over?)");
     }
 }

@@ -1,5 +1,7 @@
 //! Fleet sweeps on an interval: each row is kept as an observation (the device list's power and health),
-//! changes and new SEL entries become events, and the fault rules see every row.
+//! changes and new SEL entries become events, and the fault rules see every row. With several replicas
+//! each sweeps its share of the BMCs (rendezvous over the live replicas, [`crate::replica`]): when one
+//! dies its share moves to the others at their next sweep after its membership expires.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -51,16 +53,25 @@ pub async fn run_every(s: &AppState, every: Duration) {
     }
 }
 
+/// The unit of sweep work of one BMC (only its preferred replica sweeps it).
+pub fn sweep_key(device: &str) -> String {
+    format!("sweep:{device}")
+}
+
 pub async fn sweep_once(
     s: &AppState,
     tracker: &mut ChangeTracker,
 ) -> Result<(), lifeline_engine::EngineError> {
     let l = &s.base;
-    let sel = match l.select_bmcs(&[], &[], true) {
+    let mut sel = match l.select_bmcs(&[], &[], true) {
         Ok(sel) => sel,
         Err(e) if e.class() == lifeline_engine::ErrorClass::Usage => return Ok(()), // no BMC at all
         Err(e) => return Err(e),
     };
+    sel.bmcs.retain(|b| s.replica.prefers(&sweep_key(b.name())));
+    if sel.bmcs.is_empty() {
+        return Ok(()); // every BMC is another replica's share
+    }
     let started = Instant::now();
     let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
     tracker.track(l, &sweep.rows).await?;

@@ -1,0 +1,267 @@
+//! Replicas sharing the unattended work on one database (PostgreSQL; a lone SQLite server is the
+//! one-replica case of the same code).
+//!
+//! Every replica serves the API. The scheduled work is split with rows in the store, never with a
+//! consensus layer of our own:
+//! - membership: each replica heartbeats a row every [`HEARTBEAT`] with a [`REPLICA_TTL`] expiry; the live
+//!   set is the unexpired rows (minus holders known dead on this host);
+//! - preference: each unit of work (`sweep:DEVICE`, `console:NAME`) has one preferred live replica by
+//!   rendezvous hashing, so a membership change moves only the departed (or joining) replica's share;
+//! - ownership: work that must never run twice (a backup slot) or must run in one place (a console's
+//!   logger, a runbook run) is claimed as a [`WorkLease`] in `replica_work`, renewed in the background,
+//!   with a fencing token checked when it is finished and before each action (`still_held`), so a replica
+//!   paused past its expiry cannot act on work it lost.
+//!
+//! Hook for runbook runs owned by a dead replica (wired by the runbook side of the server): the resume
+//! loop calls [`Replica::claim`] with [`run_key`] for each run in an active state, on start and every few
+//! seconds. `Some(lease)` means the run's owner is gone (or it never had one): resume it from its journal
+//! under that lease (check [`WorkLease::still_held`] before each step's action, [`WorkLease::finish`] when
+//! the run ends). `None` means a live replica owns it. A run started by a request on this replica should
+//! be claimed the same way before its first step.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use lifeline_engine::lease::{holder_is_dead_here, holder_name};
+use lifeline_store::{Store, StoreError, WorkClaim, WorkRow};
+
+/// How long a replica counts as alive, and a unit of work as owned, without renewal: the takeover time
+/// after a replica dies on another host (goal: ≤ 30 s). On this host a dead process's work is taken at once.
+pub const REPLICA_TTL: Duration = Duration::from_secs(15);
+/// How often a replica renews its membership and its work.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// The work key of a runbook run (see the module's hook).
+pub fn run_key(run_id: &str) -> String {
+    format!("run:{run_id}")
+}
+
+fn ttl_ms() -> i64 {
+    i64::try_from(REPLICA_TTL.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// This process as a replica.
+#[derive(Debug)]
+pub struct Replica {
+    id: String,
+    store: Store,
+    /// The live set at the last heartbeat, sorted; always contains this replica.
+    live: RwLock<Vec<String>>,
+}
+
+impl Replica {
+    pub fn new(store: Store) -> Replica {
+        let id = holder_name("server");
+        Replica { live: RwLock::new(vec![id.clone()]), id, store }
+    }
+
+    /// `server (pid PID on HOST) #TAG`: also the holder name of this replica's work.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Renews membership and reads the live set back.
+    pub async fn heartbeat(&self, info: &serde_json::Value) -> Result<Vec<String>, StoreError> {
+        self.store.replica_heartbeat(&self.id, info, ttl_ms()).await?;
+        let now = lifeline_store::now_ms();
+        let mut live: Vec<String> = self
+            .store
+            .replicas()
+            .await?
+            .into_iter()
+            .filter(|r| r.id == self.id || (r.expires_at_ms >= now && !holder_is_dead_here(&r.id)))
+            .map(|r| r.id)
+            .collect();
+        live.sort();
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = live.clone();
+        // Rows long dead (an hour past their expiry) are forgotten; recent ones stay visible for status.
+        let _ = self.store.replicas_prune(now - 3_600_000).await;
+        Ok(live)
+    }
+
+    /// The live set at the last heartbeat.
+    pub fn live(&self) -> Vec<String> {
+        self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Whether this replica is the preferred one for `key` among the live set.
+    pub fn prefers(&self, key: &str) -> bool {
+        let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        preferred(key, &live).is_none_or(|p| p == self.id)
+    }
+
+    /// Leaves the membership (clean shutdown): the others take the share at their next tick.
+    pub async fn leave(&self) {
+        if let Err(e) = self.store.replica_leave(&self.id).await {
+            tracing::warn!("leaving the replica set: {e}");
+        }
+    }
+
+    /// Claims `key` for this replica: `Some` when it was free, expired, or held by a dead process on
+    /// this host (then [`WorkLease::previous`] names the interrupted holder); `None` when a live holder
+    /// has it or it is done.
+    pub async fn claim(&self, key: &str) -> Result<Option<WorkLease>, StoreError> {
+        let (work, previous) = match self.store.claim_work(key, &self.id, ttl_ms()).await? {
+            WorkClaim::Claimed { work, previous } => (work, previous),
+            WorkClaim::Done(_) => return Ok(None),
+            WorkClaim::Held(held) if held.holder == self.id => return Ok(None),
+            WorkClaim::Held(held) if holder_is_dead_here(&held.holder) => {
+                match self.store.take_over_work(key, held.fence, &self.id, ttl_ms()).await? {
+                    Some(work) => (work, Some(held)),
+                    None => return Ok(None),
+                }
+            }
+            WorkClaim::Held(_) => return Ok(None),
+        };
+        Ok(Some(WorkLease::start(self.store.clone(), work, previous)))
+    }
+}
+
+/// Rendezvous (highest random weight) hashing: the replica whose hash with `key` is highest.
+pub fn preferred<'a>(key: &str, live: &'a [String]) -> Option<&'a str> {
+    live.iter().max_by_key(|r| (weight(key, r), r.as_str())).map(String::as_str)
+}
+
+fn weight(key: &str, replica: &str) -> u64 {
+    // FNV-1a over both, then a splitmix64 finaliser: stable across processes and builds (unlike the
+    // standard library's hasher), and well spread for short, similar names.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes().chain([0xff]).chain(replica.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// A unit of work held by this replica, renewed every [`HEARTBEAT`] until finished, released or lost.
+#[derive(Debug)]
+pub struct WorkLease {
+    store: Store,
+    work: WorkRow,
+    previous: Option<WorkRow>,
+    lost: Arc<AtomicBool>,
+    renew: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WorkLease {
+    fn start(store: Store, work: WorkRow, previous: Option<WorkRow>) -> WorkLease {
+        let lost = Arc::new(AtomicBool::new(false));
+        let (s, w, flag) = (store.clone(), work.clone(), lost.clone());
+        let renew = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(HEARTBEAT).await;
+                match s.renew_work(&w.key, &w.holder, w.fence, ttl_ms()).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(work = %w.key, "work lost (this replica was paused past its expiry?)");
+                        flag.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    // Transient: the next tick comes well before the expiry.
+                    Err(e) => tracing::warn!(work = %w.key, "renewing work: {e}"),
+                }
+            }
+        });
+        WorkLease { store, work, previous, lost, renew: Some(renew) }
+    }
+
+    pub fn key(&self) -> &str {
+        &self.work.key
+    }
+
+    /// The fencing token: grows with every new holder of this work.
+    pub fn fence(&self) -> i64 {
+        self.work.fence
+    }
+
+    /// The expired or dead claim this one replaced: its holder stopped in the middle.
+    pub fn previous(&self) -> Option<&WorkRow> {
+        self.previous.as_ref()
+    }
+
+    /// Whether the background renewal found the work taken by someone else.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Renews now and says whether the work is still ours: the check before each action, so a replica
+    /// that was paused (and whose renewal task has not run yet) does not act on work it lost.
+    pub async fn still_held(&self) -> bool {
+        if self.lost() {
+            return false;
+        }
+        match self.store.renew_work(&self.work.key, &self.work.holder, self.work.fence, ttl_ms()).await {
+            Ok(true) => true,
+            Ok(false) => {
+                self.lost.store(true, Ordering::SeqCst);
+                false
+            }
+            // Unknown: do not act on a guess.
+            Err(e) => {
+                tracing::warn!(work = %self.work.key, "checking work ownership: {e}");
+                false
+            }
+        }
+    }
+
+    /// Marks the work done (never claimable again); `false` when it was lost before (fenced out).
+    pub async fn finish(mut self, outcome: &str) -> bool {
+        self.stop_renewing();
+        match self.store.finish_work(&self.work.key, &self.work.holder, self.work.fence, outcome).await {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(work = %self.work.key, "marking work done: {e}");
+                false
+            }
+        }
+    }
+
+    /// Gives the work back unfinished: another replica may claim it at once.
+    pub async fn release(mut self) {
+        self.stop_renewing();
+        let _ = self.store.release_work(&self.work.key, &self.work.holder, self.work.fence).await;
+    }
+
+    fn stop_renewing(&mut self) {
+        if let Some(r) = self.renew.take() {
+            r.abort();
+        }
+    }
+}
+
+impl Drop for WorkLease {
+    /// Dropped without finish or release (a cancelled task): stop renewing; the claim expires.
+    fn drop(&mut self) {
+        self.stop_renewing();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendezvous_moves_only_the_departed_share() {
+        let three: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let two: Vec<String> = ["a", "c"].iter().map(|s| s.to_string()).collect();
+        let keys: Vec<String> = (0..3000).map(|i| format!("sweep:gpu-node-{i:05}")).collect();
+        let mut per = std::collections::HashMap::new();
+        for k in &keys {
+            let p3 = preferred(k, &three).unwrap();
+            *per.entry(p3).or_insert(0) += 1;
+            let p2 = preferred(k, &two).unwrap();
+            if p3 != "b" {
+                assert_eq!(p2, p3, "{k} moved although its replica stayed");
+            }
+        }
+        for (r, n) in per {
+            assert!((850..1150).contains(&n), "{r} got {n} of 3000");
+        }
+        assert_eq!(preferred("x", &[]), None);
+    }
+}
