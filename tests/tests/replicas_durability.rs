@@ -4,6 +4,8 @@
 //! slot and the consoles over, a second replica is frozen with SIGSTOP past the expiry (the cross-host
 //! path: its process still exists) and its consoles move too. Afterwards every slot ran exactly once
 //! (slot rows, versions, the scheduler's audit rows), no audit row was lost, and the figures are printed.
+//! A second test kills the replica driving a runbook run mid-cycle: another takes the run over and the BMC
+//! sees one cycle.
 //!
 //! Per-minute cron, so the test takes about five minutes; `LIFELINE_REPLICAS_SLOTS` (default 3, at least
 //! 3) sets how many slots it watches.
@@ -301,8 +303,91 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
 /// its journal with exactly one BMC action per step. The runbook executor is wired into the server on
 /// another branch (wt-rbserver); the hook it takes is `lifeline_server::replica::Replica::claim` with
 /// `replica::run_key(RUN_ID)` (see the module's doc). Fill this in once both are merged.
+/// The head-node cycle runbook the replica test runs (one confirmed cycle, then a wait for power on).
+const CYCLE: &str = r#"# cycle-head-node
+#
+# Fault:       a head node that needs a power cycle.
+# Touches:     its power (one cycle, confirmed).
+# Never:       any other device.
+# Worst case:  the node is off until someone powers it on.
+
+name = "cycle-head-node"
+description = "Power cycle a head node and wait until it is on"
+targets = ["head-node"]
+fault = "a hung head node"
+touches = "the node's power (one cycle)"
+never-touches = "other devices"
+worst-case = "the node stays off"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+timeout = "2m"
+
+[[step]]
+name = "is-on"
+kind = "wait-for"
+power = "on"
+timeout = "2m"
+"#;
+
+/// A runbook run is one replica's claim (`run:ID`): SIGKILL that replica while its power cycle is on the
+/// BMC, and another replica takes the run over from the journal, finds the cycle done (the BMC's own
+/// power events) and completes the run — one cycle in the BMC's action log, the claim done once.
 #[test]
-#[ignore = "TODO(issue 14): runbooks are not wired into the server on this branch yet"]
 fn a_runbook_step_of_a_killed_replica_is_resumed_once_by_another() {
-    panic!("TODO(issue 14): needs the server's runbook executor and its resume loop");
+    let Some(admin) = postgres_url() else { return };
+    let db = create_database_blocking(&admin);
+    let sim = common::two_node_sim(31900);
+    let url = db.url.clone();
+    let dir = sim.dir.path().join("runbooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cycle-head-node.toml"), CYCLE).unwrap();
+    add_user_args(&sim, "ann", "operator", "correct horse battery", &["--database-url", &url]);
+    let config = format!("[server]\nsweep-interval = \"0s\"\n\n[runbooks]\ndir = \"{}\"\n", dir.display());
+    let mut replicas: Vec<ServeProcess> =
+        (0..3).map(|_| ServeProcess::start_args(&sim, &config, &["--database-url", &url])).collect();
+    let pids: Vec<u32> = replicas.iter().map(ServeProcess::pid).collect();
+    let c = Cluster { sim, url };
+
+    let s = login(&replicas[0].addr, "ann", "correct horse battery");
+    let (st, runs) =
+        s.call("POST", "/api/v1/runbooks/cycle-head-node/runs", Some(serde_json::json!({"targets": ["node"]})));
+    assert_eq!(st, 200, "{runs}");
+    let id = runs[0]["run"].as_str().unwrap().to_owned();
+    let key = format!("run:{id}");
+
+    // The cycle is on the BMC (its action log has the power-off); the run's holder dies now.
+    let (holder, _) = poll("the cycle on the BMC and the run claimed", Duration::from_secs(60), || {
+        let acted = c.sim.actions("node").iter().any(|a| a["action"] == "power-off" || a["action"] == "power-cycle");
+        let w = c.work(&key);
+        w.get(&key).filter(|_| acted).map(|(pid, fence, _)| (*pid, *fence))
+    });
+    let (victim_pid, fence) = holder;
+    let victim = pids.iter().position(|p| *p == victim_pid).expect("the run's holder is one of ours");
+    replicas[victim].kill9();
+    let killed_at = Instant::now();
+    eprintln!("SIGKILL replica {victim} (pid {victim_pid}) driving {key}");
+
+    let other = replicas.iter().enumerate().find(|(i, _)| *i != victim).map(|(_, r)| r.addr.clone()).unwrap();
+    let s = login(&other, "ann", "correct horse battery");
+    let (done, took) = poll("the run completed by another replica", Duration::from_secs(90), || {
+        let (st, v) = s.call("GET", &format!("/api/v1/runs/{id}"), None);
+        (st == 200 && v["state"] != "running").then_some(v)
+    });
+    eprintln!("run {id} taken over and ended `{}` {:.1} s after the kill", done["state"], took.as_secs_f64());
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert!(killed_at.elapsed() < Duration::from_secs(90));
+    let w = c.work(&key);
+    let (pid, new_fence, is_done) = w.get(&key).copied().expect("the run's claim");
+    assert!(pid != victim_pid && new_fence > fence && is_done, "{w:?}");
+    let acts: Vec<String> = c
+        .sim
+        .actions("node")
+        .iter()
+        .filter(|a| a["noop"] != true)
+        .map(|a| a["action"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(acts == ["power-cycle"] || acts == ["power-off", "power-on"], "one cycle on the BMC: {acts:?}");
 }

@@ -62,6 +62,13 @@ pub struct ServeSection {
     pub session_ttl: Option<String>,
     /// A switch whose scheduled backup failed this many times in a row gets a fault (default 3).
     pub backup_failures_fault: Option<u32>,
+    /// How BMC events reach the server: `off` (default; the sweeps still read the event logs), `sse`
+    /// (each Redfish BMC's event stream) or `push` (EventService subscriptions to `event-listen`).
+    pub events: Option<String>,
+    /// `ADDR:PORT` of the server's event receiver, for `events = "push"`.
+    pub event_listen: Option<String>,
+    /// The URL the BMCs post to when it is not `http://EVENT-LISTEN/events` (NAT, a relay).
+    pub event_destination: Option<String>,
 }
 
 /// `[[webhook]]`.

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub webhook_failures: AtomicU64,
     /// Live replicas sharing the store, as seen at this replica's last heartbeat.
     pub replicas: AtomicU64,
+    /// BMC events stored from streams and pushes, by source and severity.
+    pub bmc_events: Labelled,
 }
 
 impl Metrics {
@@ -74,6 +76,12 @@ impl Metrics {
             "counter",
         );
         self.logins.render(&mut o, "lifeline_logins_total", "Login attempts by result.", "counter");
+        self.bmc_events.render(
+            &mut o,
+            "lifeline_bmc_events_total",
+            "BMC events received (Redfish SSE or EventService push) and stored, by source and severity.",
+            "counter",
+        );
         self.bmc_reachable.render(
             &mut o,
             "lifeline_bmc_reachable",
