@@ -4,9 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lifeline_ipmi::wire::{
-    Body, app, crypto, message, packet, rakp, sdr, sel, sol, user,
-};
+use lifeline_ipmi::wire::{Body, app, crypto, message, packet, rakp, sdr, sel, sol, user};
 
 fuzz_target!(|data: &[u8]| {
     let keys3 = crypto::SessionKeys::derive(crypto::CipherSuite::Suite3, &[7; 20]);
