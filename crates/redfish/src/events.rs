@@ -80,6 +80,11 @@ impl EventStream {
                 return None;
             }
             let bmc = self.client.bmc().to_owned();
+            // The events completed before an oversized one were delivered above; now its error.
+            if let Some(source) = self.parser.failure().cloned() {
+                self.done = true;
+                return Some(Err(RedfishError::Sse { bmc, url: self.url.clone(), source }));
+            }
             let chunk = match tokio::time::timeout(self.limits.idle_timeout, self.resp.chunk()).await {
                 Err(_) => {
                     self.done = true;
