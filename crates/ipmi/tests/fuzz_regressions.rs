@@ -23,3 +23,20 @@ fn user_name_encodes_sixteen_characters() {
     assert_eq!(e.len(), 16);
     assert_eq!(UserName::decode(&e).unwrap().name.chars().count(), 16);
 }
+
+/// `decoders`: a compact sensor record whose name is 6-bit packed ASCII decoded to 18 characters, but the
+/// encoder cut names at 16, so the record did not survive a decode/encode/decode round trip.
+#[test]
+fn sdr_packed_name_longer_than_sixteen_characters_round_trips() {
+    use lifeline_ipmi::wire::sdr::SdrRecord;
+    let wire = CRASH_SDR;
+    let r = SdrRecord::decode(wire).unwrap();
+    assert!(r.common().unwrap().name.chars().count() > 16, "{r:?}");
+    assert_eq!(SdrRecord::decode(&r.encode()).unwrap(), r);
+}
+
+const CRASH_SDR: &[u8] = &[
+    0x02, 0x00, 0x51, 0x02, 0xfe, 0xff, 0xff, 0xff, 0x04, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xff, 0xdf, 0x51, 0xff, 0xff, 0x04, 0xff, 0x50, 0x53, 0xf8, 0xd2, 0x3f, 0xff, 0x80, 0xae, 0xae, 0x07,
+    0x00, 0x00, 0x01, 0xc0, 0x00, 0x00, 0x00, 0x21, 0x44, 0x81, 0xc1, 0x53, 0x20,
+];

@@ -6,7 +6,7 @@
 //!   detectors and the boot-loop detector read any screen.
 //!
 //! Input: byte 0 the literal's length (1..=8), byte 1 its offset in the output, byte 2 the chunk size,
-//! byte 3 the length of a free pattern taken from the end; the rest is the console output.
+//! byte 3 the length of a free pattern taken from the end (used when a multiple of 4); the rest is the console output.
 #![no_main]
 
 use std::collections::VecDeque;
@@ -103,6 +103,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = ex.last_line();
         let _ = ex.transcript_text();
         // A runbook's own pattern text: compiles or falls back to a literal; checked against what is there.
+        // (Compiling a Unicode regex is slow: one input in four.)
+        if free == 0 || data[3] % 4 != 0 {
+            return;
+        }
         let io = Chunks(VecDeque::from([Bytes::copy_from_slice(out)]));
         let mut ex = Expect::new("fuzz-console", io);
         let pats = [Pattern::stream(&free_pattern), Pattern::screen(&free_pattern)];

@@ -26,8 +26,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(show(&again), show(&report), "diagnostics are not deterministic");
 
     if let Some(inv) = &report.inventory {
-        let _ = inv.fabrics();
-        let _ = inv.backend_rails().count() + inv.storage_rails().count();
+        for d in &inv.devices {
+            let _ = d.fabrics();
+            let _ = d.backend_rails().count() + d.storage_rails().count();
+        }
         for (i, d) in inv.devices.iter().enumerate() {
             assert!(
                 inv.devices[..i].iter().all(|o| o.name != d.name),

@@ -280,8 +280,10 @@ fn common_prefix(c: &SensorCommon) -> Vec<u8> {
 }
 
 fn push_name(v: &mut Vec<u8>, name: &str) {
+    // Up to 31 bytes, what the type/length byte can say (and what `decode_name` reads): a 6-bit packed name
+    // of 16 bytes is 21 characters, and cutting it at 16 lost the rest (found by the `decoders` fuzz target).
     let bytes: Vec<u8> =
-        name.chars().map(|c| if (c as u32) < 256 { c as u8 } else { b'?' }).take(16).collect();
+        name.chars().map(|c| if (c as u32) < 256 { c as u8 } else { b'?' }).take(31).collect();
     v.push(0xC0 | bytes.len() as u8);
     v.extend_from_slice(&bytes);
 }

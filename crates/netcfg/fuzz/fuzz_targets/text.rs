@@ -15,8 +15,34 @@ use lifeline_netcfg::platform::normalise;
 use lifeline_netcfg::{driver_for, text};
 use lifeline_types::Platform;
 
+/// Lines as `similar` (and so `diff::hunks`) cuts them: after `\n`, `\r\n` or a lone `\r`; the `\n` is
+/// dropped from the line, a `\r` kept.
 fn lines(s: &str) -> Vec<&str> {
-    s.split_inclusive('\n').map(|l| l.strip_suffix('\n').unwrap_or(l)).collect()
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let end = match b[i] {
+            b'\n' => Some(i + 1),
+            b'\r' if b.get(i + 1) == Some(&b'\n') => Some(i + 2),
+            b'\r' => Some(i + 1),
+            _ => None,
+        };
+        match end {
+            Some(e) => {
+                let l = &s[start..e];
+                out.push(l.strip_suffix('\n').unwrap_or(l));
+                start = e;
+                i = e;
+            }
+            None => i += 1,
+        }
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
 }
 
 /// Apply the hunks of `diff::hunks(old, new)` to `old`.
@@ -54,7 +80,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let platform = Platform::ALL[usize::from(data[0]) % Platform::ALL.len()];
     let split = usize::from(data[1]);
-    let raw = &data[2..];
+    // Configs are a few KB; longer inputs only slow the diff down.
+    let raw = &data[2..data.len().min(4096)];
 
     // The shell side: pager ranges taken from the bytes themselves.
     let pages: Vec<(usize, usize)> = raw
