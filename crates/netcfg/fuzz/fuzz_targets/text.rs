@@ -122,6 +122,11 @@ fuzz_target!(|data: &[u8]| {
     let u = diff::unified(old, new, "v1", "v2");
     assert_eq!(u.is_empty(), old == new);
     let h = diff::hunks(old, new);
+    for x in &h {
+        let old_lines = x.lines.iter().filter(|(k, _)| *k != LineKind::Added).count();
+        let new_lines = x.lines.iter().filter(|(k, _)| *k != LineKind::Removed).count();
+        assert_eq!((x.old_len, x.new_len), (old_lines, new_lines), "hunk header disagrees with its lines");
+    }
     assert_eq!(apply(old, &h), lines(new), "hunks do not turn old into new");
     let changed = diff::changed_lines(old, new);
     assert_eq!(changed.is_empty(), h.iter().all(|h| h.lines.iter().all(|(k, _)| *k == LineKind::Context)));

@@ -1,7 +1,7 @@
 //! The simulated switch CLI on anything typed into an SSH shell or exec channel, on every platform:
 //! lines, pager keys and Ctrl-D in any order. Properties: it never panics; the prompt always looks like a
 //! prompt of its platform (or is empty while it reads raw input); the running and saved configs stay
-//! readable; an exec session never pages.
+//! readable; an exec session never pages unless told to (`terminal length`).
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
@@ -61,6 +61,7 @@ fuzz_target!(|input: Input| {
     let platform = Platform::ALL[usize::from(input.platform) % Platform::ALL.len()];
     let state = Arc::new(SwitchState::new("sw-fuzz", platform, "leaf", "admin", "admin"));
     let mut cli = Cli::new(state.clone(), input.exec);
+    let mut asked_paging = false;
     for t in input.typed.iter().take(64) {
         let reply = match t {
             Typed::Line(l) => cli.line(l),
@@ -73,7 +74,15 @@ fuzz_target!(|input: Input| {
             }
             Typed::CtrlD => cli.ctrl_d(),
         };
-        if input.exec {
+        // `terminal length N` turns the pager on even in an exec session (the simulator follows the
+        // command; `Cli::new`'s "never page" holds only until then).
+        if let Typed::Line(l) | Typed::Known(_, l) = t
+            && (l.contains("terminal")
+                || matches!(t, Typed::Known(i, _) if KNOWN[usize::from(*i) % KNOWN.len()].starts_with("terminal")))
+        {
+            asked_paging = true;
+        }
+        if input.exec && !asked_paging {
             assert!(!cli.paging(), "an exec session paged");
         }
         let p = cli.prompt();
