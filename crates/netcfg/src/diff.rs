@@ -35,11 +35,12 @@ pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
     let diff = TextDiff::from_lines(old, new);
     let mut out = Vec::new();
     for group in diff.grouped_ops(3) {
-        let (first, last) = (group.first().expect("group"), group.last().expect("group"));
-        let old_start = first.old_range().start;
-        let new_start = first.new_range().start;
-        let old_len = last.old_range().end - old_start;
-        let new_len = last.new_range().end - new_start;
+        let first = group.first().expect("group");
+        // From the ops that hold lines on each side: `similar` may give a deletion a `new_index` past the
+        // equal lines that follow it, so first/last ops alone can give a negative length (found by the
+        // `text` fuzz target: a panic in debug builds, a wrapped length in release).
+        let (old_start, old_len) = span(group.iter().map(|o| o.old_range()), first.old_range().start);
+        let (new_start, new_len) = span(group.iter().map(|o| o.new_range()), first.new_range().start);
         let mut lines = Vec::new();
         for op in &group {
             for change in diff.iter_changes(op) {
@@ -54,6 +55,15 @@ pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
         out.push(Hunk { old_start: old_start + 1, old_len, new_start: new_start + 1, new_len, lines });
     }
     out
+}
+
+/// Start and length covering the non-empty `ranges`; `(fallback, 0)` when there are none (a pure insertion
+/// or deletion has no lines on one side).
+fn span(ranges: impl Iterator<Item = std::ops::Range<usize>>, fallback: usize) -> (usize, usize) {
+    let (lo, hi) = ranges
+        .filter(|r| !r.is_empty())
+        .fold((usize::MAX, 0), |(lo, hi), r| (lo.min(r.start), hi.max(r.end)));
+    if lo == usize::MAX { (fallback, 0) } else { (lo, hi - lo) }
 }
 
 /// Only the changed lines, prefixed `-`/`+` (what a test asserts "exactly that diff" against).

@@ -80,6 +80,11 @@ impl EventStream {
                 return None;
             }
             let bmc = self.client.bmc().to_owned();
+            // The events completed before an oversized one were delivered above; now its error.
+            if let Some(source) = self.parser.failure().cloned() {
+                self.done = true;
+                return Some(Err(RedfishError::Sse { bmc, url: self.url.clone(), source }));
+            }
             let chunk = match tokio::time::timeout(self.limits.idle_timeout, self.resp.chunk()).await {
                 Err(_) => {
                     self.done = true;
@@ -122,16 +127,22 @@ impl EventStream {
 
     /// Read an SSE event's data as a Redfish `Event` (leniently; non-JSON data becomes a warning).
     pub fn parse(&self, e: &SseEvent) -> Event {
-        match serde_json::from_str::<Value>(&e.data) {
-            Ok(v) => Event::from_value(&v, &self.url),
-            Err(err) => Event {
-                warnings: vec![FieldWarning {
-                    at: self.url.clone(),
-                    problem: format!("event data is not JSON: {err}"),
-                }],
-                ..Event::default()
-            },
-        }
+        parse_event_data(&e.data, &self.url)
+    }
+}
+
+/// An SSE event's data read as a Redfish `Event` document fetched from `url` (what [`EventStream::parse`]
+/// does; a free function so that it can be fuzzed without a stream).
+pub fn parse_event_data(data: &str, url: &str) -> Event {
+    match serde_json::from_str::<Value>(data) {
+        Ok(v) => Event::from_value(&v, url),
+        Err(err) => Event {
+            warnings: vec![FieldWarning {
+                at: url.to_owned(),
+                problem: format!("event data is not JSON: {err}"),
+            }],
+            ..Event::default()
+        },
     }
 }
 

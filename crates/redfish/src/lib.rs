@@ -44,3 +44,11 @@ pub use power::{ResetPlan, plan_reset};
 pub use quirks::{PlatformProfile, Quirk, RuleSet};
 #[cfg(feature = "client")]
 pub use tls::{MemoryPinStore, PinStore, TlsTrust, fingerprint_der};
+
+/// Internals the fuzz targets (`crates/redfish/fuzz`) call directly; only in `cargo fuzz` builds.
+#[cfg(all(fuzzing, feature = "client"))]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::client::resolve_link;
+    pub use crate::events::parse_event_data;
+}

@@ -40,6 +40,8 @@ pub struct SseParser {
     retry: Option<u64>,
     pending_bytes: usize,
     first_line: bool,
+    /// The limit was exceeded: nothing more is parsed (set once events completed before it were returned).
+    failed: Option<SseError>,
 }
 
 impl SseParser {
@@ -55,10 +57,17 @@ impl SseParser {
             retry: None,
             pending_bytes: 0,
             first_line: true,
+            failed: None,
         }
     }
 
+    /// Events completed by `bytes`. When an event outgrows the limit, the events completed before it in the
+    /// same bytes are still returned (a valid alert must not be lost because junk followed it in one read);
+    /// the error then comes from [`SseParser::failure`] and from every later `push`.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         let mut out = Vec::new();
         for &b in bytes {
             if self.skip_lf {
@@ -77,12 +86,19 @@ impl SseParser {
                     self.line.push(b);
                     self.pending_bytes += 1;
                     if self.pending_bytes > self.max_event_bytes {
-                        return Err(SseError::EventTooLarge { limit: self.max_event_bytes });
+                        let e = SseError::EventTooLarge { limit: self.max_event_bytes };
+                        self.failed = Some(e.clone());
+                        return if out.is_empty() { Err(e) } else { Ok(out) };
                     }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// Why the parser stopped, once an event outgrew the limit.
+    pub fn failure(&self) -> Option<&SseError> {
+        self.failed.as_ref()
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {

@@ -14,10 +14,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(parse_record(&line), Some(r));
     }
     let mut p = EscapeParser::new();
-    let sent: usize = p
-        .feed(data)
-        .iter()
-        .map(|a| if let EscapeAction::Send(v) = a { v.len() } else { 0 })
-        .sum();
+    let sent: usize =
+        p.feed(data).iter().map(|a| if let EscapeAction::Send(v) = a { v.len() } else { 0 }).sum();
     assert!(sent <= data.len());
 });

@@ -280,8 +280,30 @@ fn common_prefix(c: &SensorCommon) -> Vec<u8> {
 }
 
 fn push_name(v: &mut Vec<u8>, name: &str) {
+    // Up to 31 bytes, what the type/length byte can say (and what `decode_name` reads). A name longer than
+    // that which 6-bit packed ASCII can spell is packed (up to 41 characters), as a BMC would have sent it:
+    // cutting names at 16 characters lost their tails (found by the `decoders` fuzz target).
+    let packable = |c: char| (' '..='_').contains(&c);
+    if name.chars().count() > 31 && name.chars().all(packable) {
+        let (mut bytes, mut bits, mut n) = (Vec::new(), 0u32, 0);
+        for c in name.chars().take(41) {
+            bits |= (c as u32 - 0x20) << n;
+            n += 6;
+            while n >= 8 {
+                bytes.push(bits as u8);
+                bits >>= 8;
+                n -= 8;
+            }
+        }
+        if n > 0 {
+            bytes.push(bits as u8);
+        }
+        v.push(0x80 | bytes.len() as u8);
+        v.extend_from_slice(&bytes);
+        return;
+    }
     let bytes: Vec<u8> =
-        name.chars().map(|c| if (c as u32) < 256 { c as u8 } else { b'?' }).take(16).collect();
+        name.chars().map(|c| if (c as u32) < 256 { c as u8 } else { b'?' }).take(31).collect();
     v.push(0xC0 | bytes.len() as u8);
     v.extend_from_slice(&bytes);
 }

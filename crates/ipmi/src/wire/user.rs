@@ -84,12 +84,14 @@ pub struct UserName {
 }
 impl Body for UserName {
     fn encode(&self) -> Vec<u8> {
-        let mut v: Vec<u8> = self.name.bytes().take(16).collect();
+        // One byte per character, the inverse of `decode` (which reads the bytes as Latin-1): UTF-8 here
+        // would turn a BMC's `È` into `Ã\u{88}` on a round trip (found by the `decoders` fuzz target).
+        let mut v: Vec<u8> = self.name.chars().map(|c| u8::try_from(c).unwrap_or(b'?')).take(16).collect();
         v.resize(16, 0);
         v
     }
     fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        // Lenient: accept short answers; stop at the first NUL.
+        // Lenient: accept short answers; stop at the first NUL; bytes are Latin-1 (the spec says ASCII).
         let name = b.iter().take(16).take_while(|c| **c != 0).map(|c| *c as char).collect();
         Ok(Self { name })
     }

@@ -38,6 +38,8 @@ use crate::session::{Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
 pub use logs::EventLogs;
+#[cfg(fuzzing)]
+pub use transport::resolve_link;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
 pub use trust::{probe_certificate, trust};

@@ -30,6 +30,24 @@ fn same_origin(a: &Url, b: &Url) -> bool {
         && a.port_or_known_default() == b.port_or_known_default()
 }
 
+/// [`Transport::url`] without a transport (a pure function of the base URL, so it can be fuzzed).
+pub fn resolve_link(bmc: &str, base: &Url, link: &str) -> Result<Url, RedfishError> {
+    let mut u = base.join(link).map_err(|e| RedfishError::Url {
+        bmc: bmc.to_owned(),
+        url: link.to_owned(),
+        source: Box::new(e),
+    })?;
+    if !same_origin(&u, base) {
+        return Err(RedfishError::ForeignLink {
+            bmc: bmc.to_owned(),
+            base: base.to_string(),
+            link: link.to_owned(),
+        });
+    }
+    u.set_fragment(None);
+    Ok(u)
+}
+
 impl Transport {
     pub(super) fn build(
         bmc: &str,
@@ -68,20 +86,7 @@ impl Transport {
     /// Resolve a link (path or absolute URL) against the BMC; refuse other hosts; drop `#fragments`
     /// (legacy Thermal members link to `Thermal#/Temperatures/0`).
     pub(crate) fn url(&self, link: &str) -> Result<Url, RedfishError> {
-        let mut u = self.base.join(link).map_err(|e| RedfishError::Url {
-            bmc: self.bmc.clone(),
-            url: link.to_owned(),
-            source: Box::new(e),
-        })?;
-        if !same_origin(&u, &self.base) {
-            return Err(RedfishError::ForeignLink {
-                bmc: self.bmc.clone(),
-                base: self.base.to_string(),
-                link: link.to_owned(),
-            });
-        }
-        u.set_fragment(None);
-        Ok(u)
+        resolve_link(&self.bmc, &self.base, link)
     }
 
     /// Send, mapping transport failures: a refused pin becomes `CertificateChanged`.

@@ -28,7 +28,6 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
-use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::ServerConfig;
 use rustls::pki_types::CertificateDer;
@@ -246,7 +245,11 @@ fn is_public(method: &Method, path: &str) -> bool {
             ))
 }
 
-async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>, peer: Option<SocketAddr>) -> Response {
+async fn handle<B>(bmc: Arc<RedfishBmc>, req: Request<B>, peer: Option<SocketAddr>) -> Response
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
     if down(&bmc) {
         hang(&bmc).await;
     }
@@ -290,6 +293,14 @@ async fn handle(bmc: Arc<RedfishBmc>, req: Request<Incoming>, peer: Option<Socke
         return finish(decorate(&bmc, resp, &query, &path, &parts.headers, &origin).await);
     }
     finish(resp)
+}
+
+/// One request through the whole service (authentication, query options, dispatch, decoration), without a
+/// connection: what the fuzz targets (`crates/sim/fuzz`) drive. Only in `cargo fuzz` builds.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub async fn fuzz_request(bmc: Arc<RedfishBmc>, req: Request<Body>) -> Response {
+    handle(bmc, req, None).await
 }
 
 /// Headers every response carries.
