@@ -352,15 +352,19 @@ fn a_runbook_step_of_a_killed_replica_is_resumed_once_by_another() {
     let c = Cluster { sim, url };
 
     let s = login(&replicas[0].addr, "ann", "correct horse battery");
-    let (st, runs) =
-        s.call("POST", "/api/v1/runbooks/cycle-head-node/runs", Some(serde_json::json!({"targets": ["node"]})));
+    let (st, runs) = s.call(
+        "POST",
+        "/api/v1/runbooks/cycle-head-node/runs",
+        Some(serde_json::json!({"targets": ["node"]})),
+    );
     assert_eq!(st, 200, "{runs}");
     let id = runs[0]["run"].as_str().unwrap().to_owned();
     let key = format!("run:{id}");
 
     // The cycle is on the BMC (its action log has the power-off); the run's holder dies now.
     let (holder, _) = poll("the cycle on the BMC and the run claimed", Duration::from_secs(60), || {
-        let acted = c.sim.actions("node").iter().any(|a| a["action"] == "power-off" || a["action"] == "power-cycle");
+        let acted =
+            c.sim.actions("node").iter().any(|a| a["action"] == "power-off" || a["action"] == "power-cycle");
         let w = c.work(&key);
         w.get(&key).filter(|_| acted).map(|(pid, fence, _)| (*pid, *fence))
     });
@@ -372,8 +376,14 @@ fn a_runbook_step_of_a_killed_replica_is_resumed_once_by_another() {
 
     let other = replicas.iter().enumerate().find(|(i, _)| *i != victim).map(|(_, r)| r.addr.clone()).unwrap();
     let s = login(&other, "ann", "correct horse battery");
+    let mut seen = String::new();
     let (done, took) = poll("the run completed by another replica", Duration::from_secs(90), || {
         let (st, v) = s.call("GET", &format!("/api/v1/runs/{id}"), None);
+        let now = format!("{st} {} {:?}", v["state"], c.work(&key));
+        if now != seen {
+            eprintln!("run {id}: {now}");
+            seen = now;
+        }
         (st == 200 && v["state"] != "running").then_some(v)
     });
     eprintln!("run {id} taken over and ended `{}` {:.1} s after the kill", done["state"], took.as_secs_f64());

@@ -9,7 +9,9 @@ mod support;
 
 use std::time::Duration;
 
-use lifeline_test_utils::{ServeProcess, output_json as json, output_text as text, unique_loopback, wait_until};
+use lifeline_test_utils::{
+    ServeProcess, output_json as json, output_text as text, unique_loopback, wait_until,
+};
 use support::*;
 
 /// The SEL message of the simulator's XID 79 on GPU 0.
@@ -38,8 +40,12 @@ fn xid_stored_once_with_a_fault(sim: &lifeline_test_utils::SimProcess, node: &st
     let faults = wait_until("the fault", Duration::from_secs(30), || {
         let o = sim.lifeline(&["fault", "list", "--json"]);
         let v = json(&o);
-        let f: Vec<serde_json::Value> =
-            v.as_array()?.iter().filter(|f| f["kind"] == "sel-critical" && f["device"] == node).cloned().collect();
+        let f: Vec<serde_json::Value> = v
+            .as_array()?
+            .iter()
+            .filter(|f| f["kind"] == "sel-critical" && f["device"] == node)
+            .cloned()
+            .collect();
         (!f.is_empty()).then_some(f)
     });
     assert!(faults[0]["message"].as_str().unwrap_or("").contains(XID), "{faults:#?}");
@@ -63,7 +69,8 @@ fn pushed_events_are_stored_once_open_a_fault_and_leave_no_subscription() {
     assert!(metrics.contains("lifeline_bmc_events_total{"), "{metrics}");
 
     let _ = std::process::Command::new("kill").args(["-TERM", &srv.child.id().to_string()]).status();
-    let status = wait_until("lifeline serve to stop", Duration::from_secs(60), || srv.child.try_wait().unwrap());
+    let status =
+        wait_until("lifeline serve to stop", Duration::from_secs(60), || srv.child.try_wait().unwrap());
     assert!(status.success(), "{status}");
     assert!(!ours(&sim, "gpu-node-31"), "a clean stop removes the subscription");
     let o = sim.lifeline(&["audit", "log", "--json"]);
@@ -81,13 +88,14 @@ fn streamed_events_are_stored_and_open_a_fault() {
     // An event sent before the server's stream is open is not replayed by the BMC: inject on one GPU after
     // another until one arrives (the stream opens within seconds of the server's start).
     let got = wait_until("an XID over the event stream", Duration::from_secs(90), || {
-        for gpu in 0..8 {
-            sim.fault("gpu-node-32", &format!("gpu-xid={gpu}:79"));
+        for attempt in 0..8 {
+            sim.fault("gpu-node-32", &format!("gpu-xid={}:79", attempt % 2));
             std::thread::sleep(Duration::from_secs(4));
             let o = sim.lifeline(&["events", "gpu-node-32", "--json"]);
             let v = json(&o);
             if let Some(e) = v.as_array()?.iter().find(|e| {
-                e["source"] == "redfish-event" && e["message"].as_str().unwrap_or("").contains("PCIe bus fatal")
+                e["source"] == "redfish-event"
+                    && e["message"].as_str().unwrap_or("").contains("PCIe bus fatal")
             }) {
                 return Some(e.clone());
             }

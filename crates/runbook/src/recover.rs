@@ -111,8 +111,15 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
                         evidence,
                     ));
                 }
-                if let (Some(s), Some(w)) = (sel.as_ref().ok(), want) {
-                    // Half-way (off seen, not yet on): wait for it to finish rather than act again.
+                // Half-way (off seen, not yet on): a Redfish BMC finishes its own PowerCycle, so wait for it
+                // rather than act again. Over IPMI, Lifeline sends a cycle as Off then On itself: nobody will
+                // send the On of a run whose process died, so go straight to finishing it below.
+                let bmc_finishes = sel
+                    .as_ref()
+                    .ok()
+                    .and_then(|s| s.bmcs.first())
+                    .is_some_and(|b| b.target.protocol != lifeline_types::BmcProtocol::Ipmi);
+                if let (Some(s), Some(w), true) = (sel.as_ref().ok(), want, bmc_finishes) {
                     let waited = ctx
                         .l
                         .wait_power(&s.bmcs[0], w, Duration::from_secs(120), Duration::from_millis(200))

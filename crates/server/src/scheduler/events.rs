@@ -7,7 +7,9 @@
 //!
 //! Push subscriptions carry Lifeline's marker and replace Lifeline's earlier ones; they are removed on a
 //! clean stop, so no orphan subscription stays on a BMC. Off by default: a stream or a subscription per
-//! Redfish BMC is something the operator chooses for a fleet.
+//! Redfish BMC is something the operator chooses for a fleet. With several replicas, turn it on in one
+//! replica's configuration (events are deduplicated in the store, but each replica would open its own
+//! streams, and push subscriptions replace each other's).
 
 use std::net::SocketAddr;
 
@@ -129,7 +131,9 @@ async fn store_all(s: &AppState, mut rx: mpsc::Receiver<Received>) {
         };
         match l.record_received(&r).await {
             Ok(Some(_)) => {
-                s.metrics.bmc_events.inc(&[("source", r.event.source.as_str()), ("severity", r.event.severity.as_str())]);
+                s.metrics
+                    .bmc_events
+                    .inc(&[("source", r.event.source.as_str()), ("severity", r.event.severity.as_str())]);
                 if r.event.severity.eq_ignore_ascii_case("critical")
                     && let Some(device) = r.event.device.as_deref()
                     && let Err(e) = crate::faults::raise(

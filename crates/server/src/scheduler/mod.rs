@@ -51,6 +51,9 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     if state.base.config.config.server.console_logging.unwrap_or(true) {
         jobs.spawn(consoles::run(state.clone()));
     }
+    if let Err(e) = events::start(state, jobs).await {
+        tracing::warn!("BMC events: {}; not received", e.chain());
+    }
 }
 
 async fn heartbeat(s: &AppState) {
