@@ -254,9 +254,10 @@ pub struct SweepArgs {
     /// Newest SEL entries per BMC.
     #[arg(long, default_value_t = 3)]
     pub events: usize,
-    /// BMCs visited at once.
-    #[arg(long, default_value_t = 256)]
-    pub fanout: usize,
+    /// BMCs visited at once (default: the whole fleet when the open-file limit allows it, raised to its
+    /// hard limit; otherwise as many as fit, at most 4,096).
+    #[arg(long)]
+    pub fanout: Option<usize>,
     /// Time budget per BMC, in seconds (raise it on a lossy OOB link; what was read in time is kept).
     #[arg(long, default_value_t = 30)]
     pub per_bmc_timeout: u64,

@@ -292,8 +292,11 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 pub async fn sweep(g: &Global, a: SweepArgs) -> CmdResult {
-    let l = lifeline(g)?.with_bmc_options(|o| o.fanout = a.fanout.max(1));
+    let l = lifeline(g)?;
     let sel = select(&l, &a.sel, true)?;
+    // Sized to the fleet before the pool is built (the first BMC contact builds it).
+    let fanout = a.fanout.unwrap_or_else(|| lifeline_bmc::fanout_for_fleet(sel.bmcs.len())).max(1);
+    let l = l.with_bmc_options(|o| o.fanout = fanout);
     let bar = (std::io::stderr().is_terminal() && !g.json).then(|| {
         let b = indicatif::ProgressBar::new(sel.bmcs.len() as u64);
         b.set_style(
