@@ -45,7 +45,7 @@ fn check_sweeps(sweeps: &[Value]) {
 fn demo_serves_the_example_cluster_and_runs_faults_through_the_policy() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = demo(
-        &["--sweeps", "4", "--interval", "1", "--json", "--port-offset", "35000", "--listen", "127.0.0.1:0"],
+        &["--sweeps", "4", "--interval", "1", "--json", "--port-offset", "38000", "--listen", "127.0.0.1:0"],
         dir.path(),
     )
     .stdout(Stdio::piped())
