@@ -27,7 +27,7 @@ fn focused(b: &Browser) -> Value {
 #[test]
 fn keyboard_only_on_a_1280x800_screen() {
     let Some(()) = browser_available() else { return };
-    let stack = Stack::start(36000);
+    let stack = Stack::start(39000);
     let b = Browser::start("keyboard");
     let size = b.js("return [window.innerWidth, window.innerHeight]", json!([]));
     assert!(size[0].as_u64().unwrap() <= 1280 && size[1].as_u64().unwrap() <= 800, "{size}");
