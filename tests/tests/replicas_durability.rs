@@ -299,39 +299,6 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
     drop(db);
 }
 
-/// TODO(issue 14): kill the replica running a runbook step and see another replica resume the run from
-/// its journal with exactly one BMC action per step. The runbook executor is wired into the server on
-/// another branch (wt-rbserver); the hook it takes is `lifeline_server::replica::Replica::claim` with
-/// `replica::run_key(RUN_ID)` (see the module's doc). Fill this in once both are merged.
-/// The head-node cycle runbook the replica test runs (one confirmed cycle, then a wait for power on).
-const CYCLE: &str = r#"# cycle-head-node
-#
-# Fault:       a head node that needs a power cycle.
-# Touches:     its power (one cycle, confirmed).
-# Never:       any other device.
-# Worst case:  the node is off until someone powers it on.
-
-name = "cycle-head-node"
-description = "Power cycle a head node and wait until it is on"
-targets = ["head-node"]
-fault = "a hung head node"
-touches = "the node's power (one cycle)"
-never-touches = "other devices"
-worst-case = "the node stays off"
-
-[[step]]
-name = "cycle"
-kind = "power"
-action = "cycle"
-timeout = "2m"
-
-[[step]]
-name = "is-on"
-kind = "wait-for"
-power = "on"
-timeout = "2m"
-"#;
-
 /// A runbook run is one replica's claim (`run:ID`): SIGKILL that replica while its power cycle is on the
 /// BMC, and another replica takes the run over from the journal, finds the cycle done (the BMC's own
 /// power events) and completes the run — one cycle in the BMC's action log, the claim done once.
@@ -343,7 +310,7 @@ fn a_runbook_step_of_a_killed_replica_is_resumed_once_by_another() {
     let url = db.url.clone();
     let dir = sim.dir.path().join("runbooks");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("cycle-head-node.toml"), CYCLE).unwrap();
+    std::fs::write(dir.join("cycle-head-node.toml"), common::CYCLE).unwrap();
     add_user_args(&sim, "ann", "operator", "correct horse battery", &["--database-url", &url]);
     let config = format!("[server]\nsweep-interval = \"0s\"\n\n[runbooks]\ndir = \"{}\"\n", dir.display());
     let mut replicas: Vec<ServeProcess> =

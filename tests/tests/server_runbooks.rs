@@ -219,35 +219,6 @@ fn approve_mode_waits_for_an_operator_and_a_killed_server_resumes_without_repeat
     assert_eq!(sinfo(&conf, "gpu-node-01").0, "idle", "readmitted");
 }
 
-/// A runbook for the head node of `common::two_node_sim`: one power cycle, then wait until it is on.
-const CYCLE: &str = r#"# cycle-head-node
-#
-# Fault:       a head node that needs a power cycle.
-# Touches:     its power (one cycle, confirmed).
-# Never:       any other device.
-# Worst case:  the node is off until someone powers it on.
-
-name = "cycle-head-node"
-description = "Power cycle a head node and wait until it is on"
-targets = ["head-node"]
-fault = "a hung head node"
-touches = "the node's power (one cycle)"
-never-touches = "other devices"
-worst-case = "the node stays off"
-
-[[step]]
-name = "cycle"
-kind = "power"
-action = "cycle"
-timeout = "2m"
-
-[[step]]
-name = "is-on"
-kind = "wait-for"
-power = "on"
-timeout = "2m"
-"#;
-
 /// An admin runbook (an `exec` step runs a program on the jump host), waiting for approval first.
 const GLUE: &str = r#"# site-glue
 #
@@ -277,7 +248,7 @@ fn sigterm_lets_the_step_in_flight_finish_and_the_next_start_resumes_the_run() {
     add_user(&sim, "ann", "operator", PASSWORD);
     let dir = sim.dir.path().join("runbooks");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("cycle-head-node.toml"), CYCLE).unwrap();
+    std::fs::write(dir.join("cycle-head-node.toml"), common::CYCLE).unwrap();
     std::fs::write(dir.join("site-glue.toml"), GLUE).unwrap();
     add_user(&sim, "ada", "admin", PASSWORD);
     let cfg = format!("[server]\nsweep-interval = \"0s\"\n\n[runbooks]\ndir = \"{}\"\n", dir.display());

@@ -10,14 +10,8 @@ use serde_json::Value;
 
 use crate::doc::{FieldWarning, Fields};
 
-/// `Actions/#Manager.Reset` of a Manager.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ManagerReset {
-    pub target: String,
-    /// `ResetType@Redfish.AllowableValues`; `None` when the BMC did not say (then see `action_info`).
-    pub allowable: Option<Vec<String>>,
-    pub action_info: Option<String>,
-}
+/// `Actions/#Manager.Reset` of a Manager: the same shape as a system's reset action.
+pub type ManagerReset = crate::model::ResetAction;
 
 /// What a Lifeline BMC-reset needs from a Manager document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -137,3 +137,34 @@ pub fn get_with_token(addr: &str, token: &str, path: &str) -> (u16, Value) {
     let (st, _, b) = request(addr, "GET", path, &[("Authorization", &auth)], None).unwrap();
     (st, serde_json::from_str(&b).unwrap_or(Value::String(b)))
 }
+
+/// A runbook that power cycles a head node once (confirmed) and waits for it to be on: the server and
+/// replica tests drive it through the API.
+#[allow(dead_code)]
+pub const CYCLE: &str = r#"# cycle-head-node
+#
+# Fault:       a head node that needs a power cycle.
+# Touches:     its power (one cycle, confirmed).
+# Never:       any other device.
+# Worst case:  the node is off until someone powers it on.
+
+name = "cycle-head-node"
+description = "Power cycle a head node and wait until it is on"
+targets = ["head-node"]
+fault = "a hung head node"
+touches = "the node's power (one cycle)"
+never-touches = "other devices"
+worst-case = "the node stays off"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+timeout = "2m"
+
+[[step]]
+name = "is-on"
+kind = "wait-for"
+power = "on"
+timeout = "2m"
+"#;

@@ -13,7 +13,6 @@ use super::{Client, Listing};
 use crate::bmc_model::{FirmwareItem, ManagerDoc, interface_mac};
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
-use crate::model;
 
 impl Client {
     /// GET a document and its ETag: the `ETag` header, else the document's `@odata.etag`.
@@ -68,7 +67,6 @@ impl Client {
         &self,
         m: &ManagerDoc,
     ) -> Result<(Option<Vec<String>>, Vec<FieldWarning>), RedfishError> {
-        let mut warnings = Vec::new();
         let Some(reset) = &m.reset else {
             return Err(RedfishError::Missing {
                 bmc: self.bmc().to_owned(),
@@ -76,20 +74,7 @@ impl Client {
                 what: "#Manager.Reset action",
             });
         };
-        if let Some(a) = &reset.allowable {
-            return Ok((Some(a.clone()), warnings));
-        }
-        if let Some(info) = &reset.action_info {
-            match self.get_json(info).await {
-                Ok((v, notes)) => {
-                    warnings.extend(notes);
-                    return Ok((model::action_info_reset_types(&v, info, &mut warnings), warnings));
-                }
-                Err(e) => warnings
-                    .push(FieldWarning { at: info.clone(), problem: format!("ActionInfo unreadable: {e}") }),
-            }
-        }
-        Ok((None, warnings))
+        Ok(self.allowed_reset_types(reset, None).await)
     }
 
     /// POST the Manager's reset once. A reply lost after sending is `ActionOutcomeUnknown` (a BMC often

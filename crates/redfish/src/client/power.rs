@@ -26,7 +26,6 @@ impl Client {
         &self,
         system: &ComputerSystem,
     ) -> Result<(Option<Vec<String>>, Vec<FieldWarning>), RedfishError> {
-        let mut warnings = Vec::new();
         let Some(reset) = &system.reset else {
             return Err(RedfishError::Missing {
                 bmc: self.bmc().to_owned(),
@@ -34,25 +33,40 @@ impl Client {
                 what: "#ComputerSystem.Reset action",
             });
         };
+        let at = format!("{}/Actions/#ComputerSystem.Reset", system.odata_id);
+        Ok(self.allowed_reset_types(reset, Some(&at)).await)
+    }
+
+    /// A reset action's types: its AllowableValues, else its ActionInfo document, else `None` (unknown;
+    /// with `at`, a warning there that the DMTF base types are assumed). Shared by the system's and the
+    /// Manager's reset.
+    pub(crate) async fn allowed_reset_types(
+        &self,
+        reset: &model::ResetAction,
+        at: Option<&str>,
+    ) -> (Option<Vec<String>>, Vec<FieldWarning>) {
+        let mut warnings = Vec::new();
         if let Some(a) = &reset.allowable {
-            return Ok((Some(a.clone()), warnings));
+            return (Some(a.clone()), warnings);
         }
         if let Some(info) = &reset.action_info {
             match self.get_json(info).await {
                 Ok((v, notes)) => {
                     warnings.extend(notes);
                     let types = model::action_info_reset_types(&v, info, &mut warnings);
-                    return Ok((types, warnings));
+                    return (types, warnings);
                 }
                 Err(e) => warnings
                     .push(FieldWarning { at: info.clone(), problem: format!("ActionInfo unreadable: {e}") }),
             }
         }
-        warnings.push(FieldWarning {
-            at: format!("{}/Actions/#ComputerSystem.Reset", system.odata_id),
-            problem: "no AllowableValues; assuming the DMTF base reset types".into(),
-        });
-        Ok((None, warnings))
+        if let Some(at) = at {
+            warnings.push(FieldWarning {
+                at: at.to_owned(),
+                problem: "no AllowableValues; assuming the DMTF base reset types".into(),
+            });
+        }
+        (None, warnings)
     }
 
     /// POST one reset. A reply lost after the request may have been sent is `ActionOutcomeUnknown` and is
