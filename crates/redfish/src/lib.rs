@@ -49,6 +49,7 @@ pub use tls::{MemoryPinStore, PinStore, TlsTrust, fingerprint_der};
 #[cfg(all(fuzzing, feature = "client"))]
 #[doc(hidden)]
 pub mod fuzzing {
+    pub use crate::client::paging::{Paged, follow_pages};
     pub use crate::client::resolve_link;
     pub use crate::events::parse_event_data;
 }

@@ -266,10 +266,13 @@ impl Default for RuleSet {
 impl RuleSet {
     /// The rules shipped with Lifeline.
     pub fn builtin() -> Self {
+        // Parsed once per process: every client's default options start from it.
+        static PARSED: std::sync::OnceLock<RuleFile> = std::sync::OnceLock::new();
         // The built-in file is validated by a unit test; a failure here is a build defect.
         #[allow(clippy::expect_used)]
-        let file = RuleFile::parse(BUILTIN, "builtin").expect("built-in quirk rules are valid");
-        RuleSet { files: vec![file] }
+        let file = PARSED
+            .get_or_init(|| RuleFile::parse(BUILTIN, "builtin").expect("built-in quirk rules are valid"));
+        RuleSet { files: vec![file.clone()] }
     }
 
     /// No rules at all (tests, or an operator who wants only their own).

@@ -3,15 +3,15 @@
 //! chain:
 //! - a resolved link stays on the BMC (same scheme, host and port), never carries a `#fragment`, and
 //!   resolving it again gives the same URL;
-//! - paging through `nextLink`s (as the client's `members` does: resolve, read the page's members, follow
-//!   the next link, at most `MAX_PAGES`) never leaves the BMC and counts every member of every page read.
+//! - the client's own paging loop (`follow_pages`, what `Client::members` runs) over a chain of fuzzed
+//!   pages: every link it asks for resolves on the BMC, no link is fetched twice (a cycle ends the
+//!   listing), at most `MAX_PAGES` pages are read, and every member of every page read is kept.
 //!
 //! Input: `LINK \0 PAGE-JSON \0 PAGE-JSON ...`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lifeline_redfish::fuzzing::resolve_link;
-use lifeline_redfish::model;
+use lifeline_redfish::fuzzing::{follow_pages, resolve_link};
 use reqwest::Url;
 use serde_json::Value;
 
@@ -40,24 +40,34 @@ fuzz_target!(|data: &[u8]| {
     for b in BASES {
         let base = Url::parse(b).expect("base URLs parse");
         let _ = check(&base, &link);
-        // Paging from the first page, following nextLinks through the fuzzed pages in order.
-        let mut warnings = Vec::new();
-        let mut total = 0;
-        let mut expected = 0;
-        for (i, page) in pages.iter().take(MAX_PAGES).enumerate() {
-            let (members, next) = model::collection_members(page, &format!("/page/{i}"), &mut warnings);
-            total += members.len();
-            expected += page.get("Members").and_then(Value::as_array).map_or(0, Vec::len);
-            for m in &members {
-                if let Some(id) = m.get("@odata.id").and_then(Value::as_str) {
-                    let _ = check(&base, id);
-                }
+        // Paging from the first page, each fetch handing out the next fuzzed page, as a BMC would.
+        let Some(first) = pages.first() else { continue };
+        let mut asked: Vec<String> = vec!["/page/0".to_owned()];
+        let mut served = 0;
+        let paged = futures::executor::block_on(follow_pages(first, "/page/0", usize::MAX, MAX_PAGES, |n| {
+            assert!(!asked.contains(&n), "{n} fetched twice");
+            asked.push(n.clone());
+            let resolved = check(&base, &n);
+            let page = match resolved {
+                Some(_) => pages.get(1 + served).cloned().ok_or_else(|| "404".to_owned()),
+                None => Err("not on this BMC".to_owned()),
+            };
+            if page.is_ok() {
+                served += 1;
             }
-            match next {
-                Some(n) if check(&base, &n).is_some() => {}
-                _ => break,
+            async move { page.map(|p| (p, Vec::new())) }
+        }));
+        assert!(paged.pages <= MAX_PAGES, "{} pages read", paged.pages);
+        assert_eq!(paged.pages, 1 + served, "pages counted and pages served differ");
+        let expected: usize = pages[..paged.pages]
+            .iter()
+            .map(|p| p.get("Members").and_then(Value::as_array).map_or(0, Vec::len))
+            .sum();
+        assert_eq!(paged.members.len(), expected, "members lost while paging");
+        for m in &paged.members {
+            if let Some(id) = m.get("@odata.id").and_then(Value::as_str) {
+                let _ = check(&base, id);
             }
         }
-        assert_eq!(total, expected, "members lost while paging");
     }
 });

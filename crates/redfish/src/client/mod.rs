@@ -13,6 +13,7 @@ pub(crate) mod accounts;
 mod logs;
 mod manage;
 mod nav;
+pub(crate) mod paging;
 mod power;
 mod request;
 mod sensors;

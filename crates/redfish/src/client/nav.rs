@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Client, Listing};
+use super::{Client, Listing, paging};
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
 use crate::model::{self, Chassis, ComputerSystem, Manager};
@@ -22,37 +22,16 @@ impl Client {
         link: &str,
         max: usize,
     ) -> Result<(Listing<(String, Value)>, bool), RedfishError> {
-        let mut warnings = Vec::new();
-        let (doc, notes) = self.get_json(link).await?;
-        warnings.extend(notes);
-        let (mut members, mut next) = model::collection_members(&doc, link, &mut warnings);
-        let mut pages = 1;
-        let mut unread_pages = false;
-        while let Some(n) = next.take() {
-            if members.len() >= max {
-                unread_pages = true;
-                break;
-            }
-            if pages >= self.inner.opts.max_pages {
-                warnings.push(FieldWarning {
-                    at: link.to_owned(),
-                    problem: format!("stopped after {pages} pages"),
-                });
-                break;
-            }
-            match self.get_json(&n).await {
-                Ok((d, notes)) => {
-                    warnings.extend(notes);
-                    let (m, nx) = model::collection_members(&d, &n, &mut warnings);
-                    members.extend(m);
-                    next = nx;
-                    pages += 1;
-                }
-                Err(e) => warnings
-                    .push(FieldWarning { at: n.clone(), problem: format!("next page unreadable: {e}") }),
-            }
-        }
-        let more = members.len() > max || unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
+        let (doc, mut warnings) = self.get_json(link).await?;
+        let paged = paging::follow_pages(&doc, link, max, self.inner.opts.max_pages, |n| async move {
+            self.get_json(&n).await.map_err(|e| e.to_string())
+        })
+        .await;
+        tracing::debug!(bmc = self.bmc(), collection = link, pages = paged.pages, "collection read");
+        warnings.extend(paged.warnings);
+        let mut members = paged.members;
+        let more =
+            members.len() > max || paged.unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
         members.truncate(max);
         let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
             let id = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
