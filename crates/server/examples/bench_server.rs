@@ -189,7 +189,7 @@ fn fleet_and_api(n: usize, every: u64, sweeps_wanted: usize, table: &mut Vec<(St
     ));
     if heap_med > 0.0 {
         table.push((
-            format!("server heap in use (glibc's count), {n} BMCs, idle (median of {k})"),
+            format!("glibc malloc heap in use, {n} BMCs, idle (median of {k}; the whole heap under glibc, only C code such as SQLite under mimalloc)"),
             format!("{heap_med:.0} MiB"),
             "—".into(),
         ));
