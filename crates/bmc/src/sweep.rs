@@ -128,15 +128,23 @@ impl BmcPool {
         mut progress: impl FnMut(&SweepRow, SweepProgress) + Send,
     ) -> Vec<SweepRow> {
         let total = targets.len();
+        // No more visits in flight than the fan-out lets run: a visit waiting for its permit is a task
+        // of several KiB, and 10,000 of them at once were most of a large sweep's peak memory (which the
+        // allocator then keeps).
+        let in_flight = self.inner.opts.fanout.max(1);
+        let mut targets = targets.into_iter().enumerate();
         let mut set = JoinSet::new();
-        for (i, t) in targets.into_iter().enumerate() {
-            let bmc = self.bmc(t);
-            let opts = opts.clone();
-            set.spawn(async move { (i, visit(bmc, opts).await) });
-        }
         let mut rows: Vec<Option<SweepRow>> = vec![None; total];
         let mut done = 0;
-        while let Some(joined) = set.join_next().await {
+        loop {
+            while set.len() < in_flight
+                && let Some((i, t)) = targets.next()
+            {
+                let bmc = self.bmc(t);
+                let opts = opts.clone();
+                set.spawn(async move { (i, visit(bmc, opts).await) });
+            }
+            let Some(joined) = set.join_next().await else { break };
             match joined {
                 Ok((i, row)) => {
                     done += 1;

@@ -11,6 +11,10 @@ mod prompt;
 
 use clap::Parser;
 
+/// The server's allocator for every verb (one binary): see `lifeline_server::ServerAllocator`.
+#[global_allocator]
+static GLOBAL: lifeline_server::ServerAllocator = lifeline_server::ServerAllocator;
+
 /// The example inventory shipped with the source tree, for `lifeline demo` without `--inventory`: found
 /// next to the current directory (a checkout) or relative to the binary (`target/<profile>/lifeline`).
 pub fn bin_relative_example() -> std::path::PathBuf {

@@ -44,5 +44,9 @@ pub mod web;
 pub mod webhook;
 
 pub use auth::Role;
+/// The allocator a process running the server installs (`#[global_allocator]` in the `lifeline` binary
+/// and the server benchmarks): a sweep of 10,000 BMCs frees a few hundred MiB that glibc's malloc kept in
+/// its arenas between sweeps (measured: 84 MiB live, 373 MiB free but held); mimalloc gives it back.
+pub use mimalloc::MiMalloc as ServerAllocator;
 pub use serve::{Running, ServeError, ServeOptions, serve, start};
 pub use state::{AppState, Clock, SystemClock};

@@ -102,6 +102,16 @@ impl Replica {
     /// this host (then [`WorkLease::previous`] names the interrupted holder); `None` when a live holder
     /// has it or it is done.
     pub async fn claim(&self, key: &str) -> Result<Option<WorkLease>, StoreError> {
+        Ok(self
+            .claim_row(key)
+            .await?
+            .map(|(work, previous)| WorkLease::start(self.store.clone(), work, previous)))
+    }
+
+    /// [`Replica::claim`] without a renewal task of its own: the caller renews all its claims under a
+    /// prefix at once with [`Replica::renew_held`] (thousands of units, one statement per tick).
+    /// `Some((work, previous))` as [`Replica::claim`].
+    pub async fn claim_row(&self, key: &str) -> Result<Option<(WorkRow, Option<WorkRow>)>, StoreError> {
         let (work, previous) = match self.store.claim_work(key, &self.id, ttl_ms()).await? {
             WorkClaim::Claimed { work, previous } => (work, previous),
             WorkClaim::Done(_) => return Ok(None),
@@ -114,7 +124,22 @@ impl Replica {
             }
             WorkClaim::Held(_) => return Ok(None),
         };
-        Ok(Some(WorkLease::start(self.store.clone(), work, previous)))
+        Ok(Some((work, previous)))
+    }
+
+    /// Renews every claim of this replica under `prefix`; the keys still ours with their fences.
+    pub async fn renew_held(
+        &self,
+        prefix: &str,
+    ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+        Ok(self.store.renew_held_work(&self.id, prefix, ttl_ms()).await?.into_iter().collect())
+    }
+
+    /// Gives back a claim taken with [`Replica::claim_row`] (unless it is no longer ours).
+    pub async fn release(&self, key: &str, fence: i64) {
+        if let Err(e) = self.store.release_work(key, &self.id, fence).await {
+            tracing::warn!(work = %key, "releasing work: {e}");
+        }
     }
 }
 

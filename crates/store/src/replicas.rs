@@ -306,6 +306,33 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Extends every unfinished claim of `holder` under `prefix` at once and returns them (key, fence): one
+    /// statement per tick for a replica holding thousands of units (a BMC's event subscription each),
+    /// where [`Store::renew_work`] per unit would be thousands. A claim held before and missing from the
+    /// answer was lost (taken over after expiring, or released).
+    pub async fn renew_held_work(
+        &self,
+        holder: &str,
+        prefix: &str,
+        ttl_ms: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let q = self.sql(
+            "UPDATE replica_work SET expires_at = ? WHERE holder = ? \
+             AND substr(key, 1, CAST(? AS INTEGER)) = ? AND done_at IS NULL RETURNING key, fence",
+        );
+        let rows = sqlx::query(&q)
+            .bind(now_ms() + ttl_ms)
+            .bind(holder.to_owned())
+            .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
+            .bind(prefix.to_owned())
+            .fetch_all(&self.pool)
+            .await
+            .op("work.renew_held")?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("key").op("work.key")?, r.try_get("fence").op("work.fence")?)))
+            .collect()
+    }
+
     /// Marks the work done, once, by its current holder only: `false` when the claim was lost meanwhile
     /// (the fencing check at the write that matters).
     pub async fn finish_work(

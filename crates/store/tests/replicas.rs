@@ -89,6 +89,30 @@ async fn work_suite(store: &Store) {
     assert_eq!(store.work_with_prefix("slot:").await.unwrap().len(), 41);
     assert_eq!(store.prune_done_work("slot:", lifeline_store::now_ms() + 1).await.unwrap(), 1);
 
+    // Renewing all of a holder's claims under a prefix at once: its own, unfinished ones only; a claim
+    // taken over after expiring is missing from the answer (lost).
+    for (key, holder, ttl) in [
+        ("events:a", "r1", -1),
+        ("events:b", "r1", 60_000),
+        ("events:c", "r2", 60_000),
+        ("other:a", "r1", 60_000),
+    ] {
+        assert!(matches!(store.claim_work(key, holder, ttl).await.unwrap(), WorkClaim::Claimed { .. }));
+    }
+    let held = store.renew_held_work("r1", "events:", 60_000).await.unwrap();
+    let mut keys: Vec<&str> = held.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort();
+    assert_eq!(keys, ["events:a", "events:b"], "{held:?}");
+    assert!(
+        matches!(store.claim_work("events:a", "r2", 60_000).await.unwrap(), WorkClaim::Held(_)),
+        "renewed"
+    );
+    let a = store.work("events:a").await.unwrap().unwrap();
+    assert!(store.release_work("events:a", "r1", a.fence).await.unwrap());
+    assert!(matches!(store.claim_work("events:a", "r2", 60_000).await.unwrap(), WorkClaim::Claimed { .. }));
+    let held = store.renew_held_work("r1", "events:", 60_000).await.unwrap();
+    assert_eq!(held.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["events:b"]);
+
     // A config version recorded under a lease: only while that lease is still the holder's.
     let LeaseAttempt::Acquired { lease: l1, .. } =
         store.try_lease("leaf", "paused", "r1", "backup.run", -1).await.unwrap()

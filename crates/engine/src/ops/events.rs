@@ -89,35 +89,45 @@ impl Lifeline {
         sel: &BmcSelection,
         tx: tokio::sync::mpsc::Sender<Received>,
     ) -> Result<()> {
-        let pool = self.bmc_pool().await?;
         for b in &sel.bmcs {
-            let bmc = pool.bmc(b.target.clone());
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while !tx.is_closed() {
-                    match bmc.event_stream().await {
-                        Ok(mut s) => {
-                            while let Some(Ok(e)) = s.next().await {
-                                let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.data) else {
-                                    continue;
-                                };
-                                for mut r in crate::event_listener::parse_event_document(&doc) {
-                                    r.event.device = Some(bmc.name().to_owned());
-                                    if tx.send(r).await.is_err() {
-                                        return;
-                                    }
+            let stream = self.stream_bmc_events(b, tx.clone()).await?;
+            tokio::spawn(stream);
+        }
+        Ok(())
+    }
+
+    /// One Redfish BMC's SSE stream into `tx`, reopened after 5 s when it ends, for as long as the returned
+    /// future runs and `tx` is open. The caller owns it (a server replica aborts it when another replica
+    /// takes the BMC's events over).
+    pub async fn stream_bmc_events(
+        &self,
+        b: &crate::targets::SelectedBmc,
+        tx: tokio::sync::mpsc::Sender<Received>,
+    ) -> Result<impl std::future::Future<Output = ()> + Send + 'static> {
+        let bmc = self.bmc_pool().await?.bmc(b.target.clone());
+        Ok(async move {
+            while !tx.is_closed() {
+                match bmc.event_stream().await {
+                    Ok(mut s) => {
+                        while let Some(Ok(e)) = s.next().await {
+                            let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.data) else {
+                                continue;
+                            };
+                            for mut r in crate::event_listener::parse_event_document(&doc) {
+                                r.event.device = Some(bmc.name().to_owned());
+                                if tx.send(r).await.is_err() {
+                                    return;
                                 }
                             }
                         }
-                        Err(e) => {
-                            tracing::warn!(bmc = %bmc.name(), "no event stream: {}", lifeline_bmc::error_chain(&e))
-                        }
                     }
-                    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                    Err(e) => {
+                        tracing::warn!(bmc = %bmc.name(), "no event stream: {}", lifeline_bmc::error_chain(&e))
+                    }
                 }
-            });
-        }
-        Ok(())
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        })
     }
 
     /// Stores one received event unless it is already known; the stored row when new.

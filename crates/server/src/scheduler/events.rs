@@ -7,9 +7,9 @@
 //!
 //! Push subscriptions carry Lifeline's marker and replace Lifeline's earlier ones; they are removed on a
 //! clean stop, so no orphan subscription stays on a BMC. Off by default: a stream or a subscription per
-//! Redfish BMC is something the operator chooses for a fleet. With several replicas, turn it on in one
-//! replica's configuration (events are deduplicated in the store, but each replica would open its own
-//! streams, and push subscriptions replace each other's).
+//! Redfish BMC is something the operator chooses for a fleet. With several replicas each BMC's events are
+//! received by one of them ([`super::event_owner`]), so the setting can be on in every replica; with
+//! `push` each replica needs its own `event-listen` (or `event-destination`) reachable from the BMCs.
 
 use std::net::SocketAddr;
 
@@ -19,6 +19,7 @@ use lifeline_types::BmcProtocol;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::event_owner::{self, Receive};
 use crate::state::AppState;
 
 /// How events reach the server, from `[server] events`.
@@ -59,8 +60,7 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
         Err(e) if e.class() == lifeline_engine::ErrorClass::Usage => return Ok(()),
         Err(e) => return Err(e),
     };
-    let l = s.engine_as("server");
-    let (tx, rx) = match mode {
+    let (tx, rx, how) = match mode {
         Mode::Push => {
             let listen = s.base.config.config.server.event_listen.clone().ok_or_else(|| {
                 EngineError::bad_argument(
@@ -85,39 +85,22 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
                     _ = stop.cancelled() => {}
                 }
             });
-            for row in l.bmc_subscribe(&sel, Some(&url)).await? {
-                if let Err(e) = row.result {
-                    tracing::warn!(bmc = %row.target, "event subscription: {}", e.chain());
-                }
-            }
             tracing::info!(%url, bmcs = sel.bmcs.len(), "BMC events pushed to the server's receiver");
-            (tx, rx)
+            (tx, rx, Receive::Push(url))
         }
         _ => {
             let (tx, rx) = mpsc::channel(1024);
-            l.stream_events(&sel, tx.clone()).await?;
             tracing::info!(bmcs = sel.bmcs.len(), "BMC events read from Redfish SSE streams");
-            (tx, rx)
+            (tx.clone(), rx, Receive::Sse(tx))
         }
     };
     let st = s.clone();
     jobs.spawn(async move {
         store_all(&st, rx).await;
         drop(tx);
-        if mode == Mode::Push {
-            // A clean stop leaves no subscription behind.
-            match st.engine_as("server").bmc_subscribe(&sel, None).await {
-                Ok(rows) => {
-                    for row in rows {
-                        if let Err(e) = row.result {
-                            tracing::warn!(bmc = %row.target, "removing the event subscription: {}", e.chain());
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!("removing event subscriptions: {}", e.chain()),
-            }
-        }
     });
+    // This replica's share of the BMCs (all of them when it is alone), subscribed or streamed.
+    jobs.spawn(event_owner::run(s.clone(), sel, how));
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 pub mod backups;
 pub mod consoles;
+pub mod event_owner;
 pub mod events;
 pub mod sweeps;
 
