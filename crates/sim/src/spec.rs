@@ -34,6 +34,30 @@ pub struct ServerSpec {
     pub powered_on: bool,
 }
 
+impl ServerSpec {
+    /// A powered-on server with no GPUs and no rails behind a BMC at `address` (standard ports plus the
+    /// fleet's offset, the generic flavor): what benchmarks that only need many BMCs start.
+    pub fn bare(name: impl Into<String>, address: IpAddr, username: &str, password: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            role: "head-node".into(),
+            bmc: BmcSpec {
+                address,
+                redfish_port: None,
+                ipmi_port: None,
+                username: username.into(),
+                password: password.into(),
+                flavor: RedfishFlavor::default(),
+                cipher_suites: Vec::new(),
+                session_limit: None,
+            },
+            gpus: GpuSpec { count: 0, ..GpuSpec::default() },
+            rails: Vec::new(),
+            powered_on: true,
+        }
+    }
+}
+
 /// A server's (or a switch's) baseboard management controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BmcSpec {

@@ -167,6 +167,16 @@ fn main() {
     println!();
     println!("| case | ours wall / CPU | peer wall / CPU | peer ÷ ours (wall, CPU) | checks ours / peer |");
     println!("|---|---|---|---|---|");
+    // How much of the peer's figure is its interpreter starting (it is how the peer runs, so it counts).
+    let starts: Vec<Measured> =
+        (0..runs).filter_map(|_| measure(Command::new("python3").args(["-c", "pass"])).ok()).collect();
+    let python_start = if starts.is_empty() {
+        "python3 did not start".to_owned()
+    } else {
+        let w = median(starts.iter().map(|m| m.wall).collect());
+        let c = median(starts.iter().map(|m| m.cpu).collect());
+        format!("{} / {}", ms(w), ms(c))
+    };
     for (label, interval_ms) in
         [("500 ms counter interval (default)", 500u64), ("interval 0 (check cost)", 0)]
     {
@@ -233,4 +243,6 @@ fn main() {
             count(&peer_out)
         );
     }
+    println!();
+    println!("of which the peer's interpreter start (`python3 -c pass`) alone: {python_start} (wall / CPU)");
 }
