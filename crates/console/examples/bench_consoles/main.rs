@@ -107,6 +107,26 @@ fn main() {
         }
     };
     print_table(&ours, peer.as_ref(), n, secs, rate);
+    let goal = mib(ours.w.rss_peak_kib.max(ours.hwm_kib)) < 256.0 && ours.w.cores < 1.0;
+    println!(
+        "goal (1,000 consoles always-on under 256 MiB and under one core): {} at {n} consoles",
+        if goal { "met" } else { "MISSED" }
+    );
+    // A bench that lost consoles, lines or keystrokes measured something else: fail (CI smoke runs).
+    let mut broken = Vec::new();
+    if ours.attached < consoles.len() {
+        broken.push(format!("{} of {} consoles attached", ours.attached, consoles.len()));
+    }
+    if ours.logged_lines < ours.printed.0 {
+        broken.push(format!("{} of {} host lines logged", ours.logged_lines, ours.printed.0));
+    }
+    if ours.w.echo_errors > 0 || ours.w.echoes.is_empty() {
+        broken.push(format!("{} echoes lost, {} came back", ours.w.echo_errors, ours.w.echoes.len()));
+    }
+    if !broken.is_empty() {
+        eprintln!("bench_consoles: ours is broken: {}", broken.join("; "));
+        std::process::exit(1);
+    }
 }
 
 /// The simulator child and its command pipe.
