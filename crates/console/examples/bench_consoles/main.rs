@@ -19,8 +19,8 @@
 //! shut down (its SOL sessions closed) and ConMan (`conmand`) takes the same consoles over SOL through
 //! FreeIPMI's libipmiconsole, measured the same way, its echoes through `conman -j` clients.
 //!
-//! The simulator serves port 623 (ConMan's IPMI consoles cannot be given another port), which needs root
-//! or CAP_NET_BIND_SERVICE. RLIMIT_NOFILE: the soft limit is raised to the hard one (children inherit it).
+//! The simulator serves port 623 (ConMan's IPMI consoles cannot be given another port) when run as root,
+//! else 24623 and ours alone. RLIMIT_NOFILE: the soft limit is raised to the hard one (children inherit it).
 #![allow(clippy::print_stdout)]
 
 mod measure;
@@ -156,8 +156,10 @@ impl Sim {
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
         let mut sim = Sim { child, stdin, stdout };
-        let ready = sim.read_line();
-        assert_eq!(ready, "ready", "the simulator did not start (see its message above)");
+        if sim.read_line() != "ready" {
+            eprintln!("bench_consoles: the simulator did not start (its message is above)");
+            std::process::exit(1);
+        }
         sim
     }
 
@@ -349,7 +351,7 @@ fn run_peer(
         })
         .collect();
     if v4.len() != consoles.len() {
-        return Err("ConMan's IPMI consoles need port 623 (run as root)".into());
+        return Err("not run: ConMan's IPMI consoles need the simulator on port 623 (run as root)".into());
     }
     let peer_dir = dir.join("conman");
     std::fs::create_dir_all(&peer_dir).map_err(|e| e.to_string())?;

@@ -1,8 +1,8 @@
 //! The simulator side of the console bench, run as a child process (`LIFELINE_BENCH_ROLE=sim`) so the
 //! manager's CPU and memory figures are its own: `lifeline-sim`'s fleet (the engine of `lifeline sim`),
 //! N servers whose BMCs speak IPMI lanplus + SOL on port 623 of their own loopback addresses (port 623
-//! because the peer, ConMan, cannot be given another port), every host printing kernel-log lines at a
-//! given rate while told to.
+//! because the peer, ConMan, cannot be given another port; 24623 when not root, without the peer), every
+//! host printing kernel-log lines at a given rate while told to.
 //!
 //! Driven over stdin/stdout by the bench: it prints `ready` once every BMC listens; `start` makes every
 //! console print RATE lines a second (answered `started`), `stop` ends that (answered
@@ -41,7 +41,13 @@ pub fn run(args: &[String]) {
             .map(|i| ServerSpec::bare(console_name(i), IpAddr::V4(bmc_address(i)), "admin", PASSWORD))
             .collect();
         let spec = FleetSpec { servers, switches: Vec::new() };
-        let opts = SimOptions { ports: PortPlan::Standard, time_scale: 0.02, ..SimOptions::default() };
+        // Port 623 for ConMan's sake where it can be bound (root); elsewhere ours alone, on 24623
+        // (bench_server and bench_replicas use offsets 20000 and 21000).
+        let ports = match PortPlan::auto() {
+            PortPlan::Standard => PortPlan::Standard,
+            _ => PortPlan::Offset(24000),
+        };
+        let opts = SimOptions { ports, time_scale: 0.02, ..SimOptions::default() };
         let t = Instant::now();
         let fleet = match Fleet::start(spec, opts).await {
             Ok(f) => f,
