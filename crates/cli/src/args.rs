@@ -155,6 +155,9 @@ pub struct SimArgs {
     /// Where the control API listens (default 127.0.0.1 on a free port).
     #[arg(long, value_name = "ADDR:PORT")]
     pub control_listen: Option<std::net::SocketAddr>,
+    /// Print every endpoint, also for fleets over 64 devices (which get a summary by default).
+    #[arg(long)]
+    pub list: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -71,8 +71,9 @@ impl Console {
         String::from_utf8_lossy(&v).into_owned()
     }
 
-    /// Host output. Never blocks: with no viewer the bytes only go to the history.
-    pub(crate) fn emit(&self, bytes: impl Into<Bytes>) {
+    /// Host output. Never blocks: with no viewer the bytes only go to the history. Public so a benchmark
+    /// can make every simulated host print at a chosen rate (the console bench's chatty kernels).
+    pub fn emit(&self, bytes: impl Into<Bytes>) {
         let bytes: Bytes = bytes.into();
         {
             let mut h = self.history.lock().unwrap_or_else(|e| e.into_inner());

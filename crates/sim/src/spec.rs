@@ -34,6 +34,30 @@ pub struct ServerSpec {
     pub powered_on: bool,
 }
 
+impl ServerSpec {
+    /// A powered-on server with no GPUs and no rails behind a BMC at `address` (standard ports plus the
+    /// fleet's offset, the generic flavor): what benchmarks that only need many BMCs start.
+    pub fn bare(name: impl Into<String>, address: IpAddr, username: &str, password: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            role: "head-node".into(),
+            bmc: BmcSpec {
+                address,
+                redfish_port: None,
+                ipmi_port: None,
+                username: username.into(),
+                password: password.into(),
+                flavor: RedfishFlavor::default(),
+                cipher_suites: Vec::new(),
+                session_limit: None,
+            },
+            gpus: GpuSpec { count: 0, ..GpuSpec::default() },
+            rails: Vec::new(),
+            powered_on: true,
+        }
+    }
+}
+
 /// A server's (or a switch's) baseboard management controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BmcSpec {
@@ -306,14 +330,34 @@ impl FleetSpec {
     }
 }
 
+/// Addresses in one 127.B.0.0/16 block: 256 × 250 (the last octet stays in 1..=250).
+const PER_BLOCK: usize = 256 * 250;
+
+/// Device `i` of a kind whose addresses start in block `block` (10 servers, 11 switches, 12 switch BMCs).
+/// Past 64,000 devices a kind goes on three blocks further (13, 16, … for servers), so a fleet of
+/// 100,000 nodes never gives two BMCs one address (which fails to bind with fixed ports).
 fn loopback(block: u8, i: usize) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(127, block, (i / 250) as u8, (i % 250 + 1) as u8))
+    let (spill, j) = (i / PER_BLOCK, i % PER_BLOCK);
+    let block = usize::from(block) + 3 * spill;
+    IpAddr::V4(Ipv4Addr::new(127, block.min(255) as u8, (j / 250) as u8, (j % 250 + 1) as u8))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    /// Every BMC and switch address of the fleet, asserting that no two devices share one.
+    fn unique_addresses(f: &FleetSpec) -> Vec<IpAddr> {
+        let mut addrs: Vec<IpAddr> = f.servers.iter().map(|s| s.bmc.address).collect();
+        addrs.extend(f.switches.iter().map(|s| s.address));
+        addrs.extend(f.switches.iter().filter_map(|s| s.bmc.as_ref().map(|b| b.address)));
+        let n = addrs.len();
+        addrs.sort();
+        addrs.dedup();
+        assert_eq!(addrs.len(), n, "every device has its own address");
+        addrs
+    }
 
     #[test]
     fn generated_fleet_has_unique_names_and_addresses() {
@@ -322,17 +366,19 @@ mod tests {
         assert_eq!(f.switches.len(), 9);
         let names: HashSet<_> = f.names().collect();
         assert_eq!(names.len(), 609);
-        let mut addrs: Vec<IpAddr> = f.servers.iter().map(|s| s.bmc.address).collect();
-        addrs.extend(f.switches.iter().map(|s| s.address));
-        addrs.extend(f.switches.iter().filter_map(|s| s.bmc.as_ref().map(|b| b.address)));
-        let n = addrs.len();
-        addrs.sort();
-        addrs.dedup();
-        assert_eq!(addrs.len(), n, "every device has its own address");
+        let addrs = unique_addresses(&f);
         assert!(addrs.iter().all(|a| a.is_loopback()));
         assert_eq!(f.switches.iter().filter(|s| s.tier == "spine").count(), 2);
         assert_eq!(f.servers[0].name, "gpu-node-001");
         assert_eq!(f.servers[1].bmc.flavor, RedfishFlavor::IdracLike);
+    }
+
+    #[test]
+    fn a_fleet_past_64000_nodes_still_has_one_address_per_bmc() {
+        let f = FleetSpec::generate(100_000, 3);
+        assert_eq!(unique_addresses(&f).len(), 100_006);
+        assert_eq!(f.servers[64_000].bmc.address, IpAddr::V4(Ipv4Addr::new(127, 13, 0, 1)));
+        assert_eq!(f.servers[99_999].bmc.address, IpAddr::V4(Ipv4Addr::new(127, 13, 143, 250)));
     }
 
     #[test]

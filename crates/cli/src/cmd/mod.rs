@@ -14,6 +14,7 @@ mod remote;
 pub mod runbook;
 pub mod server;
 pub mod sim;
+pub mod sim_summary;
 mod verify;
 
 use lifeline_engine::{Identity, Lifeline, Settings};

@@ -89,20 +89,11 @@ async fn serve(g: &Global, args: SimArgs) -> CmdResult {
     if g.json {
         print_json(&fleet.endpoints())?;
     } else {
-        crate::outln!("{:<20} {:<8} {:<22} {:<10} password", "device", "kind", "address", "user");
-        for e in fleet.endpoints() {
-            let kind = serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            crate::outln!(
-                "{:<20} {:<8} {:<22} {:<10} {}",
-                e.name,
-                kind,
-                format!("{}:{}", e.address, e.port),
-                e.username,
-                e.password
-            );
+        // Every endpoint for a small fleet, a summary for a large one (`--list` / `--endpoints-json`).
+        for line in
+            crate::cmd::sim_summary::render(fleet.endpoints(), args.list, args.endpoints_json.as_deref())
+        {
+            crate::outln!("{line}");
         }
         crate::outln!(
             "simulated fleet up: {} endpoints; control API {}; Ctrl-C to stop",
