@@ -134,7 +134,9 @@ impl BmcPool {
         for (i, t) in targets.into_iter().enumerate() {
             let bmc = self.bmc(t);
             let opts = opts.clone();
-            set.spawn(async move { (i, visit(bmc, opts).await) });
+            // Boxed: the visit's state machine is several KiB, and a task's future is copied on spawn and
+            // again when its stage changes (measured: ~10 % of a warm sweep's CPU in memcpy unboxed).
+            set.spawn(async move { (i, Box::pin(visit(bmc, opts)).await) });
         }
         let mut rows: Vec<Option<SweepRow>> = vec![None; total];
         let mut done = 0;
