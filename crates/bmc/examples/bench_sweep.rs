@@ -14,8 +14,9 @@
 //! - cold, nothing remembered: a first run ever (asks each BMC for its cipher suites / Redfish root);
 //! - cold, discovery remembered: a new process with what an earlier one learnt (the store's
 //!   `bmc_discovery` table in `lifeline`; here a JSON file standing in for it);
-//! - warm: the second sweep inside one process (suites, paths and SDRs cached; sessions are NOT kept
-//!   between sweeps), its CPU from `getrusage(RUSAGE_SELF)` around that sweep only.
+//! - warm: the second sweep inside one process (suites, paths and SDRs cached; IPMI over kept sessions, as
+//!   the server keeps them: `bench_ipmi/kept.rs`; Redfish sessions are not kept), its CPU from
+//!   `getrusage(RUSAGE_SELF)` around that sweep only.
 //!
 //! The fan-out defaults to `lifeline_bmc::fanout_for_fleet(N)` (the whole fleet within the descriptor
 //! budget); ipmipower gets `-F 1024` (its maximum), the Python peer 64 threads.
@@ -37,6 +38,9 @@ use async_trait::async_trait;
 use lifeline_bmc::*;
 use lifeline_ipmi::client::Timing;
 use lifeline_types::BmcProtocol;
+
+#[path = "bench_ipmi/kept.rs"]
+mod ipmi_kept;
 
 #[derive(Clone)]
 struct Args {
@@ -250,8 +254,10 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
             max_attempt_timeout: Duration::from_secs(2),
             attempts: 4,
         },
+        kept: ipmi_kept::options_for(kind, a.times),
         ..BmcOptions::default()
     };
+    let kept = opts.kept.clone();
     let pool = BmcPool::with_memory(opts, Arc::new(MemoryAuditSink::new()), memory.clone());
     let (protocol, sweep) = match kind {
         "ipmi" => (
@@ -287,6 +293,7 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
             println!("FIRST_ERROR {}: {}", bad.name, bad.errors.join("; "));
         }
     }
+    ipmi_kept::finish(kept).await;
     if let Some(p) = &a.memory {
         memory.save(p).await?;
     }
@@ -376,7 +383,8 @@ fn ours_warm(a: &Args, kind: &str, memory: &Path, label: &str) -> anyhow::Result
     let (out, _, _, rss) = timed(&argv)?;
     let s = sweep_lines(&out);
     let (ok, wall, cpu) = s.get(1).copied().context("no second sweep")?;
-    Ok(Measured { label: label.into(), ok, of: a.n, wall, cpu, rss, note: String::new() })
+    let note = out.lines().find_map(|l| l.strip_prefix("KEPT ")).unwrap_or("").to_owned();
+    Ok(Measured { label: label.into(), ok, of: a.n, wall, cpu, rss, note })
 }
 
 /// BMCs `from..to` as FreeIPMI host ranges.
@@ -516,7 +524,7 @@ async fn main() -> anyhow::Result<()> {
     ours(&a, "ipmi", Some(&mem), "prime")?;
     let remembered =
         median(runs, || ours(&a, "ipmi", Some(&mem), "Lifeline, cold process, discovery remembered"))?;
-    let warm = median(runs, || ours_warm(&a, "ipmi", &mem, "Lifeline, warm (2nd sweep in one process)"))?;
+    let warm = median(runs, || ours_warm(&a, "ipmi", &mem, "Lifeline, warm (2nd sweep over kept sessions)"))?;
     let peer = median(runs, || ipmipower(&a));
     match &peer {
         Ok(p) => {
@@ -535,15 +543,7 @@ async fn main() -> anyhow::Result<()> {
                     ),
                 );
             }
-            table.add(
-                "IPMI power status",
-                &warm,
-                format!(
-                    "CPU {:.3}x ipmipower's cold run (goal <= 0.1: {})",
-                    warm.cpu / p.cpu,
-                    met(warm.cpu <= p.cpu / 10.0)
-                ),
-            );
+            ipmi_kept::add_warm_row(&table, &warm, p, a.n);
             table.add("IPMI power status", p, "the peer".into());
         }
         Err(e) => println!("ipmipower not measured: {e:#}"),
@@ -650,7 +650,8 @@ async fn main() -> anyhow::Result<()> {
     }
     println!(
         "\nCPU: user + system of the whole child process (start-up included) from GNU time, both sides; warm \
-         rows: getrusage(RUSAGE_SELF) around the second sweep only (sessions are not kept between sweeps). \
+         rows: getrusage(RUSAGE_SELF) around the second sweep only (IPMI over kept sessions; Redfish sessions \
+         are not kept between sweeps). \
          The simulator runs in its own process and is not counted."
     );
     drop(child_in);

@@ -11,7 +11,7 @@
 //!   on one target within it.
 //! - [`Bmc::power`] returns a [`PowerReport`] (requested vs. observed, timings, whether anything was sent);
 //!   [`power`] documents what "confirmed" means per protocol.
-//! - [`BmcPool::sweep`] streams [`SweepRow`]s; [`BmcPool::hygiene_audit`] returns [`HygieneRow`]s.
+//! - [`BmcPool::sweep`] streams [`SweepRow`]s (over [`KeptSessions`] when the options carry them); [`BmcPool::hygiene_audit`] returns [`HygieneRow`]s.
 //!
 //! This crate knows nothing of the store or the inventory format: the lead implements [`AuditSink`] and
 //! [`ProtocolMemory`] on the store, and `lifeline_redfish::PinStore` for TLS pins.
@@ -28,6 +28,7 @@ pub mod fru;
 pub mod health;
 pub mod hygiene;
 pub mod info;
+pub mod kept;
 pub mod memory;
 pub mod options;
 mod pool;
@@ -48,6 +49,7 @@ pub use fru::Inventory;
 pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
+pub use kept::{KeepOptions, KeptSessions, KeptStats};
 pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};
 pub use pool::{Bmc, BmcPool};

@@ -8,6 +8,8 @@ use std::time::Duration;
 use lifeline_ipmi::client::Timing;
 use lifeline_redfish::{ClientOptions, MemoryPinStore, PinStore};
 
+use crate::kept::KeptSessions;
+
 /// How Redfish certificates are trusted.
 #[derive(Clone)]
 pub enum TlsPolicy {
@@ -82,6 +84,9 @@ pub struct BmcOptions {
     /// Bound of one whole read operation on one BMC (connect + reads + close).
     pub op_timeout: Duration,
     pub power: PowerOptions,
+    /// Kept IPMI sessions for sweeps (a long-lived process: the server); `None` (the default, one-shot
+    /// commands): every operation logs in and closes. Shared by every pool built from these options.
+    pub kept: Option<KeptSessions>,
 }
 
 impl Default for BmcOptions {
@@ -101,6 +106,7 @@ impl Default for BmcOptions {
             probe_timeout: Duration::from_secs(2),
             op_timeout: Duration::from_secs(60),
             power: PowerOptions::default(),
+            kept: None,
         }
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Each operation opens a connection, does its work and closes it (Close Session / logout), all within
 //! `op_timeout`; nothing stays logged in between commands, so a BMC's small session table is never held
-//! by an idle Lifeline.
+//! by an idle Lifeline. The exception is a sweep's IPMI reads when the options carry [`crate::KeptSessions`]
+//! (the server): those take the BMC's kept session and give it back (see [`crate::kept`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -152,6 +153,30 @@ pub(crate) struct Opened {
     pub protocol: BmcProtocol,
     pub conn: Conn,
     _slot: tokio::sync::OwnedSemaphorePermit,
+    /// The session was a kept one (not logged in for this use).
+    pub reused: bool,
+    /// Give the session to the kept sessions after a successful use (its key), instead of closing it.
+    keep: Option<String>,
+    /// A request on it failed for want of an answer (timeout, closed session): never kept.
+    pub broken: bool,
+}
+
+impl Opened {
+    /// Whether the session goes to the kept sessions after a successful use.
+    pub fn keep_eligible(&self) -> bool {
+        self.keep.is_some()
+    }
+
+    /// Notes a failure that says the session or the link failed (not a refused read) and passes `r` on.
+    pub fn check<T>(&mut self, r: Result<T, BmcError>) -> Result<T, BmcError> {
+        if let Err(e) = &r
+            && (e.is_unreachable()
+                || matches!(e, BmcError::Ipmi { source: lifeline_ipmi::Error::Closed { .. }, .. }))
+        {
+            self.broken = true;
+        }
+        r
+    }
 }
 
 impl PoolInner {
@@ -333,11 +358,83 @@ impl Bmc {
         })?
     }
 
+    /// As [`Bmc::open_conn`] for a sweep's reads: the BMC's kept IPMI session when there is one, and the
+    /// new session is to be kept after use (when the options carry [`crate::KeptSessions`]).
+    pub(crate) async fn open_conn_kept(&self, limit: Duration) -> Result<Opened, BmcError> {
+        let t = &self.target;
+        let Some(kept) = self.pool.opts.kept.as_ref().filter(|_| t.protocol != BmcProtocol::Redfish) else {
+            return self.open_conn(Privilege::User, limit).await;
+        };
+        let key = crate::kept::key(t);
+        let fut = async {
+            let slots = self.pool.connection_slots(&t.name);
+            // The semaphore is never closed.
+            let slot =
+                slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
+            if let Some(c) = kept.take(&t.name, &key) {
+                return Ok(Opened {
+                    protocol: BmcProtocol::Ipmi,
+                    conn: Conn::Ipmi(c),
+                    _slot: slot,
+                    reused: true,
+                    keep: Some(key),
+                    broken: false,
+                });
+            }
+            let mut o = self.open_with_slot(Privilege::User, slot).await?;
+            if o.protocol == BmcProtocol::Ipmi {
+                o.keep = Some(key);
+            }
+            Ok(o)
+        };
+        tokio::time::timeout(limit, fut).await.map_err(|_| BmcError::Timeout {
+            bmc: t.name.clone(),
+            what: "connecting",
+            after: limit,
+        })?
+    }
+
+    /// A kept session failed in use: log in afresh (the new session takes its place, and is kept after a
+    /// successful use), then drop the old one (best-effort Close Session in the background: it may be
+    /// dead, so no retransmissions are spent on it). Keeps the caller's connection slot.
+    pub(crate) async fn reopen_kept(&self, o: &mut Opened, limit: Duration) -> Result<(), BmcError> {
+        let t = &self.target;
+        let (protocol, fresh) = tokio::time::timeout(limit, self.open_raw(Privilege::User))
+            .await
+            .map_err(|_| BmcError::Timeout { bmc: t.name.clone(), what: "connecting", after: limit })??;
+        let old = std::mem::replace(&mut o.conn, fresh);
+        o.protocol = protocol;
+        o.reused = false;
+        if protocol != BmcProtocol::Ipmi {
+            o.keep = None;
+        }
+        match (old, self.pool.opts.kept.as_ref()) {
+            (Conn::Ipmi(c), Some(kept)) => kept.dropped(c),
+            (old, _) => drop(old),
+        }
+        Ok(())
+    }
+
     async fn open_conn_unbounded(&self, privilege: Privilege) -> Result<Opened, BmcError> {
         let t = &self.target;
         let slots = self.pool.connection_slots(&t.name);
         // The semaphore is never closed.
         let slot = slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
+        self.open_with_slot(privilege, slot).await
+    }
+
+    async fn open_with_slot(
+        &self,
+        privilege: Privilege,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Opened, BmcError> {
+        let (protocol, conn) = self.open_raw(privilege).await?;
+        Ok(Opened { protocol, conn, _slot: slot, reused: false, keep: None, broken: false })
+    }
+
+    /// Opens a connection (the caller holds a connection slot and bounds the time).
+    async fn open_raw(&self, privilege: Privilege) -> Result<(BmcProtocol, Conn), BmcError> {
+        let t = &self.target;
         self.pool.load_discoveries().await;
         let ctx = conn::OpenCtx {
             suites: &self.pool.suites,
@@ -363,7 +460,7 @@ impl Bmc {
                 "Redfish over plain HTTP (no TLS): the password and session tokens cross the network in clear"
             );
         }
-        Ok(Opened { protocol, conn, _slot: slot })
+        Ok((protocol, conn))
     }
 
     /// Remember what the connection discovered (or forget it after a failure) and close it. The caller
@@ -376,7 +473,14 @@ impl Bmc {
             self.pool.unlearn(&t.name);
         }
         self.pool.persist(&t.name).await;
-        if let Err(e) = o.conn.close().await {
+        let Opened { conn, keep, reused, .. } = o;
+        let conn = match (conn, keep, self.pool.opts.kept.as_ref()) {
+            (Conn::Ipmi(c), Some(key), Some(kept)) if ok => return kept.put(&t.name, key, c).await,
+            // A kept session that failed: it may be dead, so no Close Session with retransmissions.
+            (Conn::Ipmi(c), Some(_), Some(kept)) if reused => return kept.dropped(c),
+            (conn, ..) => conn,
+        };
+        if let Err(e) = conn.close().await {
             tracing::warn!(bmc = %t.name, error = %error_chain(&e), "closing the BMC connection failed");
         }
     }

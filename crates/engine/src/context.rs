@@ -222,8 +222,12 @@ impl Lifeline {
         }
     }
 
-    /// Closes the store's pool (SQLite checkpoints its WAL on last close).
+    /// Closes the kept BMC sessions (Close Session on each, so none is left on a BMC), then the store's pool
+    /// (SQLite checkpoints its WAL on last close).
     pub async fn close(&self) {
+        if let Some(kept) = &self.bmc_options.kept {
+            kept.close_all().await;
+        }
         if let Some(s) = self.store.get() {
             s.close().await;
         }

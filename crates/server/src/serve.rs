@@ -176,6 +176,10 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
         )?)
     };
     let settings = opts.settings.clone();
+    // A long-lived process: sweeps keep one IPMI session per BMC between rounds (closed in `finish`).
+    let base = base.with_bmc_options(|o| {
+        o.kept.get_or_insert_with(|| lifeline_bmc::KeptSessions::new(lifeline_bmc::KeepOptions::default()));
+    });
     let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
     st.runbooks.configure(settings, opts.runbook_env.clone());
     st.set_responder(opts.responder.clone().unwrap_or_else(|| Arc::new(crate::runbooks::PolicyResponder)));
@@ -219,7 +223,8 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
 
 /// The ordered end: runbook runs stop at their next step boundary (a step still in flight after the grace
 /// period is journaled as interrupted, for the next start to resume), jobs stop (a scheduled backup in flight finishes its attempt or is abandoned after
-/// the limit, its lease expiring), consoles close and flush, the store closes.
+/// the limit, its lease expiring), consoles close and flush, the kept BMC sessions are closed (Close
+/// Session on each) and the store closes.
 pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
     st.shutdown.cancel();
     crate::runbooks::stop(st).await;

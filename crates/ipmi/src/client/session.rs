@@ -476,9 +476,13 @@ impl Session {
         let reader = tokio::spawn(read_loop(socket, Arc::downgrade(&inner)));
         *lock(&inner.reader) = Some(reader);
         let session = Session { inner };
-        // Sessions start at USER on many BMCs (ipmi_sim: chassis control -> 0xD4 otherwise).
+        // Sessions start at USER on many BMCs (ipmi_sim: chassis control -> 0xD4 otherwise). A USER session
+        // whose RAKP 4 was verified needs no first request (one round trip less per read-only login); an
+        // unconfirmed one proves itself with Get Device ID before the caller relies on it.
         let first = if cfg.privilege > Privilege::User {
             session.call(&SetSessionPrivilege { privilege: cfg.privilege as u8 }).await.map(|_| ())
+        } else if confirmed {
+            Ok(())
         } else {
             session.call(&crate::wire::app::GetDeviceId).await.map(|_| ())
         };

@@ -1,0 +1,208 @@
+//! Kept IPMI sessions (`lifeline_bmc::kept`), checked on the BMC side: against OpenIPMI `ipmi_sim` (a real
+//! third-party BMC) by counting its active sessions with `ipmitool session info active`, and against
+//! Lifeline's simulator through its session limit (a BMC that holds one session refuses a second login
+//! while ours is kept, and accepts one again once ours is closed) and a BMC reset that drops our session.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use lifeline_bmc::*;
+use lifeline_sim::{
+    BmcSpec, EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions,
+};
+use lifeline_test_utils::unique_loopback;
+use lifeline_types::{BmcProtocol, PowerState};
+use tokio_util::sync::CancellationToken;
+
+fn kept_options(keep: KeepOptions) -> (BmcOptions, KeptSessions) {
+    let kept = KeptSessions::new(keep);
+    (BmcOptions { kept: Some(kept.clone()), ..quick_options() }, kept)
+}
+
+/// Active sessions on ipmi_sim instance `i`, ipmitool's own included.
+async fn active_sessions(sim: &Arc<IpmiSims>, i: u16) -> usize {
+    let sim = sim.clone();
+    let out =
+        tokio::task::spawn_blocking(move || sim.ipmitool(i, &["session", "info", "active"])).await.unwrap();
+    out.lines()
+        .find_map(|l| l.strip_prefix("active sessions"))
+        .and_then(|v| v.trim_start_matches([' ', ':']).trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `active sessions` line in: {out}"))
+}
+
+fn power_only() -> SweepOptions {
+    SweepOptions { health: false, events: 0, per_bmc_timeout: Duration::from_secs(20), ..Default::default() }
+}
+
+#[tokio::test]
+async fn ipmi_sim_holds_one_kept_session_per_bmc_between_sweeps_and_none_after_close() {
+    let Some(sim) = IpmiSims::start(2) else { return };
+    let sim = Arc::new(sim);
+    let (opts, kept) = kept_options(KeepOptions::default());
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let targets = || (0..2).map(|i| sim.target(i, &format!("node{i}"))).collect::<Vec<_>>();
+    let full = SweepOptions { events: 2, per_bmc_timeout: Duration::from_secs(20), ..Default::default() };
+
+    let rows = pool.sweep(targets(), &full, |_, _| {}).await;
+    assert!(rows.iter().all(|r| r.ok() && r.power == Some(PowerState::On)), "{rows:#?}");
+    assert_eq!(kept.bmcs(), ["node0", "node1"]);
+    // Ours and ipmitool's.
+    assert_eq!(active_sessions(&sim, 0).await, 2);
+    assert_eq!(active_sessions(&sim, 1).await, 2);
+
+    for round in 0..2 {
+        let rows = pool.sweep(targets(), &full, |_, _| {}).await;
+        assert!(rows.iter().all(|r| r.ok() && r.sensors == 6 && r.events.len() == 2), "{rows:#?}");
+        assert_eq!(kept.stats().reused, 2 * (round + 1), "{:?}", kept.stats());
+        assert_eq!(active_sessions(&sim, 0).await, 2, "round {round}");
+        assert_eq!(active_sessions(&sim, 1).await, 2, "round {round}");
+    }
+    // A power action still logs in on its own (ADMINISTRATOR) and closes: the kept session stays alone.
+    let bmc = pool.bmc(sim.target(0, "node0"));
+    assert_eq!(bmc.power_state().await.unwrap(), PowerState::On);
+    assert_eq!(active_sessions(&sim, 0).await, 2);
+
+    assert_eq!(kept.close_all().await, 2);
+    assert_eq!(active_sessions(&sim, 0).await, 1, "kept session left on the BMC after close_all");
+    assert_eq!(active_sessions(&sim, 1).await, 1, "kept session left on the BMC after close_all");
+    // Closed for good: a sweep after it logs in and out again.
+    let rows = pool.sweep(targets(), &power_only(), |_, _| {}).await;
+    assert!(rows.iter().all(|r| r.ok()), "{rows:#?}");
+    assert!(kept.is_empty());
+    assert_eq!(active_sessions(&sim, 0).await, 1);
+}
+
+#[tokio::test]
+async fn ipmi_sim_kept_session_survives_on_keepalives_and_closes_when_unused() {
+    let Some(sim) = IpmiSims::start(1) else { return };
+    let sim = Arc::new(sim);
+    let keep = KeepOptions {
+        keepalive_after: Duration::from_millis(200),
+        close_idle_after: Duration::from_secs(3),
+        ..KeepOptions::default()
+    };
+    let (opts, kept) = kept_options(keep);
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let rows = pool.sweep(vec![sim.target(0, "node0")], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let s = kept.stats();
+    assert!(s.keepalives >= 3, "{s:?}");
+    assert_eq!((s.kept, s.dropped), (1, 0), "{s:?}");
+    // The same session serves the next sweep (no login): still one of ours on the BMC.
+    let rows = pool.sweep(vec![sim.target(0, "node0")], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    assert_eq!(kept.stats().reused, 1);
+    assert_eq!(active_sessions(&sim, 0).await, 2);
+    // No operation for `close_idle_after`: closed on the BMC.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(kept.is_empty(), "{:?}", kept.stats());
+    assert_eq!(active_sessions(&sim, 0).await, 1, "an unused kept session was not closed");
+}
+
+#[tokio::test]
+async fn ipmi_sim_dropping_the_pool_closes_kept_sessions() {
+    let Some(sim) = IpmiSims::start(1) else { return };
+    let sim = Arc::new(sim);
+    let (opts, kept) = kept_options(KeepOptions::default());
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let rows = pool.sweep(vec![sim.target(0, "node0")], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    assert_eq!(active_sessions(&sim, 0).await, 2);
+    drop(pool);
+    drop(kept);
+    // Each dropped session sends Close Session from a task of its own.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(active_sessions(&sim, 0).await, 1, "a dropped kept session was left on the BMC");
+}
+
+/// One simulated BMC holding at most `limit` IPMI sessions, served on a socket of its own.
+async fn sim_bmc(limit: usize) -> (lifeline_sim::RunningFleet, BmcTarget, CancellationToken) {
+    let spec = ServerSpec {
+        name: "k1".into(),
+        role: "gpu-node".into(),
+        bmc: BmcSpec {
+            address: IpAddr::V4(unique_loopback()),
+            redfish_port: None,
+            ipmi_port: None,
+            username: "admin".into(),
+            password: "password".into(),
+            flavor: RedfishFlavor::Generic,
+            cipher_suites: vec![],
+            session_limit: Some(limit),
+        },
+        gpus: GpuSpec::default(),
+        rails: Vec::new(),
+        powered_on: true,
+    };
+    let fleet =
+        Fleet::start(FleetSpec { servers: vec![spec.clone()], switches: vec![] }, SimOptions::for_tests())
+            .await
+            .expect("fleet starts");
+    let cancel = CancellationToken::new();
+    let addr = match fleet.endpoint("k1", EndpointKind::Ipmi) {
+        Some(e) => SocketAddr::new(e.address, e.port),
+        None => {
+            let sock = tokio::net::UdpSocket::bind((spec.bmc.address, 0)).await.unwrap();
+            let addr = sock.local_addr().unwrap();
+            tokio::spawn(lifeline_sim::ipmi::serve(sock, fleet.host("k1").unwrap(), cancel.clone()));
+            addr
+        }
+    };
+    let mut t = BmcTarget::new("k1", addr.ip().to_string(), BmcProtocol::Ipmi, "admin", "password");
+    t.ipmi_port = addr.port();
+    (fleet, t, cancel)
+}
+
+#[tokio::test]
+async fn sim_kept_session_holds_the_bmcs_only_slot_is_replaced_after_a_reset_and_freed_on_close() {
+    let (fleet, target, cancel) = sim_bmc(1).await;
+    let (opts, kept) = kept_options(KeepOptions::default());
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    let other = BmcPool::new(quick_options(), Arc::new(MemoryAuditSink::new()));
+
+    let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    assert_eq!(kept.len(), 1);
+    // The BMC's one session is ours: another client is refused...
+    let err = other.bmc(target.clone()).power_state().await.unwrap_err();
+    assert!(error_chain(&err).contains("Open Session"), "{}", error_chain(&err));
+    // ...and even with new logins refused, the next sweep reads over the kept session.
+    fleet.devices().inject("k1", &Fault::SessionsFull).await.unwrap();
+    let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    assert_eq!(kept.stats().reused, 1);
+    fleet.devices().clear("k1").await.unwrap();
+
+    // A BMC reset drops every session: the kept one fails once, is dropped, and a fresh login reads.
+    fleet.host("k1").unwrap().reset_bmc();
+    let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    let s = kept.stats();
+    assert_eq!((s.reused, s.dropped, s.kept), (2, 1, 1), "{s:?}");
+    let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
+    assert!(rows[0].ok(), "{rows:#?}");
+    assert_eq!(kept.stats().reused, 3);
+
+    // Closed: the slot is free again.
+    assert_eq!(kept.close_all().await, 1);
+    assert_eq!(other.bmc(target.clone()).power_state().await.unwrap(), PowerState::On);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn without_kept_sessions_every_sweep_logs_in_and_out() {
+    let (_fleet, target, cancel) = sim_bmc(1).await;
+    let pool = BmcPool::new(quick_options(), Arc::new(MemoryAuditSink::new()));
+    for _ in 0..3 {
+        let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
+        assert!(rows[0].ok(), "{rows:#?}");
+        // The slot is free after each sweep.
+        assert_eq!(pool.bmc(target.clone()).power_state().await.unwrap(), PowerState::On);
+    }
+    cancel.cancel();
+}
