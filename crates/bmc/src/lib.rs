@@ -48,7 +48,7 @@ pub use fru::Inventory;
 pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
-pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery};
+pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};
 pub use pool::{Bmc, BmcPool};
 pub use power::{Confirmation, PowerReport, Transition};
