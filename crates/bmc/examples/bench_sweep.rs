@@ -41,6 +41,8 @@ use lifeline_types::BmcProtocol;
 
 #[path = "bench_ipmi/kept.rs"]
 mod ipmi_kept;
+#[path = "bench_redfish/rows.rs"]
+mod redfish_rows;
 
 #[derive(Clone)]
 struct Args {
@@ -183,6 +185,7 @@ impl FileMemory {
             let redfish = rf.map(|(url, root, system)| RedfishDiscovery { url, root, system });
             let _ = m.inner.remember_discovery(&bmc, &Discovery { ipmi_suite: suite, redfish }).await;
         }
+        redfish_rows::load_resources(&m.inner, path).await;
         m
     }
     async fn save(&self, path: &Path) -> anyhow::Result<()> {
@@ -192,7 +195,7 @@ impl FileMemory {
             .map(|(k, d)| (k, (d.ipmi_suite, d.redfish.map(|r| (r.url, r.root, r.system)))))
             .collect();
         std::fs::write(path, serde_json::to_string(&v)?)?;
-        Ok(())
+        redfish_rows::save_resources(&self.inner, path).await
     }
 }
 
@@ -212,6 +215,12 @@ impl ProtocolMemory for FileMemory {
     }
     async fn remember_discovery(&self, bmc: &str, d: &Discovery) -> Result<(), BoxError> {
         self.inner.remember_discovery(bmc, d).await
+    }
+    async fn recall_redfish_resources(&self) -> Result<HashMap<String, RedfishResourcePaths>, BoxError> {
+        self.inner.recall_redfish_resources().await
+    }
+    async fn remember_redfish_resources(&self, bmc: &str, r: &RedfishResourcePaths) -> Result<(), BoxError> {
+        self.inner.remember_redfish_resources(bmc, r).await
     }
 }
 
@@ -246,9 +255,10 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
         None => FileMemory::default(),
     });
     let fanout = a.fanout.unwrap_or_else(|| fanout_for_fleet(a.n));
+    let pins = Arc::new(redfish_rows::FilePins::load(a.memory.as_deref()));
     let opts = BmcOptions {
         fanout,
-        tls: TlsPolicy::Pin(Arc::new(lifeline_redfish::MemoryPinStore::new())),
+        tls: TlsPolicy::Pin(pins.clone()),
         ipmi_timing: Timing {
             attempt_timeout: Duration::from_millis(1000),
             max_attempt_timeout: Duration::from_secs(2),
@@ -269,17 +279,9 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
                 ..Default::default()
             },
         ),
-        "redfish" | "redfish-all" => (
-            BmcProtocol::Redfish,
-            SweepOptions {
-                power: true,
-                health: true,
-                events: 0,
-                all_sensors: kind == "redfish-all",
-                per_bmc_timeout: Duration::from_secs(60),
-                ..SweepOptions::default()
-            },
-        ),
+        kind @ ("redfish" | "redfish-all") => {
+            (BmcProtocol::Redfish, redfish_rows::sweep_options(kind).context("sweep options")?)
+        }
         other => bail!("unknown sweep {other}"),
     };
     for k in 0..a.times.max(1) {
@@ -296,6 +298,7 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
     ipmi_kept::finish(kept).await;
     if let Some(p) = &a.memory {
         memory.save(p).await?;
+        pins.save(p)?;
     }
     Ok(())
 }
@@ -435,24 +438,6 @@ fn ipmipower(a: &Args) -> anyhow::Result<Measured> {
     Ok(Measured { label, ok, of: a.n, wall, cpu, rss, note })
 }
 
-fn python_peer(a: &Args, hosts: &Path, label: &str) -> anyhow::Result<Measured> {
-    let venv = std::env::var("OOB_PEERS_VENV").unwrap_or_else(|_| "/work/main/.peers-venv".into());
-    let python = Path::new(&venv).join("bin/python");
-    let python = if python.exists() { python.to_string_lossy().into_owned() } else { "python3".into() };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bench_sweep_peer.py");
-    let argv = vec![
-        python,
-        script.to_string_lossy().into_owned(),
-        "--threads".into(),
-        "64".into(),
-        hosts.to_string_lossy().into_owned(),
-    ];
-    let (out, wall, cpu, rss) = timed(&argv)?;
-    let ok = out.lines().find_map(|l| l.strip_prefix("ok ")).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let note = out.lines().find_map(|l| l.strip_prefix("first failure: ")).unwrap_or("").to_owned();
-    Ok(Measured { label: label.into(), ok, of: a.n, wall, cpu, rss, note })
-}
-
 fn send(child_in: &mut std::process::ChildStdin, out: &mut impl BufRead, cmd: &str) -> anyhow::Result<()> {
     writeln!(child_in, "{cmd}")?;
     child_in.flush()?;
@@ -571,65 +556,9 @@ async fn main() -> anyhow::Result<()> {
         table.add("IPMI power status", &r, format!("{:.0}x Lifeline's cold wall", r.wall / cold.wall));
     }
 
-    // --- Redfish health (power + rollup) ---
+    // --- Redfish health (power + rollup + events) and every sensor ---
     if !a.skip_redfish {
-        let (rf_port, _) = ports();
-        let hosts = dir.path().join("hosts.txt");
-        let list: Vec<String> = (0..a.n).map(|i| format!("https://{}:{rf_port}", addr(a.base, i))).collect();
-        std::fs::write(&hosts, list.join("\n"))?;
-        let mem = dir.path().join("redfish-discovery.json");
-        let latencies: &[u64] = if a.skip_200 { &[0] } else { &[0, 200] };
-        for &ms in latencies {
-            if ms > 0 {
-                send(&mut child_in, &mut child_out, &format!("bmc-slow={ms}"))?;
-            }
-            let goal = if ms == 0 { 2.0 } else { 1.5 };
-            let w = format!("Redfish health, {ms} ms");
-            let cold = median(runs, || {
-                let _ = std::fs::remove_file(&fresh);
-                ours(&a, "redfish", Some(&fresh), "Lifeline, cold process, nothing remembered")
-            })?;
-            ours(&a, "redfish", Some(&mem), "prime")?;
-            let rem = median(runs, || {
-                ours(&a, "redfish", Some(&mem), "Lifeline, cold process, discovery remembered")
-            })?;
-            let warm =
-                median(runs, || ours_warm(&a, "redfish", &mem, "Lifeline, warm (2nd sweep in one process)"))?;
-            let py = median(if ms == 0 { runs } else { 1 }, || {
-                python_peer(&a, &hosts, "Python requests, 64 threads")
-            });
-            for m in [&cold, &rem, &warm] {
-                let vs = py.as_ref().map(|p| {
-                    format!(
-                        ", {:.1}x faster than Python (goal >= 10: {})",
-                        p.wall / m.wall,
-                        met(p.wall / m.wall >= 10.0)
-                    )
-                });
-                table.add(
-                    &w,
-                    m,
-                    format!("goal <= {goal} s: {}{}", met(m.wall <= goal), vs.unwrap_or_default()),
-                );
-            }
-            match &py {
-                Ok(p) => table.add(&w, p, "the peer".into()),
-                Err(e) => println!("python peer not measured: {e:#}"),
-            }
-            if ms == 0 {
-                let all = median(runs, || {
-                    ours(&a, "redfish-all", Some(&mem), "Lifeline, every sensor, discovery remembered")
-                })?;
-                table.add(
-                    "Redfish every sensor, 0 ms",
-                    &all,
-                    format!("goal <= 2 s: {}", met(all.wall <= 2.0)),
-                );
-            }
-            if ms > 0 {
-                send(&mut child_in, &mut child_out, "clear")?;
-            }
-        }
+        redfish_rows::rows(&a, &mut child_in, &mut child_out, &table, dir.path())?;
     }
 
     println!(

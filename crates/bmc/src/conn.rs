@@ -46,6 +46,12 @@ pub(crate) struct RedfishConn {
     pub wanted: Option<String>,
     /// Where the wanted system was found last time (from the pool's path cache): tried before listing.
     pub known_system: Option<String>,
+    /// Resources found by an earlier connection (event logs, the chassis the rollup needed): read directly,
+    /// rediscovered when one fails.
+    pub known: crate::memory::RedfishResourcePaths,
+    /// What this connection read (to remember for the next one); `None` fields: not read this time.
+    pub used_logs: Option<Vec<serde_json::Value>>,
+    pub used_chassis: Option<Vec<String>>,
     /// `LastResetTime` as of the last power-state read (see [`crate::power`]: the BMC's own record of a
     /// reset whose off phase was too short to observe).
     pub last_reset: Option<String>,
@@ -61,6 +67,8 @@ pub(crate) struct RedfishPaths {
     pub url: String,
     pub root: Arc<serde_json::Value>,
     pub system: Option<String>,
+    /// Event logs and chassis (see [`crate::memory::RedfishResourcePaths`]).
+    pub resources: crate::memory::RedfishResourcePaths,
 }
 
 /// What a power request put on the wire.
@@ -211,6 +219,9 @@ pub(crate) async fn open_redfish(
         system: None,
         wanted: target.system.clone(),
         known_system: known.and_then(|k| k.system.clone()),
+        known: known.map(|k| k.resources.clone()).unwrap_or_default(),
+        used_logs: None,
+        used_chassis: None,
         last_reset: None,
     }))
 }

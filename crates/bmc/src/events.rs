@@ -270,6 +270,90 @@ impl IpmiConn {
 
 /// A log's label for operators: where it lives and its id (`Systems/1/IML`, `Managers/bmc/EventLog`), since
 /// bmcweb names the System's and the Manager's logs alike.
+/// The newest `newest` events over Redfish: read from the log services an earlier visit used (`known`, their
+/// documents) when there are any, else found by navigating from the root (also when a remembered one
+/// fails: a 404 after a firmware update must not hide the log). Returns the documents of the services read,
+/// to remember. Takes the client, not the connection, so a sweep reads events while the health rollup
+/// runs on the same connection.
+pub(crate) async fn redfish_events(
+    client: &lifeline_redfish::Client,
+    bmc: &str,
+    known: &[serde_json::Value],
+    newest: usize,
+) -> Result<(EventLog, Vec<serde_json::Value>), BmcError> {
+    use lifeline_redfish::model::LogService;
+    // Newest-first order is not guaranteed by BMCs, so read a generous window and sort by time.
+    let window = newest.max(1).saturating_mul(4).max(64);
+    let remembered: Vec<LogService> = known
+        .iter()
+        .map(|v| LogService::from_value(v, v.get("@odata.id").and_then(|x| x.as_str()).unwrap_or("")))
+        .filter(|l| !l.odata_id.is_empty() && l.entries.is_some())
+        .collect();
+    let logs = if remembered.is_empty() {
+        None
+    } else {
+        match client.event_logs_at(&remembered, window).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::debug!(%bmc, error = %e, "a remembered log service failed; finding the logs again");
+                None
+            }
+        }
+    };
+    let logs = match logs {
+        Some(l) => l,
+        None => client.event_logs(window).await.map_err(rf_err(bmc))?,
+    };
+    let used = logs.read.iter().map(LogService::to_document).collect();
+    Ok((event_log(bmc, &logs, newest), used))
+}
+
+/// Entries of every log read, newest first, cut to `newest`.
+fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> EventLog {
+    let mut warnings: Vec<String> =
+        logs.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect();
+    let mut all = Vec::new();
+    let mut sources = Vec::new();
+    for l in &logs.logs {
+        warnings.extend(l.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+        let id = log_label(&l.log, l.log_id.as_deref());
+        let kind = match l.kind {
+            Some(LogKind::Sel) => "sel",
+            Some(LogKind::Event) => "event",
+            _ => "other",
+        };
+        sources.push(LogSource {
+            id: id.clone(),
+            path: Some(l.log.clone()),
+            kind: kind.into(),
+            entries: l.entries.len(),
+            truncated: l.truncated,
+        });
+        for e in &l.entries {
+            all.push(redfish_entry(e, &id));
+        }
+    }
+    let total = all.len();
+    // Newest first; undated entries last, in the BMC's order.
+    all.sort_by_key(|e| std::cmp::Reverse(e.time));
+    let dated = all.iter().filter(|e| e.time.is_some()).count();
+    all[dated..].reverse();
+    all.truncate(newest);
+    let no_log_service = logs.services == 0;
+    if no_log_service {
+        warnings.push("no SEL-like log service found".into());
+    }
+    EventLog {
+        bmc: bmc.to_owned(),
+        protocol: BmcProtocol::Redfish,
+        entries: all,
+        total: Some(total),
+        logs: sources,
+        no_log_service,
+        warnings,
+    }
+}
+
 fn log_label(path: &str, id: Option<&str>) -> String {
     let p = path.trim_end_matches('/');
     let p = p.strip_prefix("/redfish/v1/").unwrap_or(p).replace("/LogServices/", "/");
@@ -298,51 +382,9 @@ fn redfish_entry(e: &lifeline_redfish::model::LogEntry, log: &str) -> EventEntry
 
 impl RedfishConn {
     pub(crate) async fn events(&mut self, newest: usize) -> Result<EventLog, BmcError> {
-        // Newest-first order is not guaranteed by BMCs, so read a generous window and sort by time.
-        let window = newest.max(1).saturating_mul(4).max(64);
-        let logs = self.client.event_logs(window).await.map_err(rf_err(&self.bmc))?;
-        let mut warnings: Vec<String> =
-            logs.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect();
-        let mut all = Vec::new();
-        let mut sources = Vec::new();
-        for l in &logs.logs {
-            warnings.extend(l.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
-            let id = log_label(&l.log, l.log_id.as_deref());
-            let kind = match l.kind {
-                Some(LogKind::Sel) => "sel",
-                Some(LogKind::Event) => "event",
-                _ => "other",
-            };
-            sources.push(LogSource {
-                id: id.clone(),
-                path: Some(l.log.clone()),
-                kind: kind.into(),
-                entries: l.entries.len(),
-                truncated: l.truncated,
-            });
-            for e in &l.entries {
-                all.push(redfish_entry(e, &id));
-            }
-        }
-        let total = all.len();
-        // Newest first; undated entries last, in the BMC's order.
-        all.sort_by_key(|e| std::cmp::Reverse(e.time));
-        let dated = all.iter().filter(|e| e.time.is_some()).count();
-        all[dated..].reverse();
-        all.truncate(newest);
-        let no_log_service = logs.services == 0;
-        if no_log_service {
-            warnings.push("no SEL-like log service found".into());
-        }
-        Ok(EventLog {
-            bmc: self.bmc.clone(),
-            protocol: BmcProtocol::Redfish,
-            entries: all,
-            total: Some(total),
-            logs: sources,
-            no_log_service,
-            warnings,
-        })
+        let (log, used) = redfish_events(&self.client, &self.bmc, &self.known.logs, newest).await?;
+        self.used_logs = Some(used);
+        Ok(log)
     }
 
     pub(crate) async fn clear_events(&mut self) -> Result<(), BmcError> {

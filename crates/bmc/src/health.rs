@@ -395,28 +395,49 @@ impl RedfishConn {
     /// no `HealthRollup` (a bare `Health` is, per schema, the resource's own), the chassis the system links
     /// to are read too (concurrently, one more round trip), so fans and power supplies are covered. A BMC that reports no rollup at all falls back to the full sensor read.
     pub(crate) async fn rollup(&mut self, chassis: bool) -> Result<(PowerState, HealthSummary), BmcError> {
-        let sys = self.system().await?;
+        // The chassis an earlier visit needed are read at the same time as the system (one round trip
+        // instead of two); wasted only when the system has gained a HealthRollup since.
+        let client = self.client.clone();
+        let read = |links: Vec<String>| {
+            let client = client.clone();
+            async move {
+                let reads = links.into_iter().map(|link| {
+                    let client = client.clone();
+                    async move {
+                        let r = client.get_json(&link).await;
+                        (link, r)
+                    }
+                });
+                futures::future::join_all(reads).await
+            }
+        };
+        let early = if chassis { self.known.chassis.clone() } else { Vec::new() };
+        let (sys, mut read_early) = tokio::join!(self.system(), read(early));
+        let sys = sys?;
         let power = sys.power_state.unwrap_or(PowerState::Unknown);
         let mut warnings: Vec<String> =
             sys.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)).collect();
         let mut resources: Vec<ResourceHealth> = resource(&sys.odata_id, &sys.status).into_iter().collect();
         // `HealthRollup` covers the system's dependents by definition; a bare `Health` is the resource's own.
-        if chassis && sys.status.health_rollup.is_none() && !sys.chassis.is_empty() {
-            let client = self.client.clone();
-            let reads = sys.chassis.iter().map(|link| {
-                let client = client.clone();
-                async move { (link, client.get_json(link).await) }
-            });
-            for (link, r) in futures::future::join_all(reads).await {
-                match r {
-                    Ok((v, notes)) => {
-                        let c = lifeline_redfish::model::Chassis::from_value(&v, link);
-                        warnings.extend(notes.iter().map(|w| format!("{}: {}", w.at, w.problem)));
-                        resources.extend(resource(&c.odata_id, &c.status));
-                    }
-                    Err(e) => warnings.push(format!("{link}: chassis unreadable: {e}")),
+        let needed: Vec<String> =
+            if chassis && sys.status.health_rollup.is_none() { sys.chassis.clone() } else { Vec::new() };
+        read_early.retain(|(link, _)| needed.contains(link));
+        let missing: Vec<String> =
+            needed.iter().filter(|l| !read_early.iter().any(|(r, _)| r == *l)).cloned().collect();
+        read_early.extend(read(missing).await);
+        for link in &needed {
+            let Some((_, r)) = read_early.iter().find(|(l, _)| l == link) else { continue };
+            match r {
+                Ok((v, notes)) => {
+                    let c = lifeline_redfish::model::Chassis::from_value(v, link);
+                    warnings.extend(notes.iter().map(|w| format!("{}: {}", w.at, w.problem)));
+                    resources.extend(resource(&c.odata_id, &c.status));
                 }
+                Err(e) => warnings.push(format!("{link}: chassis unreadable: {e}")),
             }
+        }
+        if chassis {
+            self.used_chassis = Some(needed);
         }
         if resources.is_empty() {
             warnings

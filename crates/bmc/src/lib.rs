@@ -50,7 +50,7 @@ pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
 pub use kept::{KeepOptions, KeptSessions, KeptStats};
-pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery};
+pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};
 pub use pool::{Bmc, BmcPool};
 pub use power::{Confirmation, PowerReport, Transition};

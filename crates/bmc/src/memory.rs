@@ -1,7 +1,8 @@
 //! Remembering which protocol an `auto` BMC speaks, so the probe runs once per BMC, not once per command;
 //! and what discovery learnt about each BMC ([`Discovery`]: its IPMI cipher suite, its Redfish service root
 //! and system path), so a new process does not rediscover it (one round trip less per IPMI session, two
-//! GETs less per Redfish connection).
+//! GETs less per Redfish connection); and where its event logs and chassis are ([`RedfishResourcePaths`]:
+//! a health sweep with events then reads each document in one round trip instead of navigating to it).
 //!
 //! The engine implements [`ProtocolMemory`] on the store's `bmc_protocols` and `bmc_discovery` tables;
 //! [`MemoryProtocolMemory`] serves tests and one-shot CLI runs. The discovery methods have defaults that
@@ -30,6 +31,20 @@ pub trait ProtocolMemory: Send + Sync {
     /// Replace what is known about `bmc` (an empty [`Discovery`] forgets it).
     async fn remember_discovery(&self, bmc: &str, discovery: &Discovery) -> Result<(), BoxError> {
         let _ = (bmc, discovery);
+        Ok(())
+    }
+
+    /// The Redfish resources every BMC was last read at beyond its root and system (one query).
+    async fn recall_redfish_resources(&self) -> Result<HashMap<String, RedfishResourcePaths>, BoxError> {
+        Ok(HashMap::new())
+    }
+    /// Replace them for `bmc` (an empty [`RedfishResourcePaths`] forgets them).
+    async fn remember_redfish_resources(
+        &self,
+        bmc: &str,
+        paths: &RedfishResourcePaths,
+    ) -> Result<(), BoxError> {
+        let _ = (bmc, paths);
         Ok(())
     }
 }
@@ -61,9 +76,36 @@ pub struct RedfishDiscovery {
     pub system: Option<String>,
 }
 
+/// Where a BMC's health sweep reads beyond the system, so a new process goes straight there instead of
+/// navigating (Managers, their LogServices, each service, then its Entries: four round trips in a row on
+/// every sweep, each costing the BMC's latency). Safe to reuse: a path that fails (404, not the document it
+/// was) drops the whole record and the BMC is navigated again in the same visit.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RedfishResourcePaths {
+    /// The base URL these were found at (a BMC whose address or port changed starts afresh).
+    #[serde(default)]
+    pub url: String,
+    /// The event log services read (their documents, trimmed to identity, type and `Entries`).
+    #[serde(default)]
+    pub logs: Vec<serde_json::Value>,
+    /// The chassis whose status the health rollup read (the system had no `HealthRollup`).
+    #[serde(default)]
+    pub chassis: Vec<String>,
+}
+
+impl RedfishResourcePaths {
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_empty() && self.chassis.is_empty()
+    }
+}
+
 /// In-process memory (share one between pools to stand for a store that outlives a process).
 #[derive(Debug, Default)]
-pub struct MemoryProtocolMemory(Mutex<HashMap<String, BmcProtocol>>, Mutex<HashMap<String, Discovery>>);
+pub struct MemoryProtocolMemory(
+    Mutex<HashMap<String, BmcProtocol>>,
+    Mutex<HashMap<String, Discovery>>,
+    Mutex<HashMap<String, RedfishResourcePaths>>,
+);
 
 impl MemoryProtocolMemory {
     pub fn new() -> Self {
@@ -74,6 +116,9 @@ impl MemoryProtocolMemory {
     }
     fn discoveries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Discovery>> {
         self.1.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn resources(&self) -> std::sync::MutexGuard<'_, HashMap<String, RedfishResourcePaths>> {
+        self.2.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -99,6 +144,22 @@ impl ProtocolMemory for MemoryProtocolMemory {
             m.remove(bmc);
         } else {
             m.insert(bmc.to_owned(), discovery.clone());
+        }
+        Ok(())
+    }
+    async fn recall_redfish_resources(&self) -> Result<HashMap<String, RedfishResourcePaths>, BoxError> {
+        Ok(self.resources().clone())
+    }
+    async fn remember_redfish_resources(
+        &self,
+        bmc: &str,
+        paths: &RedfishResourcePaths,
+    ) -> Result<(), BoxError> {
+        let mut m = self.resources();
+        if paths.is_empty() {
+            m.remove(bmc);
+        } else {
+            m.insert(bmc.to_owned(), paths.clone());
         }
         Ok(())
     }

@@ -24,7 +24,9 @@ use crate::error::{BmcError, error_chain};
 use crate::events::EventLog;
 use crate::fru::Inventory;
 use crate::health::HealthSummary;
-use crate::memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery};
+use crate::memory::{
+    Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths,
+};
 use crate::options::BmcOptions;
 use crate::power::{self, ConnOps, PowerReport};
 use crate::sdr_cache::SdrCache;
@@ -62,6 +64,13 @@ pub(crate) struct PoolInner {
 struct Persisted {
     suite: Option<u8>,
     redfish: Option<conn::RedfishPaths>,
+}
+
+impl Persisted {
+    /// The resource paths part (written on its own: see [`ProtocolMemory::remember_redfish_resources`]).
+    fn resources(&self) -> RedfishResourcePaths {
+        self.redfish.as_ref().map(|r| r.resources.clone()).unwrap_or_default()
+    }
 }
 
 impl Persisted {
@@ -193,14 +202,29 @@ impl PoolInner {
         lock(&self.redfish_paths).get(bmc).cloned()
     }
 
-    /// Remember what this connection discovered (root document, the system it used).
+    /// Remember what this connection discovered (root document, the system it used, the logs and chassis
+    /// it read). Resource paths of a previous connection are kept only while the service root is the same
+    /// document (a firmware update may move them).
     fn learn(&self, bmc: &str, url: String, c: &Conn) {
         if let Conn::Redfish(rc) = c {
             let system = rc.system.as_ref().map(|s| s.odata_id.clone());
+            let root = rc.client.service_root_document();
             let mut map = lock(&self.redfish_paths);
-            let keep = map.get(bmc).filter(|k| k.url == url).and_then(|k| k.system.clone());
-            let paths =
-                conn::RedfishPaths { url, root: rc.client.service_root_document(), system: system.or(keep) };
+            let prev = map.get(bmc).filter(|k| k.url == url);
+            let keep = prev.and_then(|k| k.system.clone());
+            let same_root = prev.is_some_and(|k| Arc::ptr_eq(&k.root, &root) || k.root == root);
+            let mut resources = match prev {
+                Some(k) if same_root => k.resources.clone(),
+                _ => RedfishResourcePaths::default(),
+            };
+            if let Some(l) = &rc.used_logs {
+                resources.logs = l.clone();
+            }
+            if let Some(c) = &rc.used_chassis {
+                resources.chassis = c.clone();
+            }
+            resources.url = if resources.is_empty() { String::new() } else { url.clone() };
+            let paths = conn::RedfishPaths { url, root, system: system.or(keep), resources };
             map.insert(bmc.to_owned(), paths);
         }
     }
@@ -222,6 +246,10 @@ impl PoolInner {
                         return;
                     }
                 };
+                let mut resources = self.memory.recall_redfish_resources().await.unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "Redfish resource paths unreadable; navigating afresh");
+                    HashMap::new()
+                });
                 let mut paths = lock(&self.redfish_paths);
                 let mut persisted = lock(&self.persisted);
                 for (bmc, d) in all {
@@ -231,10 +259,14 @@ impl PoolInner {
                     {
                         self.suites.set(&bmc, s);
                     }
-                    let redfish = d.redfish.map(|r| conn::RedfishPaths {
-                        url: r.url,
-                        root: Arc::new(r.root),
-                        system: r.system,
+                    let redfish = d.redfish.map(|r| {
+                        let res = resources.remove(&bmc).filter(|p| p.url == r.url).unwrap_or_default();
+                        conn::RedfishPaths {
+                            url: r.url,
+                            root: Arc::new(r.root),
+                            system: r.system,
+                            resources: res,
+                        }
                     });
                     if let Some(r) = &redfish {
                         paths.entry(bmc.clone()).or_insert_with(|| r.clone());
@@ -251,16 +283,22 @@ impl PoolInner {
             suite: self.suites.get(bmc).map(|s| s.id()),
             redfish: lock(&self.redfish_paths).get(bmc).cloned(),
         };
-        {
+        let (discovery_changed, resources_changed) = {
             let mut p = lock(&self.persisted);
             let before = p.get(bmc).cloned().unwrap_or_default();
-            if before.same(&now) {
-                return;
+            let changed = (!before.same(&now), before.resources() != now.resources());
+            if changed != (false, false) {
+                p.insert(bmc.to_owned(), now.clone());
             }
-            p.insert(bmc.to_owned(), now.clone());
-        }
-        if let Err(e) = self.memory.remember_discovery(bmc, &now.discovery()).await {
+            changed
+        };
+        if discovery_changed && let Err(e) = self.memory.remember_discovery(bmc, &now.discovery()).await {
             tracing::warn!(%bmc, error = %e, "BMC discovery not remembered");
+        }
+        if resources_changed
+            && let Err(e) = self.memory.remember_redfish_resources(bmc, &now.resources()).await
+        {
+            tracing::warn!(%bmc, error = %e, "Redfish resource paths not remembered");
         }
     }
 

@@ -313,6 +313,46 @@ async fn cycle_under_30_percent_udp_loss_runs_exactly_once() {
 /// The sweep's health is the BMC's own rollup (no sensor read), and it agrees with what the simulated host
 /// computes from its sensors: an uncorrectable GPU ECC error makes the node critical. `Bmc::health` still
 /// lists every sensor, and no session is left behind.
+/// The CLI's sweep (rollup + 3 newest events) of every flavor, twice, the second time from a new pool
+/// (a new process) that only shares the first one's memory: the same rows from the remembered paths, read
+/// concurrently over one session per BMC, and no session left on any BMC either time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_with_events_from_remembered_paths_leaves_no_session() {
+    let servers =
+        RedfishFlavor::ALL.iter().map(|f| server(&format!("e-{}", f.as_str()), *f, vec![], None)).collect();
+    let sim = start(servers).await;
+    let names: Vec<String> = RedfishFlavor::ALL.iter().map(|f| format!("e-{}", f.as_str())).collect();
+    for n in &names {
+        sim.fleet.devices().inject(n, &"gpu-ecc=1".parse::<Fault>().unwrap()).await.unwrap();
+    }
+    let memory = Arc::new(MemoryProtocolMemory::new());
+    let opts = SweepOptions { events: 3, ..SweepOptions::default() };
+    let mut first = Vec::new();
+    for round in 0..2 {
+        let pool = BmcPool::with_memory(
+            options(sim.store.clone()),
+            Arc::new(MemoryAuditSink::new()),
+            memory.clone(),
+        );
+        let rows = pool.sweep(names.iter().map(|n| sim.redfish(n)).collect(), &opts, |_, _| {}).await;
+        for (row, n) in rows.iter().zip(&names) {
+            assert!(row.ok() && row.health == Some(Health::Critical), "round {round}: {row:#?}");
+            assert!(!row.events.is_empty(), "round {round}: {n}: the ECC event: {row:#?}");
+            assert_eq!(sim.fleet.redfish(n).unwrap().session_count(), 0, "round {round}: {n}: logged out");
+        }
+        let seen: Vec<_> = rows.iter().map(|r| (r.power, r.health, r.events.clone())).collect();
+        if round == 0 {
+            first = seen;
+        } else {
+            assert_eq!(seen, first, "the remembered paths read the same");
+        }
+        let remembered = memory.recall_redfish_resources().await.unwrap();
+        for n in &names {
+            assert!(!remembered[&format!("{n}-rf")].logs.is_empty(), "{n}: {remembered:#?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn sweep_health_is_the_bmc_rollup() {
     let sim = start(vec![

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
 use std::collections::HashMap;
 
-use lifeline_bmc::{BoxError, Discovery, ProtocolMemory, RedfishDiscovery};
+use lifeline_bmc::{BoxError, Discovery, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths};
 use lifeline_console::{ConsoleLogIndex, LogFileEntry};
 use lifeline_netcfg::{BlobId, HostKeyPins, IndexError, VersionIndex, VersionRecord};
 use lifeline_store::{ConsoleLogRow, DiscoveryRow, PinKind, Store};
@@ -72,6 +72,17 @@ impl ProtocolMemory for StoreMemory {
             redfish_system: d.redfish.as_ref().and_then(|r| r.system.clone()),
         };
         Ok(self.0.set_bmc_discovery(&row).await?)
+    }
+
+    async fn recall_redfish_resources(&self) -> Result<HashMap<String, RedfishResourcePaths>, BoxError> {
+        let rows = self.0.bmc_redfish_paths().await?;
+        // An unreadable row (hand-edited, truncated) only means navigating that BMC again.
+        Ok(rows.into_iter().filter_map(|(d, json)| Some((d, serde_json::from_str(&json).ok()?))).collect())
+    }
+
+    async fn remember_redfish_resources(&self, bmc: &str, p: &RedfishResourcePaths) -> Result<(), BoxError> {
+        let json = if p.is_empty() { None } else { Some(serde_json::to_string(p)?) };
+        Ok(self.0.set_bmc_redfish_paths(bmc, json.as_deref()).await?)
     }
 }
 

@@ -44,6 +44,28 @@ impl LogService {
         l
     }
 
+    /// The service as a minimal document that [`LogService::from_value`] reads back the same (identity, type,
+    /// `Entries`, the ClearLog target): what is remembered to read the log directly next time.
+    pub fn to_document(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("@odata.id".into(), Value::from(self.odata_id.clone()));
+        let mut put = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.into(), Value::from(v.clone()));
+            }
+        };
+        put("Id", &self.id);
+        put("Name", &self.name);
+        put("LogEntryType", &self.log_entry_type);
+        if let Some(e) = &self.entries {
+            m.insert("Entries".into(), serde_json::json!({ "@odata.id": e }));
+        }
+        if let Some(t) = &self.clear_target {
+            m.insert("Actions".into(), serde_json::json!({ "#LogService.ClearLog": { "target": t } }));
+        }
+        Value::Object(m)
+    }
+
     /// What kind of log this is, for reading the event history: SEL, another event log, or neither.
     pub fn kind(&self) -> LogKind {
         if self.is_sel() {

@@ -60,6 +60,9 @@ pub struct ServiceRoot {
     pub event_service: Option<String>,
     pub account_service: Option<String>,
     pub update_service: Option<String>,
+    /// `ProtocolFeaturesSupported.ExpandQuery.NoLinks` (or `ExpandAll`): `$expand=.` embeds a collection's
+    /// members, one request instead of one per member.
+    pub expand: bool,
     pub warnings: Vec<FieldWarning>,
 }
 
@@ -69,6 +72,10 @@ impl ServiceRoot {
         let mut f = Fields::new(v, at, &mut warnings);
         let oem_keys = f.sub("Oem").map(|o| o.keys()).unwrap_or_default();
         let sessions = f.sub("Links").and_then(|mut l| l.link("Sessions"));
+        let expand = f.sub("ProtocolFeaturesSupported").is_some_and(|mut p| {
+            p.sub("ExpandQuery")
+                .is_some_and(|mut e| e.bool("NoLinks") == Some(true) || e.bool("ExpandAll") == Some(true))
+        });
         let mut r = ServiceRoot {
             id: f.str("Id"),
             name: f.str("Name"),
@@ -85,6 +92,7 @@ impl ServiceRoot {
             event_service: f.link("EventService"),
             account_service: f.link("AccountService"),
             update_service: f.link("UpdateService"),
+            expand,
             warnings: Vec::new(),
         };
         r.warnings = warnings;

@@ -1,11 +1,12 @@
-//! Redfish token sessions, pooled within the BMC's session limit.
+//! Redfish token sessions: one session per client, its token shared by every request in flight.
 //!
-//! Why: BMCs allow few concurrent sessions (often 2-8, shared with the web UI and other tools); a client
-//! that logs in per request exhausts them and locks humans out, one that never logs out leaks them until the
-//! BMC's timeout (often 30 min). So: at most `limit` sessions, each lent to one request at a time, created
-//! lazily, re-created once when the BMC answers 401 (expired), and DELETEd on `close` (best effort on drop).
-//! When the BMC refuses a new session while we already hold some, somebody else is using slots: the pool
-//! shrinks to what it holds instead of failing.
+//! Why one shared token: BMCs allow few concurrent sessions (often 2-8, shared with the web UI and other
+//! tools), and a token is only a credential, not a channel: DSP0266 lets any number of requests carry it at
+//! once. A client that logged in per concurrent request would take several of the BMC's slots (and pay a
+//! login round trip each) just to read one BMC a few documents at a time. So: one session, created lazily
+//! by the first request that needs it (single flight: concurrent first requests wait for that one login),
+//! re-created once when the BMC answers 401 (expired, BMC rebooted) — again once for every request that saw
+//! the same dead token — and DELETEd on `close` (best effort on drop).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -28,48 +29,49 @@ pub(crate) struct Session {
 pub(crate) enum LoginError {
     /// The BMC has no working session login here: use Basic instead.
     Unsupported(RedfishError),
-    /// The BMC refused (limit reached, overloaded): may be retried with an existing session.
+    /// The BMC refused (limit reached, overloaded).
     Refused(RedfishError),
     Fatal(RedfishError),
 }
 
+/// Requests that may hold the token at once (far above any per-BMC request limit; `drain` waits for all).
+const USERS: u32 = 1 << 16;
+
 #[derive(Debug)]
 pub(crate) struct SessionPool {
     login_url: Url,
-    limit: usize,
-    permits: Arc<Semaphore>,
-    idle: Mutex<Vec<Session>>,
-    /// Sessions that exist on the BMC (idle + lent out).
+    /// The session in use, if logged in.
+    current: Mutex<Option<Arc<Session>>>,
+    /// Held while logging in, so concurrent requests wait for one login instead of each making one.
+    login: tokio::sync::Mutex<()>,
+    /// One permit per request holding the token; closed by `drain`.
+    users: Arc<Semaphore>,
+    /// Sessions that exist on the BMC (0 or 1).
     live: AtomicUsize,
-    /// Permits given up because the BMC refused more sessions.
-    shrunk: AtomicUsize,
+    /// Logins made (the first and every re-login), for tests and logs.
+    logins: AtomicUsize,
 }
 
-/// A session lent to one request; returns to the pool on drop unless invalidated.
+/// The token lent to one request; many guards share one session.
 #[derive(Debug)]
 pub(crate) struct SessionGuard {
-    session: Option<Session>,
+    session: Arc<Session>,
     pool: Arc<SessionPool>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl SessionGuard {
     pub(crate) fn token(&self) -> &str {
-        self.session.as_ref().map(|s| s.token.as_str()).unwrap_or_default()
+        &self.session.token
     }
 
-    /// The BMC no longer accepts this token (401): forget it; it is gone on the BMC side.
-    pub(crate) fn invalidate(mut self) {
-        if self.session.take().is_some() {
+    /// The BMC no longer accepts this token (401): forget it (it is gone on the BMC side), unless another
+    /// request already replaced it.
+    pub(crate) fn invalidate(self) {
+        let mut cur = lock(&self.pool.current);
+        if cur.as_ref().is_some_and(|c| Arc::ptr_eq(c, &self.session)) {
+            *cur = None;
             self.pool.live.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl Drop for SessionGuard {
-    fn drop(&mut self) {
-        if let Some(s) = self.session.take() {
-            lock(&self.pool.idle).push(s);
         }
     }
 }
@@ -79,81 +81,77 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl SessionPool {
-    pub(crate) fn new(login_url: Url, limit: usize) -> Arc<Self> {
-        let limit = limit.max(1);
+    pub(crate) fn new(login_url: Url) -> Arc<Self> {
         Arc::new(SessionPool {
             login_url,
-            limit,
-            permits: Arc::new(Semaphore::new(limit)),
-            idle: Mutex::new(Vec::new()),
+            current: Mutex::new(None),
+            login: tokio::sync::Mutex::new(()),
+            users: Arc::new(Semaphore::new(USERS as usize)),
             live: AtomicUsize::new(0),
-            shrunk: AtomicUsize::new(0),
+            logins: AtomicUsize::new(0),
         })
-    }
-
-    pub(crate) fn limit(&self) -> usize {
-        self.limit - self.shrunk.load(Ordering::SeqCst)
     }
 
     pub(crate) fn live(&self) -> usize {
         self.live.load(Ordering::SeqCst)
     }
 
-    /// Borrow a session, logging in if none is idle and the limit allows.
+    pub(crate) fn logins(&self) -> usize {
+        self.logins.load(Ordering::SeqCst)
+    }
+
+    fn current(&self) -> Option<Arc<Session>> {
+        lock(&self.current).clone()
+    }
+
+    /// Borrow the session's token, logging in first when there is none (one login at a time).
     pub(crate) async fn checkout(
         self: &Arc<Self>,
         t: &Transport,
         creds: &Credentials,
         wait: Duration,
     ) -> Result<SessionGuard, LoginError> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let permit = match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
-                Ok(Ok(p)) => p,
-                Ok(Err(_)) => return Err(LoginError::Fatal(RedfishError::Closed { bmc: t.bmc.clone() })),
-                Err(_) => {
-                    return Err(LoginError::Fatal(RedfishError::Busy {
-                        bmc: t.bmc.clone(),
-                        limit: self.limit(),
-                        after: wait,
-                    }));
-                }
-            };
-            if let Some(s) = lock(&self.idle).pop() {
-                return Ok(SessionGuard { session: Some(s), pool: self.clone(), _permit: permit });
-            }
-            match login(t, &self.login_url, creds).await {
-                Ok(s) => {
-                    self.live.fetch_add(1, Ordering::SeqCst);
-                    return Ok(SessionGuard { session: Some(s), pool: self.clone(), _permit: permit });
-                }
-                Err(LoginError::Refused(e)) if self.live() > 0 && self.limit() > 1 => {
-                    // Others hold the BMC's remaining slots: never ask for this one again, wait for ours.
-                    tracing::warn!(bmc = %t.bmc, error = %e, held = self.live(), "BMC refused another session; shrinking pool");
-                    self.shrunk.fetch_add(1, Ordering::SeqCst);
-                    permit.forget();
-                }
-                Err(e) => return Err(e),
-            }
+        let closed = || LoginError::Fatal(RedfishError::Closed { bmc: t.bmc.clone() });
+        let permit = self.users.clone().try_acquire_owned().map_err(|_| closed())?;
+        if let Some(s) = self.current() {
+            return Ok(SessionGuard { session: s, pool: self.clone(), _permit: permit });
         }
+        let busy = || LoginError::Fatal(RedfishError::Busy { bmc: t.bmc.clone(), limit: 1, after: wait });
+        let _login = tokio::time::timeout(wait, self.login.lock()).await.map_err(|_| busy())?;
+        // Another request logged in while this one waited.
+        if let Some(s) = self.current() {
+            return Ok(SessionGuard { session: s, pool: self.clone(), _permit: permit });
+        }
+        if self.users.is_closed() {
+            return Err(closed());
+        }
+        let s = Arc::new(login(t, &self.login_url, creds).await?);
+        self.logins.fetch_add(1, Ordering::SeqCst);
+        self.live.fetch_add(1, Ordering::SeqCst);
+        *lock(&self.current) = Some(s.clone());
+        Ok(SessionGuard { session: s, pool: self.clone(), _permit: permit })
     }
 
-    /// Take every idle session out (for logout), waiting up to `wait` for lent ones to come back.
+    /// Take the session out (for logout), after waiting up to `wait` for the requests holding its token;
+    /// no request gets the token afterwards.
     pub(crate) async fn drain(&self, wait: Duration) -> Vec<Session> {
-        let n = u32::try_from(self.limit()).unwrap_or(u32::MAX);
-        let all = tokio::time::timeout(wait, self.permits.acquire_many(n)).await;
-        let sessions: Vec<Session> = lock(&self.idle).drain(..).collect();
-        self.live.fetch_sub(sessions.len(), Ordering::SeqCst);
+        let all = tokio::time::timeout(wait, self.users.acquire_many(USERS)).await;
         if let Ok(Ok(p)) = all {
             p.forget();
         }
-        self.permits.close();
-        sessions
+        self.users.close();
+        // A login in flight finishes before the session is taken (it would be orphaned otherwise).
+        let _login = tokio::time::timeout(wait, self.login.lock()).await;
+        self.take_idle()
     }
 
-    /// Idle sessions left at drop time (no `close` was called).
+    /// The session left at drop time (no `close` was called), or after `drain`.
     pub(crate) fn take_idle(&self) -> Vec<Session> {
-        lock(&self.idle).drain(..).collect()
+        let taken = lock(&self.current).take();
+        if taken.is_some() {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+        }
+        taken.map(|s| (*s).clone()).into_iter().collect()
     }
 }
 

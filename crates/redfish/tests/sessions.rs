@@ -1,4 +1,4 @@
-//! Session pool, re-login, logout, Basic fallback, leniency end to end, timeouts and SSE, against a small
+//! Shared session token, re-login, logout, Basic fallback, leniency end to end, timeouts and SSE, against a small
 //! in-test Redfish server (axum) that counts sessions and enforces its own session limit like a BMC.
 //! (sushy-emulator has no SessionService and no EventService, so these behaviours need this server.)
 
@@ -257,46 +257,57 @@ fn live(s: &Server) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pool_stays_within_its_limit_and_close_logs_out() {
+async fn concurrent_requests_share_one_session_and_close_logs_out() {
     let s = start(8, true).await;
-    let c = connect(
-        &s,
-        ClientOptions { session_limit: 2, max_concurrent_requests: 8, ..ClientOptions::default() },
-    )
-    .await;
+    let c = connect(&s, ClientOptions { max_concurrent_requests: 8, ..ClientOptions::default() }).await;
     assert_eq!(c.auth_in_use(), AuthInUse::Session);
     let sys = c.systems().await.unwrap().items.remove(0);
     let reads = (0..12).map(|_| c.system(&sys.odata_id));
     for r in futures::future::join_all(reads).await {
         r.unwrap();
     }
-    assert_eq!(s.bmc.peak.load(Ordering::SeqCst), 2, "never more than the pool's limit");
-    assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 2, "sessions are reused");
-    assert_eq!(c.sessions_held(), 2);
-    assert_eq!(c.close().await.unwrap(), 2);
+    assert_eq!(s.bmc.peak.load(Ordering::SeqCst), 1, "one session for every request");
+    assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 1, "one login");
+    assert_eq!(c.sessions_held(), 1);
+    assert_eq!(c.close().await.unwrap(), 1);
     assert_eq!(live(&s), 0, "no orphan session on the BMC");
-    assert_eq!(s.bmc.deletes.load(Ordering::SeqCst), 2);
+    assert_eq!(s.bmc.deletes.load(Ordering::SeqCst), 1);
     assert!(matches!(c.systems().await, Err(RedfishError::Closed { .. })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bmc_limit_below_ours_shrinks_the_pool_instead_of_failing() {
+async fn concurrent_first_requests_wait_for_one_login() {
+    // A BMC with a single session slot: a client that logged in per request would be refused.
     let s = start(1, true).await;
-    let c = connect(
-        &s,
-        ClientOptions { session_limit: 3, max_concurrent_requests: 6, ..ClientOptions::default() },
-    )
-    .await;
-    let sys = c.systems().await.unwrap().items.remove(0);
-    let reads = (0..6).map(|_| c.system(&sys.odata_id));
+    let c = connect(&s, ClientOptions { max_concurrent_requests: 6, ..ClientOptions::default() }).await;
+    let reads = (0..6).map(|_| c.system("/redfish/v1/Systems/System.Embedded.1"));
     for r in futures::future::join_all(reads).await {
         r.unwrap();
     }
-    assert_eq!(s.bmc.peak.load(Ordering::SeqCst), 1);
     assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 1);
-    assert!(s.bmc.refused.load(Ordering::SeqCst) >= 1);
-    assert_eq!(c.sessions_held(), 1);
+    assert_eq!(s.bmc.refused.load(Ordering::SeqCst), 0, "never asked for a second session");
+    assert_eq!(c.session_logins(), 1);
     c.close().await.unwrap();
+    assert_eq!(live(&s), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_in_the_middle_of_concurrent_requests_logs_in_once_for_all() {
+    let s = start(1, true).await;
+    let c = connect(&s, ClientOptions { max_concurrent_requests: 6, ..ClientOptions::default() }).await;
+    c.systems().await.unwrap();
+    assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 1);
+    // The BMC forgets the session (timeout, reboot) while six requests are about to use it; its table has
+    // room for one session only, so a second re-login would be refused.
+    s.bmc.sessions.lock().unwrap().clear();
+    let reads = (0..6).map(|_| c.system("/redfish/v1/Systems/System.Embedded.1"));
+    for r in futures::future::join_all(reads).await {
+        r.unwrap();
+    }
+    assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 2, "one re-login for all six");
+    assert_eq!(s.bmc.refused.load(Ordering::SeqCst), 0);
+    assert_eq!(c.sessions_held(), 1);
+    assert_eq!(c.close().await.unwrap(), 1);
     assert_eq!(live(&s), 0);
 }
 

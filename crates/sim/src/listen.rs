@@ -180,6 +180,10 @@ fn shared_udp(key: GroupKey) -> io::Result<UdpSocket> {
         bind_lo(&std)?;
     }
     setsockopt(&std, sockopt::Ipv4PacketInfo, &true).map_err(io::Error::from)?;
+    // One socket takes every BMC's datagrams: a 1,000-BMC sweep's logins arrive at once and overflowed the
+    // default ~208 KiB buffer (drops counted by the kernel; each cost the client a retransmission wait).
+    // The kernel caps this at net.core.rmem_max; best effort.
+    let _ = setsockopt(&std, sockopt::RcvBuf, &(4usize << 20));
     UdpSocket::from_std(std)
 }
 

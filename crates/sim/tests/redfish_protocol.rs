@@ -85,7 +85,8 @@ async fn link_and_allow_headers_on_every_resource_and_405_for_the_rest() {
 
 #[tokio::test]
 async fn odata_version_query_parameters_accounts_and_members_login() {
-    let f = fleet(1, SimOptions::for_tests()).await;
+    // gpu-node-01 is the generic flavor (it has $expand), gpu-node-05 the OpenBMC one (it has not).
+    let f = fleet(5, SimOptions::for_tests()).await;
     let (base, c) = bmc(&f, "gpu-node-01");
     let get = async |path: &str| {
         c.get(format!("{base}{path}")).basic_auth("admin", Some("password")).send().await.unwrap()
@@ -108,7 +109,18 @@ async fn odata_version_query_parameters_accounts_and_members_login() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 
-    for q in ["$expand=*", "$filter=Id%20eq%20'1'", "$levels=2", "$unknown=1", "excerpt"] {
+    let root: Value = get("/redfish/v1").await.json().await.unwrap();
+    assert_eq!(root["ProtocolFeaturesSupported"]["ExpandQuery"]["NoLinks"], true);
+    for q in ["$expand=*", "$expand=.(%24levels=1)"] {
+        let v: Value = get(&format!("/redfish/v1/Chassis/Self/Sensors?{q}")).await.json().await.unwrap();
+        let members = v["Members"].as_array().unwrap();
+        assert!(members.len() > 5 && members.iter().all(|m| m["Reading"].is_number()), "{q}: {v:#}");
+    }
+    assert_eq!(get("/redfish/v1/Systems?$expand=.($levels=2)").await.status(), StatusCode::BAD_REQUEST);
+    let (obmc, oc) = bmc(&f, "gpu-node-05");
+    let r = oc.get(format!("{obmc}/redfish/v1/Systems?$expand=.")).basic_auth("admin", Some("password"));
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::NOT_IMPLEMENTED, "OpenBMC: no $expand");
+    for q in ["$filter=Id%20eq%20'1'", "$levels=2", "$unknown=1", "excerpt"] {
         let r = get(&format!("/redfish/v1/Systems?{q}")).await;
         assert_eq!(r.status(), StatusCode::NOT_IMPLEMENTED, "{q}");
         let v: Value = r.json().await.unwrap();

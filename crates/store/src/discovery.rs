@@ -63,3 +63,41 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Every BMC's remembered Redfish resource paths: `(device, JSON)` (the meaning is `lifeline-bmc`'s
+    /// `RedfishResourcePaths`).
+    pub async fn bmc_redfish_paths(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let q = self.sql("SELECT device, paths FROM bmc_redfish_paths");
+        let rows = sqlx::query(&q).fetch_all(&self.pool).await.op("redfish_paths.list")?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("device").op("redfish_paths.device")?,
+                    r.try_get("paths").op("redfish_paths.paths")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Replaces a BMC's remembered paths; `None` forgets them.
+    pub async fn set_bmc_redfish_paths(&self, device: &str, paths: Option<&str>) -> Result<(), StoreError> {
+        let Some(paths) = paths else {
+            let q = self.sql("DELETE FROM bmc_redfish_paths WHERE device = ?");
+            sqlx::query(&q).bind(device.to_owned()).execute(&self.pool).await.op("redfish_paths.delete")?;
+            return Ok(());
+        };
+        let q = self.sql(
+            "INSERT INTO bmc_redfish_paths (device, paths, updated_at) VALUES (?, ?, ?) \
+             ON CONFLICT (device) DO UPDATE SET paths = excluded.paths, updated_at = excluded.updated_at",
+        );
+        sqlx::query(&q)
+            .bind(device.to_owned())
+            .bind(paths.to_owned())
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .op("redfish_paths.set")?;
+        Ok(())
+    }
+}

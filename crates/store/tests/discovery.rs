@@ -1,4 +1,5 @@
-//! The `bmc_discovery` table on SQLite and PostgreSQL: written, replaced, read whole, deleted when empty.
+//! The `bmc_discovery` and `bmc_redfish_paths` tables on SQLite and PostgreSQL: written, replaced, read
+//! whole, deleted when empty.
 
 use lifeline_store::{DiscoveryRow, Store};
 use lifeline_test_utils::{TestDatabase, postgres_url};
@@ -24,6 +25,18 @@ async fn suite(store: &Store) {
     store.set_bmc_discovery(&row("n1", None, None)).await.unwrap();
     let all = store.bmc_discoveries().await.unwrap();
     assert_eq!(all.iter().map(|r| r.device.as_str()).collect::<Vec<_>>(), ["n2"]);
+
+    assert!(store.bmc_redfish_paths().await.unwrap().is_empty());
+    let logs =
+        r#"{"url":"https://127.10.0.1:443","logs":[{"@odata.id":"/redfish/v1/Managers/1/LogServices/SEL"}]}"#;
+    store.set_bmc_redfish_paths("n2", Some(r#"{"chassis":["/redfish/v1/Chassis/1"]}"#)).await.unwrap();
+    store.set_bmc_redfish_paths("n2", Some(logs)).await.unwrap();
+    store.set_bmc_redfish_paths("n3", Some("{}")).await.unwrap();
+    let mut all = store.bmc_redfish_paths().await.unwrap();
+    all.sort();
+    assert_eq!(all, [("n2".to_owned(), logs.to_owned()), ("n3".to_owned(), "{}".to_owned())]);
+    store.set_bmc_redfish_paths("n3", None).await.unwrap();
+    assert_eq!(store.bmc_redfish_paths().await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -43,22 +43,31 @@ impl Client {
     /// HPE iLO `IML` and `IEL` with `EntryType: Oem`), each entry list labelled with its log. When no log
     /// on the BMC is of either kind, logs whose entries are `EntryType: SEL` or `Event` are used (the DMTF
     /// mockup names its SEL "Log1"). Journals, dumps and POST codes are never read.
+    ///
+    /// The navigation runs breadth first and concurrently (Managers and Systems at once, then every
+    /// `LogServices` collection at once), so it costs the depth of the tree in round trips, not its size.
     pub async fn event_logs(&self, max: usize) -> Result<EventLogs, RedfishError> {
         let mut out = EventLogs::default();
+        let managers =
+            async { if self.inner.root.managers.is_some() { Some(self.managers().await) } else { None } };
+        let systems =
+            async { if self.inner.root.systems.is_some() { Some(self.systems().await) } else { None } };
+        let (managers, systems) = tokio::join!(managers, systems);
         let mut holders: Vec<String> = Vec::new();
-        if self.inner.root.managers.is_some() {
-            let m = self.managers().await?;
+        if let Some(m) = managers {
+            let m = m?;
             out.warnings.extend(m.warnings);
             holders.extend(m.items.into_iter().filter_map(|m| m.log_services));
         }
-        if self.inner.root.systems.is_some() {
-            let s = self.systems().await?;
+        if let Some(s) = systems {
+            let s = s?;
             out.warnings.extend(s.warnings);
             holders.extend(s.items.into_iter().filter_map(|s| s.log_services));
         }
+        let lists = futures::future::join_all(holders.iter().map(|h| self.log_services(h))).await;
         let mut all = Vec::new();
-        for h in holders {
-            match self.log_services(&h).await {
+        for (h, l) in holders.iter().zip(lists) {
+            match l {
                 Ok(l) => {
                     out.warnings.extend(l.warnings);
                     all.extend(l.items);
@@ -80,6 +89,7 @@ impl Client {
                     if !by_kind {
                         out.services += 1;
                     }
+                    out.read.push(log.clone());
                     out.logs.push(e)
                 }
                 Ok(_) => {}
@@ -91,6 +101,23 @@ impl Client {
         Ok(out)
     }
 
+    /// The event history from log services found earlier ([`EventLogs::read`] of a previous call, e.g.
+    /// remembered across processes): their entries only, concurrently, in one round trip (two when the BMC
+    /// links entries instead of embedding them). Fails when any of them fails, so the caller navigates
+    /// afresh ([`Client::event_logs`]) rather than reporting a partial history as the whole.
+    pub async fn event_logs_at(
+        &self,
+        services: &[LogService],
+        max: usize,
+    ) -> Result<EventLogs, RedfishError> {
+        let reads = futures::future::join_all(services.iter().map(|l| self.log_entries(l, max))).await;
+        let mut out = EventLogs { services: services.len(), ..EventLogs::default() };
+        for (log, r) in services.iter().zip(reads) {
+            out.logs.push(r?);
+            out.read.push(log.clone());
+        }
+        Ok(out)
+    }
     /// [`Client::event_logs`] as a listing (the name predates non-SEL event logs).
     pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
         let l = self.event_logs(max).await?;
@@ -113,6 +140,8 @@ impl Client {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct EventLogs {
     pub logs: Vec<LogEntries>,
+    /// The log services `logs` were read from (to read them directly next time).
+    pub read: Vec<LogService>,
     pub services: usize,
     pub warnings: Vec<FieldWarning>,
 }

@@ -101,10 +101,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Longest wait for a free request slot or session.
     pub queue_timeout: Duration,
-    /// Requests in flight to this BMC at once.
+    /// Requests in flight to this BMC at once (they share one session token; with HTTP/1.1 each is a
+    /// keep-alive connection, with HTTP/2 a stream of one connection).
     pub max_concurrent_requests: usize,
-    /// Sessions this client may hold (a quirk may lower it).
-    pub session_limit: usize,
     pub auth: AuthMode,
     pub rules: Arc<RuleSet>,
     /// For `power`: how often to poll, how long to wait for Off between the two halves of ForceOff+On.
@@ -121,7 +120,6 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             queue_timeout: Duration::from_secs(60),
             max_concurrent_requests: 4,
-            session_limit: 2,
             auth: AuthMode::Auto,
             rules: Arc::new(RuleSet::builtin()),
             power_poll_interval: Duration::from_millis(500),
@@ -317,11 +315,7 @@ impl Client {
                 root.session_service.as_ref().map(|s| format!("{}/Sessions", s.trim_end_matches('/')))
             });
             match login {
-                Some(l) => {
-                    let limit =
-                        profile.session_limit().map_or(opts.session_limit, |q| q.min(opts.session_limit));
-                    Some(SessionPool::new(t.url(&l)?, limit))
-                }
+                Some(l) => Some(SessionPool::new(t.url(&l)?)),
                 None => None,
             }
         };
@@ -368,9 +362,14 @@ impl Client {
         }
     }
 
-    /// Sessions this client currently holds on the BMC.
+    /// Sessions this client currently holds on the BMC (0 or 1: concurrent requests share one token).
     pub fn sessions_held(&self) -> usize {
         self.inner.sessions.as_ref().map_or(0, |p| p.live())
+    }
+
+    /// Session logins this client has made (the first and every re-login after a 401).
+    pub fn session_logins(&self) -> usize {
+        self.inner.sessions.as_ref().map_or(0, |p| p.logins())
     }
 
     /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature).

@@ -38,7 +38,7 @@ impl Client {
         };
         let sensors = async {
             match &chassis.sensors {
-                Some(l) => Some(self.members(l).await),
+                Some(l) => Some(self.members_expanded(l).await),
                 None => None,
             }
         };
@@ -116,7 +116,7 @@ impl Client {
         let Some(supplies) = doc.pointer("/PowerSupplies/@odata.id").and_then(Value::as_str) else {
             return Ok((out, warnings));
         };
-        let l = self.members(supplies).await?;
+        let l = self.members_expanded(supplies).await?;
         warnings.extend(l.warnings);
         let metrics = l.items.iter().map(|(_, v)| async move {
             match v.pointer("/Metrics/@odata.id").and_then(Value::as_str) {

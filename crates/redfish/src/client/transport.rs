@@ -185,10 +185,16 @@ pub(super) async fn tls_config(
     trust: &TlsTrust,
     pinned: Option<Fingerprint>,
 ) -> Result<(rustls::ClientConfig, SharedPinState), RedfishError> {
-    let trust2 = trust.clone();
-    let r = tokio::task::spawn_blocking(move || client_config(&trust2, pinned))
-        .await
-        .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?;
+    // Only a CA file is blocking I/O; pins and in-memory CAs are built here, without a thread hand-off per
+    // BMC (a fleet sweep connects to thousands).
+    let r = if matches!(trust, TlsTrust::CaFile(_)) {
+        let trust2 = trust.clone();
+        tokio::task::spawn_blocking(move || client_config(&trust2, pinned))
+            .await
+            .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?
+    } else {
+        client_config(trust, pinned)
+    };
     r.map_err(|e| match (e, trust) {
         (crate::tls::TlsSetupError::Io(source, path), _) => {
             RedfishError::CaFile { bmc: bmc.to_owned(), path, source }

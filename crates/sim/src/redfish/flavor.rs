@@ -57,6 +57,9 @@ pub struct Flavor {
     pub resets: &'static [&'static str],
     /// Base latency of every response, before `time_scale` (OpenBMC on an AST2500 is slow).
     pub latency: Duration,
+    /// `$expand=.` / `$expand=*` with `$levels=1` (iDRAC 9, iLO 5 and later, DMTF-conformant services);
+    /// bmcweb builds leave it off by default (`insecure-enable-redfish-query`), Supermicro X11 lacks it.
+    pub expand: bool,
     /// iDRAC answers `On` on a powered-on system with 409 instead of doing nothing.
     pub on_while_on_conflict: bool,
     /// Supermicro rejects a boot override PATCH without `BootSourceOverrideEnabled`.
@@ -87,6 +90,7 @@ const GENERIC: Flavor = Flavor {
         "PowerCycle",
     ],
     latency: Duration::ZERO,
+    expand: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -114,6 +118,7 @@ const IDRAC: Flavor = Flavor {
         "Nmi",
     ],
     latency: Duration::from_millis(120),
+    expand: true,
     on_while_on_conflict: true,
     boot_patch_needs_enabled: false,
 };
@@ -140,6 +145,7 @@ const ILO: Flavor = Flavor {
         "GracefulRestart",
     ],
     latency: Duration::from_millis(60),
+    expand: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -158,6 +164,7 @@ const SUPERMICRO: Flavor = Flavor {
     power: PowerLayout::Legacy,
     resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"],
     latency: Duration::from_millis(80),
+    expand: false,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: true,
 };
@@ -185,6 +192,7 @@ const OPENBMC: Flavor = Flavor {
         "Nmi",
     ],
     latency: Duration::from_millis(400),
+    expand: false,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -203,6 +211,7 @@ const POWERSUBSYSTEM: Flavor = Flavor {
     power: PowerLayout::SubsystemOnly,
     resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle"],
     latency: Duration::ZERO,
+    expand: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };

@@ -273,6 +273,9 @@ where
         Ok(q) => q,
         Err(resp) => return finish(resp),
     };
+    if query.expand && !bmc.flavor.expand {
+        return finish(protocol::not_implemented("$expand"));
+    }
     let origin = Origin::new(Protocol::Redfish, peer, user);
     let body = match axum::body::to_bytes(Body::new(body), MAX_BODY).await {
         Ok(b) => b,
@@ -356,10 +359,32 @@ async fn decorate(
             Ok(None) => {}
         }
     }
+    if query.expand {
+        expand_members(bmc, &mut v, headers, origin).await;
+    }
     let v = protocol::apply(v, query, &path);
     protocol::add_headers(&mut parts.headers, &path, Some(&v));
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(v.to_string()))
+}
+
+/// `$expand` of a collection: each member link replaced by the member (one level); a member that cannot be
+/// read stays a link, as a service does when a member vanishes while it renders.
+async fn expand_members(bmc: &Arc<RedfishBmc>, v: &mut Value, headers: &HeaderMap, origin: &Origin) {
+    let Some(members) = v.get_mut("Members").and_then(Value::as_array_mut) else { return };
+    for m in members.iter_mut() {
+        let Some(link) = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned) else { continue };
+        if m.as_object().is_some_and(|o| o.len() > 1) {
+            continue;
+        }
+        let r = resources::dispatch(bmc, &Method::GET, &link, headers, &Bytes::new(), origin).await;
+        if r.status() == StatusCode::OK
+            && let Ok(b) = axum::body::to_bytes(r.into_body(), usize::MAX).await
+            && let Ok(doc) = serde_json::from_slice::<Value>(&b)
+        {
+            *m = doc;
+        }
+    }
 }
 
 /// Checks `X-Auth-Token` (a session) or HTTP Basic; returns the user name.

@@ -7,8 +7,9 @@
 //! Query parameters (DSP0266 "Query parameters"):
 //! - implemented: `only` (a one-member collection answers with that member), `$top` and `$skip` (page a
 //!   collection's `Members`, with `Members@odata.nextLink`), `$select` (top-level properties, plus the
-//!   `@odata.*` annotations);
-//! - `$`-prefixed parameters not in that list (`$expand`, `$filter`, `$levels`, unknown ones) and the
+//!   `@odata.*` annotations), and on flavors that have it `$expand=.` / `$expand=*` with `$levels=1`
+//!   (a collection's members embedded);
+//! - `$`-prefixed parameters not in that list (`$filter`, `$levels` alone, unknown ones) and the
 //!   Redfish parameters `excerpt` and `includeoriginofcondition`: 501 Not Implemented with
 //!   `QueryNotSupported`, as the spec requires;
 //! - other parameters not starting with `$`: ignored, as the spec recommends.
@@ -26,6 +27,8 @@ pub(super) struct Query {
     pub top: Option<usize>,
     pub skip: Option<usize>,
     pub select: Option<Vec<String>>,
+    /// `$expand` (one level; `.` and `*` are the same here: collections link no `Links` section).
+    pub expand: bool,
 }
 
 /// Minimal percent-decoding of one query component (`%24select` is `$select`).
@@ -53,7 +56,7 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn not_implemented(param: &str) -> Response {
+pub(super) fn not_implemented(param: &str) -> Response {
     error(
         StatusCode::NOT_IMPLEMENTED,
         "QueryNotSupported",
@@ -92,12 +95,16 @@ pub(super) fn parse_query(raw: Option<&str>) -> Result<Query, Response> {
                 }
                 q.select = Some(props);
             }
+            "$expand" => match v.as_str() {
+                "." | "*" | ".($levels=1)" | "*($levels=1)" => q.expand = true,
+                _ => return Err(bad_value(&k, &v)),
+            },
             "excerpt" | "includeoriginofcondition" => return Err(not_implemented(&k)),
             other if other.starts_with('$') => return Err(not_implemented(other)),
             _ => {}
         }
     }
-    if q.only && (q.top.is_some() || q.skip.is_some() || q.select.is_some()) {
+    if q.only && (q.top.is_some() || q.skip.is_some() || q.select.is_some() || q.expand) {
         return Err(error(
             StatusCode::BAD_REQUEST,
             "QueryCombinationInvalid",
@@ -219,7 +226,10 @@ mod tests {
         let q = parse_query(Some("%24top=2&$skip=1&$select=Name,Id")).unwrap();
         assert_eq!((q.top, q.skip), (Some(2), Some(1)));
         assert_eq!(q.select.unwrap(), ["Name", "Id"]);
-        for p in ["$expand=*", "$filter=Id eq 1", "$levels=2", "$bogus", "excerpt"] {
+        let q = parse_query(Some("$expand=.(%24levels=1)")).unwrap();
+        assert!(q.expand);
+        assert_eq!(parse_query(Some("$expand=.($levels=3)")).unwrap_err().status(), StatusCode::BAD_REQUEST);
+        for p in ["$filter=Id eq 1", "$levels=2", "$bogus", "excerpt"] {
             assert_eq!(parse_query(Some(p)).unwrap_err().status(), StatusCode::NOT_IMPLEMENTED, "{p}");
         }
         assert_eq!(parse_query(Some("$top=x")).unwrap_err().status(), StatusCode::BAD_REQUEST);

@@ -274,7 +274,10 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
         "UpdateService": link("/redfish/v1/UpdateService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
-            "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
+            "ExpandQuery": {
+                "ExpandAll": f.expand, "Levels": f.expand, "Links": false, "NoLinks": f.expand,
+                "MaxLevels": u8::from(f.expand)
+            },
             "FilterQuery": false,
             "SelectQuery": true,
             "OnlyMemberQuery": true,
