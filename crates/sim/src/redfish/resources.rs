@@ -274,10 +274,7 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
         "UpdateService": link("/redfish/v1/UpdateService"),
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
         "ProtocolFeaturesSupported": {
-            "ExpandQuery": {
-                "ExpandAll": f.expand, "Levels": f.expand, "Links": false, "NoLinks": f.expand,
-                "MaxLevels": u8::from(f.expand)
-            },
+            "ExpandQuery": expand_query(f.expand),
             "FilterQuery": false,
             "SelectQuery": true,
             "OnlyMemberQuery": true,
@@ -285,6 +282,15 @@ pub(super) fn service_root(bmc: &RedfishBmc) -> Value {
             "TopSkipQuery": true
         }
     })
+}
+
+/// `MaxLevels` has a schema minimum of 1: a BMC without `$expand` leaves it out (the DMTF validator fails 0).
+fn expand_query(supported: bool) -> Value {
+    let mut q = json!({ "ExpandAll": supported, "Levels": supported, "Links": false, "NoLinks": supported });
+    if supported {
+        q["MaxLevels"] = json!(1);
+    }
+    q
 }
 
 pub(super) fn odata_document() -> Value {
