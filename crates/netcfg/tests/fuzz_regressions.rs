@@ -38,3 +38,19 @@ fn hunks_of_carriage_return_lines() {
         assert_eq!((h.old_len, h.new_len), (old_lines, new_lines), "{h:?}");
     }
 }
+
+/// `text` (SONiC): a secret holding a raw tab made the config invalid JSON, so `canonical` kept it as text;
+/// scrubbing then replaced the secret with `<removed>`, which made it valid JSON, and a second `normalise`
+/// pretty-printed it: a stored version did not compare equal to itself normalised again.
+#[test]
+fn sonic_normalise_is_idempotent_when_scrubbing_makes_the_json_valid() {
+    use lifeline_netcfg::driver_for;
+    use lifeline_netcfg::platform::normalise;
+    use lifeline_types::Platform;
+    let d = driver_for(Platform::Sonic);
+    let config = "{\n  \"DEVICE_METADATA\": {\"localhost\": {\"hostname\": \"leaf-sonic-1\"}},\n  \
+                  \"TACPLUS\": {\"global\": {\"auth_type\": \"login\", \"passkey\": \"So\tnicTac01\"}}\n}\n";
+    let once = normalise(d.as_ref(), config);
+    assert!(!once.contains("So\tnicTac01"), "secret kept: {once}");
+    assert_eq!(normalise(d.as_ref(), &once), once, "normalise is not idempotent");
+}
