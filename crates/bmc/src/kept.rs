@@ -94,6 +94,10 @@ struct Inner {
     /// Keepalives and idle closes in flight (their sessions are out of `map` meanwhile): `close_all` waits
     /// for them so that none outlives the shutdown.
     tasks: StdMutex<tokio::task::JoinSet<()>>,
+    /// BMCs whose session is out for a keepalive: `take` waits for it rather than logging in beside it
+    /// (a second session on a BMC with a small table, and one of the two closed again right after).
+    out: StdMutex<std::collections::HashSet<String>>,
+    back: tokio::sync::Notify,
     counters: Counters,
 }
 
@@ -142,6 +146,8 @@ impl KeptSessions {
             inner: Arc::new(Inner {
                 opts,
                 map: StdMutex::new(HashMap::new()),
+                out: StdMutex::new(std::collections::HashSet::new()),
+                back: tokio::sync::Notify::new(),
                 closing: AtomicBool::new(false),
                 keeper: StdMutex::new(None),
                 tasks: StdMutex::new(tokio::task::JoinSet::new()),
@@ -189,8 +195,20 @@ impl KeptSessions {
 
     /// Takes `bmc`'s kept session for the caller's use (`None`: none kept, or kept for another identity,
     /// which is then dropped).
-    pub(crate) fn take(&self, bmc: &str, key: &str) -> Option<IpmiConn> {
-        let e = lock(&self.inner.map).remove(bmc)?;
+    pub(crate) async fn take(&self, bmc: &str, key: &str) -> Option<IpmiConn> {
+        let deadline = Instant::now() + self.keepalive_bound();
+        let e = loop {
+            let back = self.inner.back.notified();
+            if let Some(e) = lock(&self.inner.map).remove(bmc) {
+                break e;
+            }
+            if !lock(&self.inner.out).contains(bmc) {
+                return None;
+            }
+            if tokio::time::timeout_at(deadline, back).await.is_err() {
+                return None;
+            }
+        };
         if e.key != key {
             // The target changed (address, port or user): this session is of no use any more.
             self.inner.counters.closed.fetch_add(1, Ordering::Relaxed);
@@ -320,9 +338,12 @@ async fn keeper(weak: Weak<Inner>) {
         }
         for (bmc, e) in due {
             let weak = Arc::downgrade(&inner);
+            lock(&inner.out).insert(bmc.clone());
             tasks.spawn(async move {
                 let ok = e.conn.session.call(&lifeline_ipmi::wire::app::GetDeviceId).await;
                 let Some(inner) = weak.upgrade() else { return };
+                // Back in the map (or dropped) before waiters look again.
+                let _back = Back(&inner, bmc.clone());
                 match ok {
                     Ok(_) => {
                         inner.counters.keepalives.fetch_add(1, Ordering::Relaxed);
@@ -347,5 +368,15 @@ async fn keeper(weak: Weak<Inner>) {
                 }
             });
         }
+    }
+}
+
+/// Marks a keepalive's session as no longer out, and wakes `take`s waiting for it, however the keepalive ended.
+struct Back<'a>(&'a Inner, String);
+
+impl Drop for Back<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.out).remove(&self.1);
+        self.0.back.notify_waiters();
     }
 }

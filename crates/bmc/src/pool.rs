@@ -409,7 +409,7 @@ impl Bmc {
             // The semaphore is never closed.
             let slot =
                 slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
-            if let Some(c) = kept.take(&t.name, &key) {
+            if let Some(c) = kept.take(&t.name, &key).await {
                 return Ok(Opened {
                     protocol: BmcProtocol::Ipmi,
                     conn: Conn::Ipmi(c),

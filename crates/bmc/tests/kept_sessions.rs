@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use lifeline_bmc::*;
-use lifeline_sim::{
-    BmcSpec, EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions,
-};
+use lifeline_sim::{EndpointKind, Fault, Fleet, FleetSpec, ServerSpec, SimOptions};
 use lifeline_test_utils::unique_loopback;
 use lifeline_types::{BmcProtocol, PowerState};
 use tokio_util::sync::CancellationToken;
@@ -122,23 +120,8 @@ async fn ipmi_sim_dropping_the_pool_closes_kept_sessions() {
 
 /// One simulated BMC holding at most `limit` IPMI sessions, served on a socket of its own.
 async fn sim_bmc(limit: usize) -> (lifeline_sim::RunningFleet, BmcTarget, CancellationToken) {
-    let spec = ServerSpec {
-        name: "k1".into(),
-        role: "gpu-node".into(),
-        bmc: BmcSpec {
-            address: IpAddr::V4(unique_loopback()),
-            redfish_port: None,
-            ipmi_port: None,
-            username: "admin".into(),
-            password: "password".into(),
-            flavor: RedfishFlavor::Generic,
-            cipher_suites: vec![],
-            session_limit: Some(limit),
-        },
-        gpus: GpuSpec::default(),
-        rails: Vec::new(),
-        powered_on: true,
-    };
+    let mut spec = ServerSpec::bare("k1", IpAddr::V4(unique_loopback()), "admin", "password");
+    spec.bmc.session_limit = Some(limit);
     let fleet =
         Fleet::start(FleetSpec { servers: vec![spec.clone()], switches: vec![] }, SimOptions::for_tests())
             .await
