@@ -14,6 +14,7 @@ use regex::Regex;
 use regex::bytes::Regex as BytesRegex;
 use tokio::time::Instant;
 
+use crate::csi_clamp::CsiClamp;
 use crate::error::{ConsoleError, TransportError};
 use crate::manager::{Viewer, ViewerEvent};
 use crate::transport::{ConsoleLink, LinkEvent};
@@ -226,6 +227,10 @@ pub struct Expect<C: ConsoleIo> {
     console: String,
     io: C,
     parser: vt100::Parser,
+    /// Bounds the screen model's work per control sequence (see [`CsiClamp`]).
+    clamp: CsiClamp,
+    /// What the clamp passes on, reused between reads.
+    screen_bytes: Vec<u8>,
     stream: Vec<u8>,
     transcript: Vec<TranscriptEntry>,
     closed: bool,
@@ -258,6 +263,8 @@ impl<C: ConsoleIo> Expect<C> {
             console: console.into(),
             io,
             parser: vt100::Parser::new(ROWS, COLS, 0),
+            clamp: CsiClamp::new(ROWS, COLS),
+            screen_bytes: Vec::new(),
             stream: Vec::new(),
             transcript: Vec::new(),
             closed: false,
@@ -312,7 +319,9 @@ impl<C: ConsoleIo> Expect<C> {
     }
 
     fn ingest(&mut self, b: &[u8]) {
-        self.parser.process(b);
+        self.screen_bytes.clear();
+        self.clamp.feed(b, &mut self.screen_bytes);
+        self.parser.process(&self.screen_bytes);
         self.stream.extend_from_slice(b);
         if self.stream.len() > STREAM_KEEP {
             let cut = self.stream.len() - STREAM_KEEP / 2;

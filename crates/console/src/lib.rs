@@ -15,6 +15,7 @@
 
 pub mod attach;
 pub mod boot_loop;
+pub mod csi_clamp;
 pub mod error;
 pub mod escape;
 pub mod expect;

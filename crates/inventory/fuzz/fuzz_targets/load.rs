@@ -1,6 +1,6 @@
 //! The inventory loader on any file an operator (or a broken editor) writes. Properties: every diagnostic
 //! points into the file (line and column exist); a model comes back exactly when there is no error; the
-//! same text gives the same diagnostics twice; an accepted inventory has unique device names, and
+//! same text gives the same diagnostics twice (sampled); an accepted inventory has unique device names, and
 //! selecting a device by its name picks exactly that device.
 #![no_main]
 
@@ -20,10 +20,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(d.file, file);
     }
     assert_eq!(report.inventory.is_some(), !report.has_errors(), "model and errors disagree");
-    let again = check_str(file, text);
-    let show =
-        |r: &lifeline_inventory::Report| r.diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>();
-    assert_eq!(show(&again), show(&report), "diagnostics are not deterministic");
+    // Loading twice doubles the cost of every input: determinism is checked on one input in four (chosen by
+    // the input itself, so a failure reproduces).
+    if data.len() % 4 == 0 {
+        let again = check_str(file, text);
+        let show =
+            |r: &lifeline_inventory::Report| r.diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+        assert_eq!(show(&again), show(&report), "diagnostics are not deterministic");
+    }
 
     if let Some(inv) = &report.inventory {
         for d in &inv.devices {

@@ -119,8 +119,12 @@ fuzz_target!(|data: &[u8]| {
     let cut = split * s.len() / 256;
     let cut = (0..=cut).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
     let (old, new) = s.split_at(cut);
-    let u = diff::unified(old, new, "v1", "v2");
-    assert_eq!(u.is_empty(), old == new);
+    // Each diff below runs Myers over the lines again: the unified rendering, the costliest, on one input
+    // in four (chosen by the input itself, so a failure reproduces).
+    if data.len() % 4 == 0 {
+        let u = diff::unified(old, new, "v1", "v2");
+        assert_eq!(u.is_empty(), old == new);
+    }
     let h = diff::hunks(old, new);
     for x in &h {
         let old_lines = x.lines.iter().filter(|(k, _)| *k != LineKind::Added).count();
@@ -128,6 +132,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!((x.old_len, x.new_len), (old_lines, new_lines), "hunk header disagrees with its lines");
     }
     assert_eq!(apply(old, &h), lines(new), "hunks do not turn old into new");
-    let changed = diff::changed_lines(old, new);
-    assert_eq!(changed.is_empty(), h.iter().all(|h| h.lines.iter().all(|(k, _)| *k == LineKind::Context)));
+    if data.len() % 4 == 1 {
+        let changed = diff::changed_lines(old, new);
+        let all_context = h.iter().all(|h| h.lines.iter().all(|(k, _)| *k == LineKind::Context));
+        assert_eq!(changed.is_empty(), all_context);
+    }
 });

@@ -1,0 +1,203 @@
+//! Clamps the repeat count of the three control sequences that `vt100` 0.16 carries out once per count
+//! without bounding it by the screen size: ICH (`CSI n @`), IL (`CSI n L`) and SD (`CSI n T`).
+//!
+//! Why: a console that prints `ESC [ 65535 @` (line noise at the wrong baud rate, a garbled boot, or
+//! a hostile host) made the screen model insert 65,535 cells one at a time into a growing row, about a
+//! second of CPU per sequence; `ESC [ 9999 L` allocated 9,999 rows. The fuzz target of the expect engine
+//! found it (70 % of its time in `memmove`). Beyond the screen's size more repeats change nothing (every
+//! cell or row in reach is already blank), so clamping the count to the screen is exact: the screen is the
+//! same as without the clamp, which the property test below checks against an unclamped parser.
+//!
+//! The filter follows just enough of the VT500 parser (the one `vte` implements) to know when bytes form
+//! a CSI sequence without intermediates: an escape followed by `[`, parameter bytes, a final byte. It
+//! holds the bytes of such a sequence until its final byte arrives (at most [`HELD_MAX`] of them) and
+//! rewrites only the first parameter, the only one these sequences use. Numbers are re-encoded as the
+//! value `vte` would see (it saturates at 65,535), so a thousand-digit parameter cannot grow the buffer.
+//! Anything it does not recognise goes through unchanged.
+
+/// The bytes of one pending sequence kept before giving up and passing it through.
+const HELD_MAX: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ground,
+    /// After ESC.
+    Escape,
+    /// After `ESC [`, in the first parameter (its value so far in `first`).
+    First,
+    /// After the first parameter (`;` seen): bytes are held raw.
+    Rest,
+}
+
+/// A streaming filter between a console and the screen model.
+#[derive(Debug)]
+pub struct CsiClamp {
+    rows: u16,
+    cols: u16,
+    state: State,
+    /// The first parameter's value as `vte` would compute it; `None` while it has no digit.
+    first: Option<u16>,
+    /// Held bytes after the first parameter (from its `;` on).
+    rest: Vec<u8>,
+}
+
+impl CsiClamp {
+    pub fn new(rows: u16, cols: u16) -> CsiClamp {
+        CsiClamp { rows, cols, state: State::Ground, first: None, rest: Vec::new() }
+    }
+
+    /// Filters `input`, appending what the screen model should see to `out`.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &b in input {
+            self.byte(b, out);
+        }
+    }
+
+    /// The held bytes of the pending sequence, as they arrived (value-equivalent).
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        match self.state {
+            State::Ground => {}
+            State::Escape => out.push(0x1b),
+            State::First | State::Rest => {
+                out.extend_from_slice(b"\x1b[");
+                if let Some(v) = self.first {
+                    out.extend_from_slice(v.to_string().as_bytes());
+                }
+                out.append(&mut self.rest);
+            }
+        }
+        self.state = State::Ground;
+        self.first = None;
+        self.rest.clear();
+    }
+
+    fn byte(&mut self, b: u8, out: &mut Vec<u8>) {
+        match (self.state, b) {
+            // ESC starts a new sequence in any state; CAN and SUB cancel one (VT500 "anywhere" rules).
+            (_, 0x1b) => {
+                self.flush(out);
+                self.state = State::Escape;
+            }
+            (_, 0x18 | 0x1a) => {
+                self.flush(out);
+                out.push(b);
+            }
+            (State::Ground, _) => out.push(b),
+            // Other C0 controls inside an escape or CSI sequence are executed on the spot and leave the
+            // sequence pending: passing them on ahead of the held bytes has the same effect.
+            (State::Escape | State::First | State::Rest, 0x00..=0x1f) => out.push(b),
+            (State::Escape, b'[') => {
+                self.state = State::First;
+                self.first = None;
+            }
+            (State::Escape, _) => {
+                self.flush(out);
+                out.push(b);
+            }
+            (State::First, b'0'..=b'9') => {
+                let v = self.first.unwrap_or(0);
+                self.first = Some(v.saturating_mul(10).saturating_add(u16::from(b - b'0')));
+            }
+            (State::First, b';') => {
+                self.state = State::Rest;
+                self.rest.push(b);
+            }
+            (State::First | State::Rest, 0x40..=0x7e) => {
+                // Only the first parameter counts for ICH, IL and SD; later ones are passed unchanged.
+                let limit = match b {
+                    b'@' => Some(self.cols),
+                    b'L' | b'T' => Some(self.rows),
+                    _ => None,
+                };
+                if let (Some(limit), Some(v)) = (limit, self.first) {
+                    self.first = Some(v.min(limit));
+                }
+                self.flush(out);
+                out.push(b);
+            }
+            (State::Rest, _) if self.rest.len() < HELD_MAX && b < 0x80 => self.rest.push(b),
+            // A private marker or an intermediate in the first parameter, a byte outside the CSI grammar, or
+            // a sequence too long to hold: not ours to touch.
+            (State::First | State::Rest, _) => {
+                self.flush(out);
+                out.push(b);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn clamp_all(input: &[u8], chunk: usize) -> Vec<u8> {
+        let mut f = CsiClamp::new(24, 80);
+        let mut out = Vec::new();
+        for c in input.chunks(chunk.max(1)) {
+            f.feed(c, &mut out);
+        }
+        f.flush(&mut out);
+        out
+    }
+
+    fn screen(bytes: &[u8]) -> (String, Vec<u8>, (u16, u16)) {
+        let mut p = vt100::Parser::new(24, 80, 0);
+        p.process(bytes);
+        let s = p.screen();
+        (s.contents(), s.contents_formatted(), s.cursor_position())
+    }
+
+    #[test]
+    fn huge_counts_are_clamped_to_the_screen() {
+        assert_eq!(clamp_all(b"\x1b[65535@x", 3), b"\x1b[80@x");
+        assert_eq!(clamp_all(b"a\x1b[0009999L", 1), b"a\x1b[24L");
+        assert_eq!(clamp_all(b"\x1b[99999999999999999T", 64), b"\x1b[24T");
+        assert_eq!(clamp_all(b"\x1b[300;7L", 2), b"\x1b[24;7L");
+        // Not ours: other finals, private markers, intermediates, small counts.
+        assert_eq!(
+            clamp_all(b"\x1b[300H\x1b[?2004h\x1b[5 @\x1b[3@", 5),
+            b"\x1b[300H\x1b[?2004h\x1b[5 @\x1b[3@"
+        );
+        assert_eq!(clamp_all(b"\x1b[;5H\x1b[m\x1bM", 1), b"\x1b[;5H\x1b[m\x1bM");
+    }
+
+    #[test]
+    fn the_clamped_screen_is_the_unclamped_one() {
+        let input = b"line one\r\nline two\r\n\x1b[1;3H\x1b[60000@\x1b[2;1H\x1b[65535L\x1b[40000Tend";
+        assert_eq!(screen(&clamp_all(input, 7)), screen(input));
+    }
+
+    /// Console-like bytes: text, controls, and escape sequences with large counts.
+    fn console_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let piece =
+            prop_oneof![
+                "[a-z ]{0,12}".prop_map(String::into_bytes),
+                Just(b"\r\n".to_vec()),
+                Just(b"\x1b".to_vec()),
+                Just(b"\x1b[".to_vec()),
+                (0u32..3000, prop::sample::select(b"@LTHABCDJKMPSXdmr".to_vec())).prop_map(|(n, f)| format!(
+                    "\x1b[{n}{}",
+                    f as char
+                )
+                .into_bytes()),
+                (0u32..100, 0u32..100, prop::sample::select(b"@LTHr".to_vec()))
+                    .prop_map(|(a, b, f)| format!("\x1b[{a};{b}{}", f as char).into_bytes()),
+                prop::collection::vec(any::<u8>(), 0..4),
+            ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn clamping_never_changes_the_screen(input in console_bytes(), chunk in 1usize..32) {
+            let clamped = clamp_all(&input, chunk);
+            prop_assert_eq!(screen(&clamped), screen(&input));
+        }
+
+        #[test]
+        fn chunking_never_changes_the_output(input in console_bytes(), chunk in 1usize..32) {
+            prop_assert_eq!(clamp_all(&input, chunk), clamp_all(&input, input.len().max(1)));
+        }
+    }
+}
