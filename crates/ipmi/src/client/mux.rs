@@ -140,6 +140,9 @@ impl Mux {
 
     /// As [`Mux::bind`] on a given local address (IPv6 BMCs need an IPv6 one; tests bind loopback).
     pub fn bind_on(local: SocketAddr, sockets: usize) -> std::io::Result<Self> {
+        // Outside a runtime tokio would panic (no reactor to register with): an error instead.
+        let rt = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        let _guard = rt.enter();
         let sockets = (0..sockets.max(1)).map(|_| bind_one(local)).collect::<std::io::Result<Vec<_>>>()?;
         let shared = Arc::new(Shared {
             sockets,
@@ -148,7 +151,7 @@ impl Mux {
             delivered: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         });
-        let readers = (0..shared.sockets.len()).map(|i| tokio::spawn(read_loop(shared.clone(), i))).collect();
+        let readers = (0..shared.sockets.len()).map(|i| rt.spawn(read_loop(shared.clone(), i))).collect();
         Ok(Mux { shared, _readers: Arc::new(Readers(readers)) })
     }
 
