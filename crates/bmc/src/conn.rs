@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lifeline_ipmi::client::Timing;
+use lifeline_ipmi::client::{Mux, Timing};
 use lifeline_ipmi::wire::Privilege;
 use lifeline_ipmi::{CipherSuite, ClientConfig, Session};
 use lifeline_redfish::model::ComputerSystem;
@@ -172,6 +172,8 @@ pub(crate) struct OpenCtx<'a> {
     pub redfish: Option<RedfishPaths>,
     /// The pool's SDR repository cache.
     pub sdr_cache: Option<Arc<SdrCache>>,
+    /// The pool's shared IPMI transport (`None`: each session gets a socket of its own).
+    pub mux: Option<Mux>,
 }
 
 pub(crate) async fn open_ipmi(
@@ -184,7 +186,12 @@ pub(crate) async fn open_ipmi(
     let mut cfg = ipmi_config(target, &opts.ipmi_timing);
     cfg.privilege = ipmi.privilege;
     cfg.known_suite = suites.get(&target.name);
-    let session = match Session::open(addr, &cfg).await {
+    // On the pool's mux: no socket, bind, connect and reader task per login (IPv6 BMCs: the mux is IPv4).
+    let opened = match ipmi.mux.as_ref().filter(|_| addr.is_ipv4()) {
+        Some(mux) => mux.open(addr, &cfg).await,
+        None => Session::open(addr, &cfg).await,
+    };
+    let session = match opened {
         Ok(s) => s,
         Err(e) => {
             // The remembered suite may be gone (firmware change): ask the BMC next time.
@@ -228,23 +235,29 @@ pub(crate) async fn open_redfish(
 
 /// Is there an IPMI 2.0 BMC on the target's UDP port? Session-less Get Channel Authentication Capabilities:
 /// no credentials are sent.
-pub(crate) async fn probe_ipmi(target: &BmcTarget, opts: &BmcOptions) -> Result<(), BmcError> {
+pub(crate) async fn probe_ipmi(
+    target: &BmcTarget,
+    opts: &BmcOptions,
+    mux: Option<&Mux>,
+) -> Result<(), BmcError> {
     let addr = resolve(target, target.ipmi_port, opts.probe_timeout).await?;
-    let bind: SocketAddr = if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
-    let io = |source| BmcError::Ipmi {
-        bmc: target.name.clone(),
-        source: lifeline_ipmi::Error::Io { bmc: target.name.clone(), source },
-    };
-    let socket = tokio::net::UdpSocket::bind(bind).await.map_err(io)?;
-    socket.connect(addr).await.map_err(io)?;
     let timing = probe_timing(opts.probe_timeout);
-    let caps = lifeline_ipmi::client::get_channel_auth_caps(
-        &socket,
-        &target.name,
-        &timing,
-        Privilege::Administrator,
-    )
-    .await
+    let caps = match mux.filter(|_| addr.is_ipv4()) {
+        Some(mux) => mux.get_channel_auth_caps(addr, &timing, Privilege::Administrator).await,
+        None => {
+            let bind: SocketAddr =
+                if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+            let io = |source| BmcError::Ipmi {
+                bmc: target.name.clone(),
+                source: lifeline_ipmi::Error::Io { bmc: target.name.clone(), source },
+            };
+            let socket = tokio::net::UdpSocket::bind(bind).await.map_err(io)?;
+            socket.connect(addr).await.map_err(io)?;
+            let bmc = &target.name;
+            lifeline_ipmi::client::get_channel_auth_caps(&socket, bmc, &timing, Privilege::Administrator)
+                .await
+        }
+    }
     .map_err(ipmi_err(&target.name))?;
     if !caps.supports_v2() {
         return Err(BmcError::Ipmi {
@@ -330,7 +343,7 @@ async fn probe(
         Err(e) => return Err(e),
     };
     tracing::debug!(bmc = %target.name, error = %redfish_err, "auto: no Redfish; probing IPMI");
-    match probe_ipmi(target, opts).await {
+    match probe_ipmi(target, opts, ipmi.mux.as_ref()).await {
         Ok(()) => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, ipmi).await?)),
         Err(e) => {
             tracing::debug!(bmc = %target.name, error = %e, "auto: no IPMI either");

@@ -23,10 +23,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use std::time::Duration;
 
+use futures::StreamExt;
 use tokio::time::Instant;
 
 use crate::conn::IpmiConn;
 use crate::target::BmcTarget;
+
+/// Keepalives (and idle closes) one keeper tick runs at once. Why bounded: with 10,000 kept sessions all due
+/// in the same tick, a task each would be 10,000 tasks and their futures allocated at once, and a burst of
+/// 10,000 requests; 64 at a time finish a tick's keepalives in well under a second on a live network.
+const AT_ONCE: usize = 64;
 
 /// When kept sessions are refreshed and given up.
 #[derive(Debug, Clone)]
@@ -328,45 +334,53 @@ async fn keeper(weak: Weak<Inner>) {
         };
         let mut tasks = lock(&inner.tasks);
         while tasks.try_join_next().is_some() {}
+        let limit = inner.opts.close_timeout;
         if !idle.is_empty() {
             inner.counters.closed.fetch_add(idle.len() as u64, Ordering::Relaxed);
-            let limit = inner.opts.close_timeout;
             tracing::debug!(sessions = idle.len(), "closing kept IPMI sessions no operation used");
-            tasks.spawn(async move {
-                futures::future::join_all(idle.into_iter().map(move |e| close_conn(e.conn, limit))).await;
-            });
+            tasks.spawn(
+                futures::stream::iter(idle).for_each_concurrent(AT_ONCE, move |e| close_conn(e.conn, limit)),
+            );
         }
-        for (bmc, e) in due {
+        if !due.is_empty() {
+            // Out before the tick ends, so a sweep's `take` waits for its session rather than logging in.
+            lock(&inner.out).extend(due.iter().map(|(bmc, _)| bmc.clone()));
             let weak = Arc::downgrade(&inner);
-            lock(&inner.out).insert(bmc.clone());
-            tasks.spawn(async move {
-                let ok = e.conn.session.call(&lifeline_ipmi::wire::app::GetDeviceId).await;
-                let Some(inner) = weak.upgrade() else { return };
-                // Back in the map (or dropped) before waiters look again.
-                let _back = Back(&inner, bmc.clone());
-                match ok {
-                    Ok(_) => {
-                        inner.counters.keepalives.fetch_add(1, Ordering::Relaxed);
-                        let extra = {
-                            let mut map = lock(&inner.map);
-                            if inner.closing.load(Ordering::Acquire) || map.contains_key(&bmc) {
-                                Some(e)
-                            } else {
-                                map.insert(bmc, Entry { sent: Instant::now(), ..e });
-                                None
-                            }
-                        };
-                        if let Some(e) = extra {
-                            inner.counters.closed.fetch_add(1, Ordering::Relaxed);
-                            close_conn(e.conn, inner.opts.close_timeout).await;
-                        }
-                    }
-                    Err(err) => {
-                        tracing::debug!(%bmc, error = %err, "keepalive on a kept IPMI session failed; dropped");
-                        inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                    }
+            tasks.spawn(
+                futures::stream::iter(due)
+                    .for_each_concurrent(AT_ONCE, move |(bmc, e)| keepalive(weak.clone(), bmc, e)),
+            );
+        }
+    }
+}
+
+/// One keepalive (Get Device ID) on a session that is out of the map: back in it when answered (closed if
+/// another session was kept for the BMC meanwhile, or the sessions are closing), dropped when not.
+async fn keepalive(weak: Weak<Inner>, bmc: String, e: Entry) {
+    let ok = e.conn.session.call(&lifeline_ipmi::wire::app::GetDeviceId).await;
+    let Some(inner) = weak.upgrade() else { return };
+    // Back in the map (or dropped) before waiters look again.
+    let _back = Back(&inner, bmc.clone());
+    match ok {
+        Ok(_) => {
+            inner.counters.keepalives.fetch_add(1, Ordering::Relaxed);
+            let extra = {
+                let mut map = lock(&inner.map);
+                if inner.closing.load(Ordering::Acquire) || map.contains_key(&bmc) {
+                    Some(e)
+                } else {
+                    map.insert(bmc, Entry { sent: Instant::now(), ..e });
+                    None
                 }
-            });
+            };
+            if let Some(e) = extra {
+                inner.counters.closed.fetch_add(1, Ordering::Relaxed);
+                close_conn(e.conn, inner.opts.close_timeout).await;
+            }
+        }
+        Err(err) => {
+            tracing::debug!(%bmc, error = %err, "keepalive on a kept IPMI session failed; dropped");
+            inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -56,6 +56,10 @@ pub(crate) struct PoolInner {
     discovery_loaded: tokio::sync::OnceCell<()>,
     /// What the memory holds per BMC, so only changes are written.
     persisted: StdMutex<HashMap<String, Persisted>>,
+    /// The shared IPMI transport every session of this pool is opened on (kept ones included: each holds
+    /// it, so it outlives them), created on first use: a sweep of 1,000 BMCs then uses a few sockets and
+    /// reader tasks instead of one of each per BMC (see `lifeline_ipmi::client::Mux`).
+    ipmi_mux: StdMutex<Option<lifeline_ipmi::client::Mux>>,
 }
 
 /// A BMC's discovery as last written to the memory (the root shared with `redfish_paths`, compared by
@@ -139,6 +143,7 @@ impl BmcPool {
                 plain_http_warned: StdMutex::new(std::collections::HashSet::new()),
                 discovery_loaded: tokio::sync::OnceCell::new(),
                 persisted: StdMutex::new(HashMap::new()),
+                ipmi_mux: StdMutex::new(None),
             }),
         }
     }
@@ -149,6 +154,11 @@ impl BmcPool {
 
     pub fn bmc(&self, target: BmcTarget) -> Bmc {
         Bmc { pool: self.inner.clone(), target: Arc::new(target) }
+    }
+
+    /// The pool's shared IPMI transport, if it was created yet (tests and metrics: its sockets and routes).
+    pub fn ipmi_mux_stats(&self) -> Option<lifeline_ipmi::client::MuxStats> {
+        lock(&self.inner.ipmi_mux).as_ref().map(|m| m.stats())
     }
 
     /// IPMI SDR repositories (served from the pool's cache, read from a BMC) since the pool was created.
@@ -196,6 +206,19 @@ impl PoolInner {
     fn connection_slots(&self, bmc: &str) -> Arc<Semaphore> {
         let n = self.opts.per_bmc_connections.max(1);
         lock(&self.conns).entry(bmc.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(n))).clone()
+    }
+
+    /// The pool's IPMI mux, created now if needed (in the runtime its reader tasks run on). `None` when its
+    /// sockets cannot be bound: sessions then use sockets of their own, as before.
+    pub(crate) fn ipmi_mux(&self) -> Option<lifeline_ipmi::client::Mux> {
+        let mut m = lock(&self.ipmi_mux);
+        if m.is_none() {
+            match lifeline_ipmi::client::Mux::for_fleet() {
+                Ok(mux) => *m = Some(mux),
+                Err(e) => tracing::warn!(error = %e, "IPMI mux sockets not bound; one socket per session"),
+            }
+        }
+        m.clone()
     }
 
     fn redfish_paths(&self, bmc: &str) -> Option<conn::RedfishPaths> {
@@ -479,6 +502,7 @@ impl Bmc {
             privilege,
             redfish: self.pool.redfish_paths(&t.name),
             sdr_cache: Some(self.pool.sdr_cache.clone()),
+            mux: (t.protocol != BmcProtocol::Redfish).then(|| self.pool.ipmi_mux()).flatten(),
         };
         let (protocol, conn) = match conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await {
             Ok(c) => c,

@@ -127,18 +127,29 @@ async fn sim_bmc(limit: usize) -> (lifeline_sim::RunningFleet, BmcTarget, Cancel
             .await
             .expect("fleet starts");
     let cancel = CancellationToken::new();
-    let addr = match fleet.endpoint("k1", EndpointKind::Ipmi) {
+    let t = ipmi_target(&fleet, &spec, &cancel).await;
+    (fleet, t, cancel)
+}
+
+/// The IPMI target of a simulated server (served on a socket of its own when the fleet has no endpoint).
+async fn ipmi_target(
+    fleet: &lifeline_sim::RunningFleet,
+    spec: &ServerSpec,
+    cancel: &CancellationToken,
+) -> BmcTarget {
+    let name = &spec.name;
+    let addr = match fleet.endpoint(name, EndpointKind::Ipmi) {
         Some(e) => SocketAddr::new(e.address, e.port),
         None => {
             let sock = tokio::net::UdpSocket::bind((spec.bmc.address, 0)).await.unwrap();
             let addr = sock.local_addr().unwrap();
-            tokio::spawn(lifeline_sim::ipmi::serve(sock, fleet.host("k1").unwrap(), cancel.clone()));
+            tokio::spawn(lifeline_sim::ipmi::serve(sock, fleet.host(name).unwrap(), cancel.clone()));
             addr
         }
     };
-    let mut t = BmcTarget::new("k1", addr.ip().to_string(), BmcProtocol::Ipmi, "admin", "password");
+    let mut t = BmcTarget::new(name, addr.ip().to_string(), BmcProtocol::Ipmi, "admin", "password");
     t.ipmi_port = addr.port();
-    (fleet, t, cancel)
+    t
 }
 
 #[tokio::test]
@@ -187,5 +198,44 @@ async fn without_kept_sessions_every_sweep_logs_in_and_out() {
         // The slot is free after each sweep.
         assert_eq!(pool.bmc(target.clone()).power_state().await.unwrap(), PowerState::On);
     }
+    cancel.cancel();
+}
+
+/// A sweep of many simulated BMCs runs on the pool's IPMI mux: a handful of sockets however many BMCs, one
+/// route per kept session between sweeps, and an empty routing table once they are closed; a pool without
+/// kept sessions leaves no route behind after its sweep either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_sweep_of_many_bmcs_shares_a_few_sockets() {
+    let n = 40;
+    let specs: Vec<ServerSpec> = (0..n)
+        .map(|i| ServerSpec::bare(format!("m{i}"), IpAddr::V4(unique_loopback()), "admin", "password"))
+        .collect();
+    let fleet = Fleet::start(FleetSpec { servers: specs.clone(), switches: vec![] }, SimOptions::for_tests())
+        .await
+        .expect("fleet starts");
+    let cancel = CancellationToken::new();
+    let mut targets = Vec::new();
+    for s in &specs {
+        targets.push(ipmi_target(&fleet, s, &cancel).await);
+    }
+    let (opts, kept) = kept_options(KeepOptions::default());
+    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
+    for round in 0..2 {
+        let rows = pool.sweep(targets.clone(), &power_only(), |_, _| {}).await;
+        assert!(rows.iter().all(|r| r.ok() && r.power == Some(PowerState::On)), "{rows:#?}");
+        let m = pool.ipmi_mux_stats().expect("the sweep used the pool's mux");
+        assert!(m.sockets <= 4, "{m:?}");
+        assert_eq!((m.sessions, m.waiting_addresses), (n, 0), "round {round}: {m:?}");
+    }
+    assert_eq!(kept.stats().reused, n as u64);
+    assert_eq!(kept.close_all().await, n);
+    let m = pool.ipmi_mux_stats().unwrap();
+    assert_eq!((m.sessions, m.waiting_addresses), (0, 0), "routes left after close_all: {m:?}");
+
+    let plain = BmcPool::new(quick_options(), Arc::new(MemoryAuditSink::new()));
+    let rows = plain.sweep(targets.clone(), &power_only(), |_, _| {}).await;
+    assert!(rows.iter().all(|r| r.ok()), "{rows:#?}");
+    let m = plain.ipmi_mux_stats().unwrap();
+    assert_eq!((m.sessions, m.waiting_addresses), (0, 0), "routes left after a sweep: {m:?}");
     cancel.cancel();
 }

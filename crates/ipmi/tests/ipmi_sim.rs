@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{IpmiSim, admin};
+use common::{IpmiSim, admin, read_until};
 use lifeline_ipmi::wire::chassis::ChassisOp;
 use lifeline_ipmi::{CipherSuite, Error, Session};
 use std::time::Duration;
@@ -176,24 +176,6 @@ async fn no_session_leak_beyond_the_session_limit() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     eprintln!("session limit {limit}; opened {} sessions in sequence", 2 * (limit * 2 + 3));
-}
-
-async fn read_until(sol: &mut lifeline_ipmi::Sol, needle: &str) -> String {
-    let mut got = Vec::new();
-    let r = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(ev) = sol.read().await {
-            if let lifeline_ipmi::SolEvent::Data(d) = ev {
-                got.extend_from_slice(&d);
-                if String::from_utf8_lossy(&got).contains(needle) {
-                    return;
-                }
-            }
-        }
-    })
-    .await;
-    let text = String::from_utf8_lossy(&got).into_owned();
-    assert!(r.is_ok(), "did not see {needle:?} on SOL; got {text:?}");
-    text
 }
 
 /// SOL against ipmi_sim: text written on the host side of the serial line is read by us,

@@ -2,23 +2,24 @@
 //! Open Session, RAKP 1-4, Set Session Privilege Level), request/response matching,
 //! retransmission, and closing.
 //!
-//! Why the shape: a background reader task demultiplexes replies (by rqSeq + cmd) and
-//! SOL packets, so commands and a console can share one session; every request has a
+//! Why the shape: a reader (the session's own task, or a shared [`super::Mux`]'s) demultiplexes replies
+//! (by rqSeq + cmd) and SOL packets, so commands and a console can share one session; every request has a
 //! bounded number of attempts with exponential backoff; the session is closed on
 //! `close()`, and on drop of the last handle a best-effort Close Session is spawned, so a
 //! BMC's small session table never fills with our orphans.
 
 use super::error::{Error, Result};
-use super::sessionless::{get_channel_auth_caps, get_channel_cipher_suites};
+use super::handshake::{Established, login};
+use super::mux::Mux;
 pub use super::timing::{LinkCounters, LinkStats, Timing};
+use super::transport::{Link, Transport, decode_err, exchange, io_err};
 use crate::wire::{
-    self, Body, Command, DecodeError, Privilege,
+    self, Body, Command, Privilege,
     app::{ChannelAuthCaps, CloseSession, SetSessionPrivilege},
-    crypto::{CipherSuite, RakpParams, SessionKeys, codes_equal},
+    crypto::{CipherSuite, SessionKeys},
     message::{Request, Response},
     packet::{self, Packet, PayloadType, V20Packet},
     payload::{DeactivatePayload, PAYLOAD_SOL},
-    rakp::{self, OpenSessionRequest, OpenSessionResponse, Rakp1, Rakp2, Rakp34},
     sol::SolPacket,
 };
 use std::collections::HashMap;
@@ -114,7 +115,7 @@ impl ReplayWindow {
 
 pub(crate) struct Inner {
     pub(crate) bmc: String,
-    socket: Arc<UdpSocket>,
+    transport: Transport,
     pub(crate) timing: Timing,
     keys: SessionKeys,
     bmc_session_id: u32,
@@ -131,7 +132,6 @@ pub(crate) struct Inner {
     /// Link statistics (see [`LinkStats`]).
     link: Arc<LinkCounters>,
     closed: AtomicBool,
-    reader: StdMutex<Option<tokio::task::JoinHandle<()>>>,
     auth_caps: ChannelAuthCaps,
     privilege: Privilege,
 }
@@ -152,254 +152,6 @@ impl std::fmt::Debug for Session {
     }
 }
 
-pub(super) fn io_err(bmc: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { bmc: bmc.to_string(), source }
-}
-
-pub(super) fn decode_err<'a>(bmc: &'a str, what: &'static str) -> impl FnOnce(DecodeError) -> Error + 'a {
-    move |source| Error::Decode { bmc: bmc.to_string(), what, source }
-}
-
-/// Send `datagram` and wait for a reply `accept` likes, retransmitting per `timing`.
-/// Replies that `accept` rejects (late duplicates, other sessions' packets) are ignored.
-pub(super) async fn exchange<T>(
-    socket: &UdpSocket,
-    bmc: &str,
-    timing: &Timing,
-    what: &'static str,
-    datagram: &[u8],
-    mut accept: impl FnMut(&[u8]) -> Option<Result<T>>,
-) -> Result<T> {
-    let mut buf = vec![0u8; 2048];
-    let started = Instant::now();
-    for i in 0..timing.attempts.max(1) {
-        socket.send(datagram).await.map_err(io_err(bmc))?;
-        let deadline = Instant::now() + timing.attempt(i);
-        loop {
-            match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
-                Err(_) => break,
-                // ICMP port unreachable etc.: the BMC may come back; treat like a loss.
-                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    tokio::time::sleep_until(deadline).await;
-                    break;
-                }
-                Ok(Err(e)) => return Err(io_err(bmc)(e)),
-                Ok(Ok(n)) => {
-                    if let Some(r) = accept(&buf[..n]) {
-                        return r;
-                    }
-                }
-            }
-        }
-    }
-    Err(Error::Timeout { bmc: bmc.to_string(), what, after: started.elapsed() })
-}
-
-struct Established {
-    keys: SessionKeys,
-    bmc_session_id: u32,
-    console_session_id: u32,
-    /// RAKP 4 was received and verified.
-    confirmed: bool,
-}
-
-/// Why a suite attempt failed in a way that justifies trying the next suite. Silence on Open Session only
-/// counts when the BMC's suite list is unknown (`silence_is_refusal`), and only after every retransmission:
-/// ipmi_sim and some firmware ignore Open Session for a suite they lack, but one lost datagram is not that.
-fn suite_rejected(e: &Error, silence_is_refusal: bool) -> bool {
-    match e {
-        Error::SessionRefused { stage: "Open Session", status, .. } => matches!(
-            *status,
-            rakp::status::INVALID_AUTH_ALG
-                | rakp::status::INVALID_INTEGRITY_ALG
-                | 0x06
-                | 0x07
-                | rakp::status::INVALID_CONF_ALG
-                | rakp::status::NO_CIPHER_SUITE_MATCH
-                | rakp::status::ILLEGAL_PARAMETER
-        ),
-        Error::Timeout { what: "Open Session", .. } => silence_is_refusal,
-        Error::NoCipherSuite { .. } => true,
-        _ => false,
-    }
-}
-
-async fn handshake(
-    socket: &UdpSocket,
-    bmc: &str,
-    cfg: &ClientConfig,
-    suite: CipherSuite,
-) -> Result<Established> {
-    let console_session_id = loop {
-        let id: u32 = rand::random();
-        if id != 0 {
-            break id;
-        }
-    };
-    let tag: u8 = rand::random();
-    let algorithms = suite.algorithms();
-    let req = OpenSessionRequest { tag, max_privilege: cfg.privilege as u8, console_session_id, algorithms };
-    let dgram = packet::encode(
-        &Packet::V20(V20Packet::sessionless(PayloadType::OpenSessionRequest, req.encode())),
-        None,
-        [0; 16],
-    );
-    // Every attempt, even for a suite that may be unsupported: a lost reply must not look like a refusal.
-    let open = exchange(socket, bmc, &cfg.timing, "Open Session", &dgram, |b| {
-        let Ok(Packet::V20(p)) = packet::decode(b, None) else { return None };
-        if p.payload_type != PayloadType::OpenSessionResponse {
-            return None;
-        }
-        let r = OpenSessionResponse::decode(&p.payload).ok()?;
-        (r.tag == tag && r.console_session_id == console_session_id).then_some(Ok(r))
-    })
-    .await?;
-    if open.status != rakp::status::OK {
-        return Err(Error::SessionRefused {
-            bmc: bmc.to_string(),
-            stage: "Open Session",
-            status: open.status,
-        });
-    }
-    if open.algorithms != Some(algorithms) {
-        return Err(Error::NoCipherSuite { bmc: bmc.to_string(), tried: vec![suite.id()] });
-    }
-
-    let username = cfg.username.as_bytes()[..cfg.username.len().min(16)].to_vec();
-    let console_random: [u8; 16] = rand::random();
-    // Name-only lookup (bit 4), as ipmitool does.
-    let role = 0x10 | cfg.privilege as u8;
-    let r1 =
-        Rakp1 { tag, bmc_session_id: open.bmc_session_id, console_random, role, username: username.clone() };
-    let dgram =
-        packet::encode(&Packet::V20(V20Packet::sessionless(PayloadType::Rakp1, r1.encode())), None, [0; 16]);
-    let r2 = exchange(socket, bmc, &cfg.timing, "RAKP 1", &dgram, |b| {
-        let Ok(Packet::V20(p)) = packet::decode(b, None) else { return None };
-        if p.payload_type != PayloadType::Rakp2 {
-            return None;
-        }
-        let r = Rakp2::decode(&p.payload).ok()?;
-        (r.tag == tag && r.console_session_id == console_session_id).then_some(Ok(r))
-    })
-    .await?;
-    match r2.status {
-        rakp::status::OK => {}
-        rakp::status::UNAUTHORIZED_NAME => {
-            return Err(Error::Auth { bmc: bmc.to_string(), reason: "user name not accepted by the BMC" });
-        }
-        s => return Err(Error::SessionRefused { bmc: bmc.to_string(), stage: "RAKP 2", status: s }),
-    }
-    let params = RakpParams {
-        suite,
-        console_session_id,
-        bmc_session_id: open.bmc_session_id,
-        console_random,
-        bmc_random: r2.bmc_random,
-        bmc_guid: r2.bmc_guid,
-        role,
-        username,
-    };
-    let password = cfg.password.as_bytes();
-    if !codes_equal(&params.rakp2_code(password), &r2.auth_code) {
-        // Tell the BMC to drop the half-open session now (RAKP 3 with an error status) rather than leave it
-        // holding one of its few session slots until it times out: a password check that fails a few
-        // times in a row (a rotation being resumed, an audit) must not exhaust them.
-        let abort = Rakp34 {
-            tag,
-            status: rakp::status::INVALID_INTEGRITY_CHECK,
-            session_id: open.bmc_session_id,
-            auth_code: Vec::new(),
-        };
-        let d = packet::encode(
-            &Packet::V20(V20Packet::sessionless(PayloadType::Rakp3, abort.encode())),
-            None,
-            [0; 16],
-        );
-        let _ = socket.send(&d).await;
-        return Err(Error::Auth { bmc: bmc.to_string(), reason: "RAKP 2 code mismatch (wrong password?)" });
-    }
-
-    let r3 = Rakp34 {
-        tag,
-        status: rakp::status::OK,
-        session_id: open.bmc_session_id,
-        auth_code: params.rakp3_code(password),
-    };
-    let dgram =
-        packet::encode(&Packet::V20(V20Packet::sessionless(PayloadType::Rakp3, r3.encode())), None, [0; 16]);
-    let sik = params.sik(password, cfg.kg.as_deref());
-    let r4 = exchange(socket, bmc, &cfg.timing, "RAKP 3", &dgram, |b| {
-        let Ok(Packet::V20(p)) = packet::decode(b, None) else { return None };
-        if p.payload_type != PayloadType::Rakp4 {
-            return None;
-        }
-        let r = Rakp34::decode(&p.payload).ok()?;
-        (r.tag == tag && r.session_id == console_session_id).then_some(Ok(r))
-    })
-    .await;
-    let established = |confirmed| Established {
-        keys: SessionKeys::derive(suite, &sik),
-        bmc_session_id: open.bmc_session_id,
-        console_session_id,
-        confirmed,
-    };
-    // When RAKP 4 is lost the BMC has already activated the session and (ipmi_sim) ignores
-    // or refuses a retransmitted RAKP 3. The keys are known, so the session is used
-    // unconfirmed: the first authenticated reply proves the BMC derived the same SIK, and
-    // if none comes, dropping the session sends Close Session so nothing is orphaned.
-    let r4 = match r4 {
-        Ok(r4) => r4,
-        Err(Error::Timeout { .. }) => return Ok(established(false)),
-        Err(e) => return Err(e),
-    };
-    match r4.status {
-        rakp::status::OK => {}
-        rakp::status::INVALID_INTEGRITY_CHECK => {
-            return Err(Error::Auth { bmc: bmc.to_string(), reason: "BMC rejected our RAKP 3 code" });
-        }
-        _ => return Ok(established(false)),
-    }
-    if !codes_equal(&params.rakp4_icv(&sik), &r4.auth_code) {
-        return Err(Error::Auth { bmc: bmc.to_string(), reason: "RAKP 4 integrity check value mismatch" });
-    }
-    Ok(established(true))
-}
-
-/// The suites to try, in order, and whether the BMC listed them (so silence on one is never a refusal).
-/// A remembered suite goes first without asking; otherwise the BMC's list filters the configured order.
-/// When the BMC does not answer the list request (a few attempts), every configured suite is tried.
-async fn candidate_suites(socket: &UdpSocket, bmc: &str, cfg: &ClientConfig) -> (Vec<CipherSuite>, bool) {
-    let mut suites = cfg.cipher_suites.clone();
-    if let Some(known) = cfg.known_suite
-        && let Some(i) = suites.iter().position(|s| *s == known)
-    {
-        suites.remove(i);
-        suites.insert(0, known);
-        return (suites, false);
-    }
-    if suites.len() < 2 {
-        return (suites, false);
-    }
-    let timing = Timing { attempts: cfg.timing.attempts.clamp(1, 4), ..cfg.timing.clone() };
-    match get_channel_cipher_suites(socket, bmc, &timing).await {
-        Ok(ids) => {
-            let offered: Vec<CipherSuite> =
-                suites.iter().copied().filter(|s| ids.contains(&s.id())).collect();
-            tracing::debug!(%bmc, ?ids, "BMC cipher suites");
-            if offered.is_empty() {
-                // A list without any suite we speak may be wrong (OEM records): try them all anyway.
-                (suites, false)
-            } else {
-                (offered, true)
-            }
-        }
-        Err(e) => {
-            tracing::debug!(%bmc, error = %e, "no cipher suite list; trying each configured suite");
-            (suites, false)
-        }
-    }
-}
-
 impl Session {
     /// Open a session to `addr` (UDP, normally port 623).
     pub async fn open(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self> {
@@ -412,70 +164,31 @@ impl Session {
 
     /// Open a session on an already connected socket (tests use this to route through a proxy).
     pub async fn open_on(socket: UdpSocket, bmc: String, cfg: &ClientConfig) -> Result<Self> {
-        let auth_caps = get_channel_auth_caps(&socket, &bmc, &cfg.timing, cfg.privilege).await?;
-        if !auth_caps.supports_v2() {
-            return Err(Error::NoIpmi2 { bmc });
-        }
-        let (candidates, listed) = candidate_suites(&socket, &bmc, cfg).await;
-        let mut last_err = None;
-        let mut tried = Vec::new();
-        let mut est = None;
-        for suite in &candidates {
-            tried.push(suite.id());
-            let mut result = handshake(&socket, &bmc, cfg, *suite).await;
-            // A lost RAKP 2 leaves only a pending (never active) session on the BMC, which it
-            // expires itself: starting over is safe.
-            for _ in 0..2 {
-                if !matches!(result, Err(Error::Timeout { what: "RAKP 1", .. })) {
-                    break;
-                }
-                result = handshake(&socket, &bmc, cfg, *suite).await;
-            }
-            match result {
-                Ok(e) => {
-                    est = Some(e);
-                    break;
-                }
-                Err(e) if suite_rejected(&e, !listed && cfg.known_suite != Some(*suite)) => {
-                    tracing::debug!(%bmc, suite = suite.id(), error = %e, "cipher suite rejected, trying the next");
-                    last_err = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let Some(est) = est else {
-            // A timeout (silence) is reported as such: it also means "session table full"
-            // on BMCs such as ipmi_sim; explicit algorithm refusals mean no common suite.
-            return Err(match last_err {
-                Some(e @ Error::Timeout { .. }) => e,
-                _ => Error::NoCipherSuite { bmc, tried },
-            });
-        };
+        let (auth_caps, est) = login(Link::Socket(&socket), &bmc, cfg).await?;
         let socket = Arc::new(socket);
-        let confirmed = est.confirmed;
-        let inner = Arc::new(Inner {
-            bmc,
-            socket: socket.clone(),
-            timing: cfg.timing.clone(),
-            keys: est.keys,
-            bmc_session_id: est.bmc_session_id,
-            console_session_id: est.console_session_id,
-            out_seq: AtomicU32::new(1),
-            rq_seq: AtomicU8::new(1),
-            pending: StdMutex::new(HashMap::new()),
-            replay: StdMutex::new(ReplayWindow::default()),
-            sol_tx: StdMutex::new(None),
-            sol_active: StdMutex::new(None),
-            request_slots: tokio::sync::Semaphore::new(cfg.max_in_flight.clamp(1, 32)),
-            link: Arc::default(),
-            closed: AtomicBool::new(false),
-            reader: StdMutex::new(None),
-            auth_caps,
-            privilege: cfg.privilege,
-        });
+        let transport = Transport::Own { socket: socket.clone(), reader: StdMutex::new(None) };
+        let inner = Arc::new(Inner::new(bmc, transport, cfg, auth_caps, &est));
         let reader = tokio::spawn(read_loop(socket, Arc::downgrade(&inner)));
-        *lock(&inner.reader) = Some(reader);
-        let session = Session { inner };
+        if let Transport::Own { reader: slot, .. } = &inner.transport {
+            *lock(slot) = Some(reader);
+        }
+        Self::first_request(Session { inner }, est.confirmed, cfg).await
+    }
+
+    /// Open a session to `addr` on a shared [`Mux`]: no socket or task of its own; the mux routes its
+    /// replies to it until it is closed or dropped (and the session keeps the mux alive meanwhile).
+    pub async fn open_on_mux(mux: &Mux, addr: SocketAddr, cfg: &ClientConfig) -> Result<Self> {
+        let bmc = addr.to_string();
+        let waiter = mux.waiter(addr);
+        let (auth_caps, est) = login(Link::Mux(&waiter), &bmc, cfg).await?;
+        let transport = Transport::Mux { mux: mux.clone(), socket: waiter.socket(), addr };
+        let inner = Arc::new(Inner::new(bmc, transport, cfg, auth_caps, &est));
+        mux.register(addr, est.console_session_id, Arc::downgrade(&inner))?;
+        drop(waiter);
+        Self::first_request(Session { inner }, est.confirmed, cfg).await
+    }
+
+    async fn first_request(session: Session, confirmed: bool, cfg: &ClientConfig) -> Result<Self> {
         // Sessions start at USER on many BMCs (ipmi_sim: chassis control -> 0xD4 otherwise). A USER session
         // whose RAKP 4 was verified needs no first request (one round trip less per read-only login); an
         // unconfirmed one proves itself with Get Device ID before the caller relies on it.
@@ -554,6 +267,55 @@ fn short_name(type_name: &'static str) -> &'static str {
 }
 
 impl Inner {
+    fn new(
+        bmc: String,
+        transport: Transport,
+        cfg: &ClientConfig,
+        auth_caps: ChannelAuthCaps,
+        est: &Established,
+    ) -> Self {
+        Inner {
+            bmc,
+            transport,
+            timing: cfg.timing.clone(),
+            keys: est.keys.clone(),
+            bmc_session_id: est.bmc_session_id,
+            console_session_id: est.console_session_id,
+            out_seq: AtomicU32::new(1),
+            rq_seq: AtomicU8::new(1),
+            pending: StdMutex::new(HashMap::new()),
+            replay: StdMutex::new(ReplayWindow::default()),
+            sol_tx: StdMutex::new(None),
+            sol_active: StdMutex::new(None),
+            request_slots: tokio::sync::Semaphore::new(cfg.max_in_flight.clamp(1, 32)),
+            link: Arc::default(),
+            closed: AtomicBool::new(false),
+            auth_caps,
+            privilege: cfg.privilege,
+        }
+    }
+
+    /// One datagram from the BMC (from the session's reader or the mux's): ours if it carries our session id
+    /// and passes the integrity check.
+    pub(crate) fn receive(&self, datagram: &[u8]) {
+        if packet::peek_session_id(datagram) != Some(self.console_session_id) {
+            return;
+        }
+        match packet::decode(datagram, Some(&self.keys)) {
+            Ok(Packet::V20(p)) => self.dispatch(p),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(bmc = %self.bmc, error = %e, "dropping undecodable datagram"),
+        }
+    }
+
+    /// Takes the session off its reader (own task stopped, or the mux's route removed).
+    fn detach(&self) {
+        self.transport.stop_reader();
+        if let Transport::Mux { mux, addr, .. } = &self.transport {
+            mux.unregister(*addr, self.console_session_id, self);
+        }
+    }
+
     fn next_out_seq(&self) -> u32 {
         loop {
             let s = self.out_seq.fetch_add(1, Ordering::Relaxed);
@@ -572,7 +334,7 @@ impl Inner {
             return Err(Error::Closed { bmc: self.bmc.clone() });
         }
         let dgram = self.seal(payload_type, payload);
-        self.socket.send(&dgram).await.map_err(io_err(&self.bmc))?;
+        self.transport.send(&dgram).await.map_err(io_err(&self.bmc))?;
         Ok(())
     }
 
@@ -713,9 +475,7 @@ impl Inner {
             Err(_) => Err(Error::Timeout { bmc: self.bmc.clone(), what: "CloseSession", after: budget }),
         };
         self.closed.store(true, Ordering::Release);
-        if let Some(h) = lock(&self.reader).take() {
-            h.abort();
-        }
+        self.detach();
         lock(&self.pending).clear();
         *lock(&self.sol_tx) = None;
         match r {
@@ -736,9 +496,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(h) = lock(&self.reader).take() {
-            h.abort();
-        }
+        self.detach();
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -755,8 +513,13 @@ impl Drop for Inner {
         let c = CloseSession { session_id: self.bmc_session_id };
         let msg = Request::new(CloseSession::NETFN, CloseSession::CMD, seq, c.encode()).encode();
         let close = self.seal(PayloadType::Ipmi, msg);
-        let socket = self.socket.clone();
         let bmc = self.bmc.clone();
+        // The close's replies come back on the session's path: its own socket, or a waiter on the mux
+        // (registered now, before anything is sent; the session's route is gone already).
+        let path = match &self.transport {
+            Transport::Own { socket, .. } => DropPath::Socket(socket.clone()),
+            Transport::Mux { mux, socket, addr } => DropPath::Mux(mux.waiter_on(*socket, *addr)),
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
                 h.spawn(async move {
@@ -765,21 +528,31 @@ impl Drop for Inner {
                         max_attempt_timeout: Duration::from_millis(400),
                         attempts: 3,
                     };
+                    let link = match &path {
+                        DropPath::Socket(s) => Link::Socket(s),
+                        DropPath::Mux(w) => Link::Mux(w),
+                    };
                     for d in dgrams {
                         let _ =
-                            exchange(&socket, &bmc, &timing, "DeactivatePayload", &d, |_| Some(Ok(()))).await;
+                            exchange(link, &bmc, &timing, "DeactivatePayload", &d, |_| Some(Ok(()))).await;
                     }
-                    let r = exchange(&socket, &bmc, &timing, "CloseSession", &close, |_| Some(Ok(()))).await;
+                    let r = exchange(link, &bmc, &timing, "CloseSession", &close, |_| Some(Ok(()))).await;
                     tracing::debug!(%bmc, ok = r.is_ok(), "session closed on drop");
                 });
             }
             Err(_) => {
                 for d in dgrams.iter().chain(std::iter::once(&close)) {
-                    let _ = socket.try_send(d);
+                    self.transport.try_send(d);
                 }
             }
         }
     }
+}
+
+/// The path a dropped session's Close Session takes (owned by the task that sends it).
+enum DropPath {
+    Socket(Arc<UdpSocket>),
+    Mux(super::mux::Waiter),
 }
 
 async fn read_loop(socket: Arc<UdpSocket>, inner: Weak<Inner>) {
@@ -795,13 +568,6 @@ async fn read_loop(socket: Arc<UdpSocket>, inner: Weak<Inner>) {
             }
         };
         let Some(inner) = inner.upgrade() else { return };
-        if packet::peek_session_id(&buf[..n]) != Some(inner.console_session_id) {
-            continue;
-        }
-        match packet::decode(&buf[..n], Some(&inner.keys)) {
-            Ok(Packet::V20(p)) => inner.dispatch(p),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(bmc = %inner.bmc, error = %e, "dropping undecodable datagram"),
-        }
+        inner.receive(&buf[..n]);
     }
 }

@@ -6,7 +6,8 @@
 //! unreachable treated as a loss) is the same one sessions use, and a caller with its own copy would drift.
 
 use super::error::{Error, Result};
-use super::session::{Timing, decode_err, exchange};
+use super::timing::Timing;
+use super::transport::{Link, decode_err, exchange};
 use crate::wire::{
     Body, Command, Privilege,
     app::{
@@ -18,8 +19,9 @@ use crate::wire::{
 };
 use tokio::net::UdpSocket;
 
-/// Send `req` outside any session on a connected socket and return the first reply to the same command,
-/// retransmitting per `timing` (`what` names it in a timeout). The completion code is the caller's to judge.
+/// Send `req` outside any session on a connected socket and return the first reply to the same command
+/// (and rqSeq), retransmitting per `timing` (`what` names it in a timeout). The completion code is the
+/// caller's to judge.
 pub async fn sessionless(
     socket: &UdpSocket,
     bmc: &str,
@@ -27,14 +29,26 @@ pub async fn sessionless(
     what: &'static str,
     req: Request,
 ) -> Result<Response> {
-    let cmd = req.cmd;
+    sessionless_on(Link::Socket(socket), bmc, timing, what, req).await
+}
+
+/// [`sessionless`] over either path. The reply must echo the request's rqSeq as well as its command (as
+/// ipmitool requires): on a mux, concurrent logins to one BMC see each other's replies.
+pub(crate) async fn sessionless_on(
+    link: Link<'_>,
+    bmc: &str,
+    timing: &Timing,
+    what: &'static str,
+    req: Request,
+) -> Result<Response> {
+    let (cmd, rq_seq) = (req.cmd, req.rq_seq);
     let msg = req.encode();
     let pkt = Packet::V15(V15Packet { auth_type: 0, seq: 0, session_id: 0, auth_code: None, message: msg });
     let dgram = packet::encode(&pkt, None, [0; 16]);
-    exchange(socket, bmc, timing, what, &dgram, |b| {
+    exchange(link, bmc, timing, what, &dgram, |b| {
         let Ok(Packet::V15(p)) = packet::decode(b, None) else { return None };
         let resp = Response::decode(&p.message).ok()?;
-        (resp.cmd == cmd).then_some(Ok(resp))
+        (resp.cmd == cmd && resp.rq_seq == rq_seq).then_some(Ok(resp))
     })
     .await
 }
@@ -47,10 +61,19 @@ pub async fn get_channel_auth_caps(
     timing: &Timing,
     privilege: Privilege,
 ) -> Result<ChannelAuthCaps> {
+    auth_caps_on(Link::Socket(socket), bmc, timing, privilege).await
+}
+
+pub(crate) async fn auth_caps_on(
+    link: Link<'_>,
+    bmc: &str,
+    timing: &Timing,
+    privilege: Privilege,
+) -> Result<ChannelAuthCaps> {
     let req = GetChannelAuthCaps { channel: 0x8E, privilege: privilege as u8 };
     let what = "Get Channel Authentication Capabilities";
     let rq = Request::new(GetChannelAuthCaps::NETFN, GetChannelAuthCaps::CMD, 1, req.encode());
-    let resp = sessionless(socket, bmc, timing, what, rq).await?;
+    let resp = sessionless_on(link, bmc, timing, what, rq).await?;
     if resp.completion != 0 {
         return Err(Error::CompletionCode { bmc: bmc.to_string(), cmd: what, code: resp.completion });
     }
@@ -63,14 +86,20 @@ pub async fn get_channel_auth_caps(
 /// the list, a missing suite is skipped at once and silence on an offered one is only ever a loss.
 /// Lenient: stops at the first short page; unparsable bytes are skipped.
 pub async fn get_channel_cipher_suites(socket: &UdpSocket, bmc: &str, timing: &Timing) -> Result<Vec<u8>> {
+    cipher_suites_on(Link::Socket(socket), bmc, timing).await
+}
+
+pub(crate) async fn cipher_suites_on(link: Link<'_>, bmc: &str, timing: &Timing) -> Result<Vec<u8>> {
     let mut data = Vec::new();
     // 64 list indices of 16 bytes cover every possible record list.
     for index in 0..64u8 {
         // 0x0E: this channel; bit 7: list supported algorithms by cipher suite.
         let req = GetChannelCipherSuites { channel: 0x0E, payload_type: 0, index: 0x80 | index };
         let what = "Get Channel Cipher Suites";
-        let rq = Request::new(GetChannelCipherSuites::NETFN, GetChannelCipherSuites::CMD, 2, req.encode());
-        let resp = sessionless(socket, bmc, timing, what, rq).await?;
+        // A distinct rqSeq per page: a reply to another login's request for another page is never taken.
+        let seq = (2 + index) & 0x3F;
+        let rq = Request::new(GetChannelCipherSuites::NETFN, GetChannelCipherSuites::CMD, seq, req.encode());
+        let resp = sessionless_on(link, bmc, timing, what, rq).await?;
         if resp.completion != 0 {
             return Err(Error::CompletionCode { bmc: bmc.to_string(), cmd: what, code: resp.completion });
         }

@@ -63,3 +63,22 @@ pub fn lossy_timing() -> Timing {
         attempts: 16,
     }
 }
+
+/// SOL data until `needle` was seen (at most 10 s); returns the text read.
+pub async fn read_until(sol: &mut lifeline_ipmi::Sol, needle: &str) -> String {
+    let mut got = Vec::new();
+    let r = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(ev) = sol.read().await {
+            if let lifeline_ipmi::SolEvent::Data(d) = ev {
+                got.extend_from_slice(&d);
+                if String::from_utf8_lossy(&got).contains(needle) {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&got).into_owned();
+    assert!(r.is_ok(), "did not see {needle:?} on SOL; got {text:?}");
+    text
+}
