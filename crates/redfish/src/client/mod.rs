@@ -111,6 +111,9 @@ pub struct ClientOptions {
     pub power_off_wait: Duration,
     /// Collection pages followed through `@odata.nextLink`.
     pub max_pages: usize,
+    /// TLS sessions kept across the clients built from these options (clones share it), so the next
+    /// client of a BMC resumes instead of a full handshake (`crate::resume`).
+    pub resumption: crate::resume::ResumptionCache,
 }
 
 impl Default for ClientOptions {
@@ -125,6 +128,7 @@ impl Default for ClientOptions {
             power_poll_interval: Duration::from_millis(500),
             power_off_wait: Duration::from_secs(60),
             max_pages: 20,
+            resumption: crate::resume::ResumptionCache::default(),
         }
     }
 }
@@ -248,7 +252,12 @@ impl Client {
                 },
                 _ => None,
             };
-            let (cfg, state) = tls_config(&bmc, &trust, pinned).await?;
+            let resume = crate::tls::Resume::Shared {
+                cache: opts.resumption.clone(),
+                bmc: bmc.clone(),
+                base: base.to_string(),
+            };
+            let (cfg, state) = tls_config(&bmc, &trust, pinned, resume).await?;
             (Some(cfg), Some(state), pinned)
         } else {
             (None, None, None)
@@ -372,7 +381,8 @@ impl Client {
         self.inner.sessions.as_ref().map_or(0, |p| p.logins())
     }
 
-    /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature).
+    /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature);
+    /// `None` when every connection of this client resumed a session (use [`probe_certificate`] to see it).
     pub fn peer_certificate(&self) -> Option<(Fingerprint, Vec<u8>)> {
         self.inner.t.pin.as_ref().and_then(|p| lock(p).last_seen.clone())
     }
