@@ -1,7 +1,7 @@
 //! TLS connections a Redfish health sweep opens, counted by the simulated BMC (`lifeline-sim`): over HTTP/2
 //! the service root, the login, the health and event reads in flight together, and the logout share one
-//! connection; the next sweep of the same pool resumes the TLS session instead of a full handshake; and a
-//! BMC that serves only HTTP/1.1 answers the same sweep.
+//! connection; the next sweep of the same pool resumes the TLS session instead of a full handshake, yet a
+//! replaced certificate is still refused; and a BMC that serves only HTTP/1.1 answers the same sweep.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -10,7 +10,9 @@ use std::time::Duration;
 use lifeline_bmc::*;
 use lifeline_redfish::MemoryPinStore;
 use lifeline_sim::redfish::ConnectionCounts;
-use lifeline_sim::{BmcSpec, EndpointKind, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions};
+use lifeline_sim::{
+    BmcSpec, EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions,
+};
 use lifeline_test_utils::unique_loopback;
 use lifeline_types::BmcProtocol;
 
@@ -82,5 +84,12 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
     let h1_after = counts("h1");
     assert_eq!(h1_after.h2, 0, "{h1_after:?}");
     assert!(h1_after.resumed >= 1, "HTTP/1.1 BMCs resume too: {h1_after:?}");
+
+    // A replaced certificate is still refused although a ticket is kept: the BMC no longer accepts it, so
+    // the handshake is a full one, through the pin.
+    fleet.devices().inject("h2", &"tls-cert-change".parse::<Fault>().expect("fault")).await.expect("inject");
+    let rows = pool.sweep(vec![target("h2")], &cli_sweep(), |_, _| {}).await;
+    let text = rows[0].errors.join("; ");
+    assert!(!rows[0].ok() && text.contains("certificate changed"), "{:?}", rows[0]);
     fleet.shutdown().await;
 }

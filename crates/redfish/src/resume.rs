@@ -14,7 +14,10 @@
 //! never offered to another BMC behind the same address, and a re-pin or another CA starts from a full
 //! handshake through a new verifier. A resumed handshake proves the peer holds the secret of a session that
 //! passed that verification, which a peer without the pinned key cannot have. Connections that must see the
-//! certificate (the certificate probe, trust on first use) do not use this cache.
+//! certificate (the certificate probe, trust on first use) do not use this cache. What resumption delays:
+//! noticing an intended certificate replacement on a BMC that still accepts its old tickets (at most the
+//! ticket lifetime the BMC announced, 7 days by RFC 8446); a BMC whose web server restarts with the new
+//! certificate (bmcweb, the simulator) refuses them and the next handshake shows it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
