@@ -85,6 +85,19 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
     assert_eq!(h1_after.h2, 0, "{h1_after:?}");
     assert!(h1_after.resumed >= 1, "HTTP/1.1 BMCs resume too: {h1_after:?}");
 
+    // A client told to speak HTTP/1.1 only does so with a BMC that offers HTTP/2.
+    let h1_only = BmcOptions {
+        redfish: lifeline_redfish::ClientOptions { http2: false, ..BmcOptions::default().redfish },
+        ..BmcOptions::default()
+    };
+    let before = counts("h2");
+    let rows = BmcPool::new(h1_only, Arc::new(MemoryAuditSink::new()))
+        .sweep(vec![target("h2")], &cli_sweep(), |_, _| {})
+        .await;
+    assert!(rows[0].ok(), "{:?}", rows[0]);
+    let after = counts("h2");
+    assert!(after.tls > before.tls && after.h2 == before.h2, "{before:?} -> {after:?}");
+
     // A replaced certificate is still refused although a ticket is kept: the BMC no longer accepts it, so
     // the handshake is a full one, through the pin.
     fleet.devices().inject("h2", &"tls-cert-change".parse::<Fault>().expect("fault")).await.expect("inject");

@@ -111,6 +111,9 @@ pub struct ClientOptions {
     pub power_off_wait: Duration,
     /// Collection pages followed through `@odata.nextLink`.
     pub max_pages: usize,
+    /// Offer HTTP/2 by ALPN (the BMC decides; HTTP/1.1 otherwise). `false`: HTTP/1.1 only, for a BMC whose
+    /// HTTP/2 misbehaves.
+    pub http2: bool,
     /// TLS sessions kept across the clients built from these options (clones share it), so the next
     /// client of a BMC resumes instead of a full handshake (`crate::resume`).
     pub resumption: crate::resume::ResumptionCache,
@@ -128,6 +131,7 @@ impl Default for ClientOptions {
             power_poll_interval: Duration::from_millis(500),
             power_off_wait: Duration::from_secs(60),
             max_pages: 20,
+            http2: true,
             resumption: crate::resume::ResumptionCache::default(),
         }
     }

@@ -72,10 +72,16 @@ impl Transport {
             .pool_max_idle_per_host(opts.max_concurrent_requests.max(1))
             .pool_idle_timeout(Duration::from_secs(30))
             .user_agent(concat!("lifeline-redfish/", env!("CARGO_PKG_VERSION")));
-        let cfg = match tls {
+        let mut cfg = match tls {
             Some(cfg) => cfg,
             None => crate::tls::trust_nothing_config()
                 .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?,
+        };
+        let b = if opts.http2 {
+            b
+        } else {
+            cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+            b.http1_only()
         };
         b.tls_backend_preconfigured(cfg)
             .build()
