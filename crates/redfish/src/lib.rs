@@ -24,6 +24,8 @@ pub mod error;
 #[cfg(feature = "client")]
 mod events;
 #[cfg(feature = "client")]
+pub mod resume;
+#[cfg(feature = "client")]
 mod session;
 #[cfg(feature = "client")]
 pub mod tls;
@@ -42,6 +44,8 @@ pub use error::RedfishError;
 pub use events::{EventStream, SseLimits, SubscriptionRequest};
 pub use power::{ResetPlan, plan_reset};
 pub use quirks::{PlatformProfile, Quirk, RuleSet};
+#[cfg(feature = "client")]
+pub use resume::ResumptionCache;
 #[cfg(feature = "client")]
 pub use tls::{MemoryPinStore, PinStore, TlsTrust, fingerprint_der};
 

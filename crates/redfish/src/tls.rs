@@ -10,6 +10,11 @@
 //!
 //! The verifier is per BMC (one reqwest client per BMC), so it knows which pin applies; it records what it
 //! saw so the client can turn a rustls failure into `CertificateChanged { pinned, presented }`.
+//!
+//! Every configuration offers HTTP/2 by ALPN before HTTP/1.1: a BMC that serves HTTP/2 (bmcweb) then carries
+//! a client's concurrent requests as streams of one TLS connection, one handshake instead of one per request
+//! in flight. Resumption: see [`crate::resume`]; a resumed handshake skips the verifier, so `last_seen` is
+//! only set by full handshakes.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,6 +30,7 @@ use sha2::{Digest, Sha256};
 use lifeline_types::Fingerprint;
 
 use crate::error::BoxError;
+use crate::resume::ResumptionCache;
 
 /// Where pins live between runs (the store crate implements this over its database).
 #[async_trait]
@@ -91,7 +97,8 @@ pub(crate) struct PinState {
     pub newly_pinned: Option<Fingerprint>,
     /// Last leaf presented (fingerprint and DER: the audit wants to inspect expiry / self-signature).
     pub last_seen: Option<(Fingerprint, Vec<u8>)>,
-    /// Last refusal: (pinned, presented).
+    /// Last refusal: (pinned, presented); cleared by the next accepted certificate. Read, not taken: the
+    /// clients of one BMC may share this state (`crate::resume`).
     pub mismatch: Option<(Fingerprint, Fingerprint)>,
 }
 
@@ -126,7 +133,10 @@ impl ServerCertVerifier for BmcVerifier {
             return ca.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
         }
         match st.pinned {
-            Some(pinned) if pinned == presented => Ok(ServerCertVerified::assertion()),
+            Some(pinned) if pinned == presented => {
+                st.mismatch = None;
+                Ok(ServerCertVerified::assertion())
+            }
             Some(pinned) => {
                 st.mismatch = Some((pinned, presented));
                 Err(rustls::Error::InvalidCertificate(
@@ -175,8 +185,34 @@ pub(crate) enum TlsSetupError {
     Rustls(#[source] BoxError),
 }
 
+/// ring's provider, with the TLS 1.3 suites in the order browsers offer them: AES-128-GCM-SHA256 first.
+/// ring's own order puts AES-256-GCM-SHA384 first, whose SHA-384 key schedule has no CPU instructions
+/// (SHA-256 has SHA-NI), which made hashing a tenth of a handshake's CPU on both sides. One provider for the
+/// process: it was built per BMC.
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    static P: std::sync::OnceLock<Arc<CryptoProvider>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let mut p = rustls::crypto::ring::default_provider();
+        // A stable sort: the other suites keep ring's order.
+        p.cipher_suites.sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        Arc::new(p)
+    })
+    .clone()
+}
+
+/// ALPN protocols offered, most preferred first (reqwest leaves ALPN to a preconfigured rustls config).
+fn alpn() -> Vec<Vec<u8>> {
+    vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+}
+
+/// Which TLS sessions a client may resume.
+#[derive(Debug, Clone)]
+pub(crate) enum Resume {
+    /// None: every connection shows the certificate (the certificate probe).
+    Off,
+    /// Those of this BMC verified against the same pin or CA bundle, kept in `cache` across clients. With
+    /// no pin yet (trust on first use), only the client's own: its first handshake pins.
+    Shared { cache: ResumptionCache, bmc: String, base: String },
 }
 
 /// Build the rustls config for one BMC. `pinned` is the pin to enforce (already resolved: explicit, else
@@ -185,26 +221,80 @@ fn provider() -> Arc<CryptoProvider> {
 pub(crate) fn client_config(
     trust: &TlsTrust,
     pinned: Option<Fingerprint>,
+    resume: &Resume,
 ) -> Result<(rustls::ClientConfig, SharedPinState), TlsSetupError> {
     let provider = provider();
-    let state: SharedPinState = Arc::new(Mutex::new(PinState { pinned, ..PinState::default() }));
-    let ca = match trust {
+    let pem = match trust {
         TlsTrust::Pin { .. } => None,
         TlsTrust::CaFile(path) => {
-            let pem = std::fs::read(path).map_err(|e| TlsSetupError::Io(e, path.clone()))?;
-            Some(ca_verifier(&pem, path.clone(), &provider)?)
+            Some((std::fs::read(path).map_err(|e| TlsSetupError::Io(e, path.clone()))?, path.clone()))
         }
-        TlsTrust::CaPem(pem) => Some(ca_verifier(pem, PathBuf::from("<memory>"), &provider)?),
+        TlsTrust::CaPem(pem) => Some((pem.clone(), PathBuf::from("<memory>"))),
     };
-    let verifier =
-        BmcVerifier { algorithms: provider.signature_verification_algorithms, ca, state: state.clone() };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    // What a session is verified against: the pin, or the CA bundle (none yet: trust on first use).
+    let identity = match &pem {
+        Some((pem, _)) => Some(Sha256::digest(pem).into()),
+        None => pinned.map(|p| p.0),
+    };
+    let make = || -> Result<BmcVerifier, TlsSetupError> {
+        let ca = match &pem {
+            Some((pem, path)) => Some(ca_verifier(pem, path.clone(), &provider)?),
+            None => None,
+        };
+        let state = Arc::new(Mutex::new(PinState { pinned, ..PinState::default() }));
+        Ok(BmcVerifier { algorithms: provider.signature_verification_algorithms, ca, state })
+    };
+    let shared = match (resume, identity) {
+        (Resume::Shared { cache, bmc, base }, Some(id)) => cache.entry(bmc, base, id, make)?,
+        _ => None,
+    };
+    let (verifier, resumption) = match (shared, resume) {
+        (Some(e), _) => (e.verifier, rustls::client::Resumption::store(e.store)),
+        (None, Resume::Off) => (Arc::new(make()?), rustls::client::Resumption::disabled()),
+        (None, Resume::Shared { .. }) => (Arc::new(make()?), own_sessions()),
+    };
+    let state = verifier.state.clone();
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsSetupError::Rustls(Box::new(e)))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
+    // rustls resumes only with the same verifier and client-certificate resolver (`Arc`s) as the session's.
+    config.client_auth_cert_resolver = no_client_cert();
+    config.alpn_protocols = alpn();
+    config.resumption = resumption;
     Ok((config, state))
+}
+
+/// A verifier enforcing `pinned` (or pinning on first use), for tests of the cache.
+#[cfg(test)]
+pub(crate) fn pin_verifier(pinned: Option<Fingerprint>) -> BmcVerifier {
+    let state = Arc::new(Mutex::new(PinState { pinned, ..PinState::default() }));
+    BmcVerifier { algorithms: provider().signature_verification_algorithms, ca: None, state }
+}
+
+/// BMCs are never sent a client certificate; one resolver for every configuration (see above).
+#[derive(Debug)]
+struct NoClientCert;
+
+impl rustls::client::ResolvesClientCert for NoClientCert {
+    fn resolve(&self, _: &[&[u8]], _: &[SignatureScheme]) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        None
+    }
+    fn has_certs(&self) -> bool {
+        false
+    }
+}
+
+fn no_client_cert() -> Arc<dyn rustls::client::ResolvesClientCert> {
+    static R: std::sync::OnceLock<Arc<dyn rustls::client::ResolvesClientCert>> = std::sync::OnceLock::new();
+    R.get_or_init(|| Arc::new(NoClientCert)).clone()
+}
+
+/// Resumption among one client's own connections (an HTTP/1.1 BMC gets one per request in flight).
+fn own_sessions() -> rustls::client::Resumption {
+    rustls::client::Resumption::in_memory_sessions(8)
 }
 
 /// Config for a plain-HTTP BMC (mockups): reqwest needs some TLS config with `rustls-no-provider`; this one
@@ -250,9 +340,16 @@ mod tests {
     }
 
     #[test]
+    fn aes_128_gcm_sha256_is_offered_first_and_nothing_is_dropped() {
+        let p = provider();
+        assert_eq!(p.cipher_suites[0].suite(), rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        assert_eq!(p.cipher_suites.len(), rustls::crypto::ring::default_provider().cipher_suites.len());
+    }
+
+    #[test]
     fn ca_pem_without_certificates_is_refused() {
         assert!(matches!(
-            client_config(&TlsTrust::CaPem(b"nothing".to_vec()), None),
+            client_config(&TlsTrust::CaPem(b"nothing".to_vec()), None, &Resume::Off),
             Err(TlsSetupError::Empty(_))
         ));
     }

@@ -111,6 +111,12 @@ pub struct ClientOptions {
     pub power_off_wait: Duration,
     /// Collection pages followed through `@odata.nextLink`.
     pub max_pages: usize,
+    /// Offer HTTP/2 by ALPN (the BMC decides; HTTP/1.1 otherwise). `false`: HTTP/1.1 only, for a BMC whose
+    /// HTTP/2 misbehaves.
+    pub http2: bool,
+    /// TLS sessions kept across the clients built from these options (clones share it), so the next
+    /// client of a BMC resumes instead of a full handshake (`crate::resume`).
+    pub resumption: crate::resume::ResumptionCache,
 }
 
 impl Default for ClientOptions {
@@ -125,6 +131,8 @@ impl Default for ClientOptions {
             power_poll_interval: Duration::from_millis(500),
             power_off_wait: Duration::from_secs(60),
             max_pages: 20,
+            http2: true,
+            resumption: crate::resume::ResumptionCache::default(),
         }
     }
 }
@@ -248,7 +256,12 @@ impl Client {
                 },
                 _ => None,
             };
-            let (cfg, state) = tls_config(&bmc, &trust, pinned).await?;
+            let resume = crate::tls::Resume::Shared {
+                cache: opts.resumption.clone(),
+                bmc: bmc.clone(),
+                base: base.to_string(),
+            };
+            let (cfg, state) = tls_config(&bmc, &trust, pinned, resume).await?;
             (Some(cfg), Some(state), pinned)
         } else {
             (None, None, None)
@@ -372,7 +385,8 @@ impl Client {
         self.inner.sessions.as_ref().map_or(0, |p| p.logins())
     }
 
-    /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature).
+    /// Fingerprint and DER of the leaf certificate last presented (for audits of expiry, self-signature);
+    /// `None` when every connection of this client resumed a session (use [`probe_certificate`] to see it).
     pub fn peer_certificate(&self) -> Option<(Fingerprint, Vec<u8>)> {
         self.inner.t.pin.as_ref().and_then(|p| lock(p).last_seen.clone())
     }

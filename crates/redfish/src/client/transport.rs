@@ -12,7 +12,7 @@ use lifeline_types::Fingerprint;
 use super::{BmcTarget, ClientOptions};
 use crate::error::RedfishError;
 use crate::session::SessionGuard;
-use crate::tls::{SharedPinState, TlsTrust, client_config, lock};
+use crate::tls::{Resume, SharedPinState, TlsTrust, client_config, lock};
 
 /// HTTP plumbing shared by the client and the session pool.
 #[derive(Debug, Clone)]
@@ -71,12 +71,17 @@ impl Transport {
             .connect_timeout(opts.connect_timeout)
             .pool_max_idle_per_host(opts.max_concurrent_requests.max(1))
             .pool_idle_timeout(Duration::from_secs(30))
-            .http1_only()
             .user_agent(concat!("lifeline-redfish/", env!("CARGO_PKG_VERSION")));
-        let cfg = match tls {
+        let mut cfg = match tls {
             Some(cfg) => cfg,
             None => crate::tls::trust_nothing_config()
                 .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?,
+        };
+        let b = if opts.http2 {
+            b
+        } else {
+            cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+            b.http1_only()
         };
         b.tls_backend_preconfigured(cfg)
             .build()
@@ -112,7 +117,7 @@ impl Transport {
 
     pub(crate) fn map_err(&self, e: reqwest::Error, method: &'static str, url: &Url) -> RedfishError {
         if let Some(pin) = &self.pin
-            && let Some((pinned, presented)) = lock(pin).mismatch.take()
+            && let Some((pinned, presented)) = lock(pin).mismatch
         {
             return RedfishError::CertificateChanged { bmc: self.bmc.clone(), pinned, presented };
         }
@@ -184,16 +189,17 @@ pub(super) async fn tls_config(
     bmc: &str,
     trust: &TlsTrust,
     pinned: Option<Fingerprint>,
+    resume: Resume,
 ) -> Result<(rustls::ClientConfig, SharedPinState), RedfishError> {
     // Only a CA file is blocking I/O; pins and in-memory CAs are built here, without a thread hand-off per
     // BMC (a fleet sweep connects to thousands).
     let r = if matches!(trust, TlsTrust::CaFile(_)) {
         let trust2 = trust.clone();
-        tokio::task::spawn_blocking(move || client_config(&trust2, pinned))
+        tokio::task::spawn_blocking(move || client_config(&trust2, pinned, &resume))
             .await
             .map_err(|e| RedfishError::Build { bmc: bmc.to_owned(), source: Box::new(e) })?
     } else {
-        client_config(trust, pinned)
+        client_config(trust, pinned, &resume)
     };
     r.map_err(|e| match (e, trust) {
         (crate::tls::TlsSetupError::Io(source, path), _) => {

@@ -47,7 +47,9 @@ pub async fn probe_certificate(
         return Err(RedfishError::NoCertificate { bmc, url: base.to_string() });
     }
     let store: Arc<dyn PinStore> = Arc::new(crate::tls::MemoryPinStore::new());
-    let (cfg, state) = tls_config(&bmc, &TlsTrust::Pin { store, explicit: None }, None).await?;
+    // No resumption: a resumed handshake would not show the certificate.
+    let (cfg, state) =
+        tls_config(&bmc, &TlsTrust::Pin { store, explicit: None }, None, crate::tls::Resume::Off).await?;
     let http = Transport::build(&bmc, &base, Some(cfg), opts)?;
     let t =
         Transport { bmc: bmc.clone(), base, http, pin: Some(state.clone()), timeout: opts.request_timeout };

@@ -3,8 +3,8 @@
 //! One address per BMC (clients see distinct BMCs), one listener and one process for all of them
 //! (`crate::listen` routes each connection by its local address). Requests are
 //! dispatched by hand on path segments rather than through a per-BMC router: the resource ids differ per
-//! flavor, and one shared dispatcher keeps 1,000 BMCs cheap. Connections are plain HTTP/1.1 with keep-alive
-//! over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
+//! flavor, and one shared dispatcher keeps 1,000 BMCs cheap. Connections are HTTP/2 when the client offers
+//! `h2` by ALPN (as bmcweb serves), else HTTP/1.1 with keep-alive, over rustls; a BMC's faults (unresponsive, slow, sessions full, certificate change) are read on every
 //! connection and request.
 
 mod accounts;
@@ -20,6 +20,7 @@ pub mod tls;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::ServerConfig;
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
@@ -82,6 +83,23 @@ pub struct RedfishBmc {
     /// Made on the first connection (a key pair per BMC would make 100,000 BMCs slow to start).
     tls: Mutex<Option<Tls>>,
     events: events::EventState,
+    /// Offer `h2` by ALPN (on by default; off: an HTTP/1.1-only BMC, as sushy-tools and older firmware).
+    http2: AtomicBool,
+    /// Completed TLS handshakes, and how many of them chose HTTP/2 (tests count connections per sweep).
+    tls_connections: AtomicUsize,
+    h2_connections: AtomicUsize,
+    resumed_connections: AtomicUsize,
+}
+
+/// Connections a simulated BMC has accepted since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConnectionCounts {
+    /// Completed TLS handshakes (full or resumed).
+    pub tls: usize,
+    /// Those that negotiated HTTP/2.
+    pub h2: usize,
+    /// Those that resumed a TLS session (no certificate sent).
+    pub resumed: usize,
 }
 
 impl std::fmt::Debug for RedfishBmc {
@@ -104,6 +122,10 @@ impl RedfishBmc {
             sessions: Mutex::new(Sessions::default()),
             tls: Mutex::new(None),
             events: events::EventState::default(),
+            http2: AtomicBool::new(true),
+            tls_connections: AtomicUsize::new(0),
+            h2_connections: AtomicUsize::new(0),
+            resumed_connections: AtomicUsize::new(0),
             host,
         }))
     }
@@ -123,6 +145,20 @@ impl RedfishBmc {
             }
         }
         t.as_ref().map(|t| (t.config.clone(), t.cert.clone()))
+    }
+
+    /// Offer HTTP/2 by ALPN from the next connection on (`false`: HTTP/1.1 only).
+    pub fn set_http2(&self, on: bool) {
+        self.http2.store(on, Ordering::Relaxed);
+    }
+
+    /// TLS connections accepted so far.
+    pub fn connections(&self) -> ConnectionCounts {
+        ConnectionCounts {
+            tls: self.tls_connections.load(Ordering::Relaxed),
+            h2: self.h2_connections.load(Ordering::Relaxed),
+            resumed: self.resumed_connections.load(Ordering::Relaxed),
+        }
     }
 
     /// Number of open Redfish sessions.
@@ -217,22 +253,46 @@ async fn connection(tcp: tokio::net::TcpStream, bmc: Arc<RedfishBmc>) {
     }
     let _ = tcp.set_nodelay(true);
     let peer = tcp.peer_addr().ok();
-    let Some((config, _)) = bmc.tls_config() else { return };
+    let Some((mut config, _)) = bmc.tls_config() else { return };
+    if !bmc.http2.load(Ordering::Relaxed) {
+        let mut c = (*config).clone();
+        c.alpn_protocols = vec![tls::ALPN_HTTP1.to_vec()];
+        config = Arc::new(c);
+    }
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         _ => return,
     };
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2);
+    bmc.tls_connections.fetch_add(1, Ordering::Relaxed);
+    if h2 {
+        bmc.h2_connections.fetch_add(1, Ordering::Relaxed);
+    }
+    if tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+        bmc.resumed_connections.fetch_add(1, Ordering::Relaxed);
+    }
     let svc = hyper::service::service_fn(move |req| {
         let bmc = bmc.clone();
         async move { Ok::<_, Infallible>(handle(bmc, req, peer).await) }
     });
-    let _ = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(IDLE_CONNECTION)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(tls), svc)
-        .await;
+    let io = TokioIo::new(tls);
+    if h2 {
+        // A peer that vanishes is noticed by pings (HTTP/2 has no header-read timeout to close it).
+        let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .keep_alive_interval(IDLE_CONNECTION)
+            .keep_alive_timeout(Duration::from_secs(20))
+            .serve_connection(io, svc)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(IDLE_CONNECTION)
+            .keep_alive(true)
+            .serve_connection(io, svc)
+            .await;
+    }
 }
 
 /// Paths that need no credentials (DSP0266: service root, OData documents, session login).

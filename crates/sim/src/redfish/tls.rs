@@ -1,8 +1,13 @@
 //! One self-signed certificate per BMC, everything else shared.
 //!
 //! Each BMC needs its own certificate (clients pin per BMC, and `tls-cert-change` replaces one), but the
-//! crypto provider and all other settings are shared. Session resumption is disabled: it would let a client
-//! skip seeing a replaced certificate, and its cache would cost memory on 1,000 BMCs.
+//! crypto provider and all other settings are shared.
+//!
+//! ALPN offers `h2` before `http/1.1`, as bmcweb does: a client that speaks HTTP/2 sends a BMC's concurrent
+//! requests as streams of one connection instead of one handshake each. Session resumption uses stateless
+//! tickets (no per-session memory on 1,000 BMCs) from a ticketer of this configuration only: a ticket is
+//! never accepted by another BMC, and a replaced certificate comes with a new configuration whose ticketer
+//! knows no old ticket, so every client sees the new certificate on its next connection.
 
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
@@ -11,6 +16,10 @@ use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::NoServerSessionStorage;
+
+/// ALPN protocols offered, most preferred first.
+pub(crate) const ALPN_H2: &[u8] = b"h2";
+pub(crate) const ALPN_HTTP1: &[u8] = b"http/1.1";
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +60,10 @@ pub fn server_config(
         .with_no_client_auth()
         .with_single_cert(vec![cert.clone()], key)
         .map_err(|source| TlsError::Config { name: name.to_owned(), source })?;
+    // Tickets only: no server-side session cache to grow.
     cfg.session_storage = Arc::new(NoServerSessionStorage {});
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg.ticketer = rustls::crypto::ring::Ticketer::new()
+        .map_err(|source| TlsError::Config { name: name.to_owned(), source })?;
+    cfg.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()];
     Ok((Arc::new(cfg), cert))
 }
