@@ -73,7 +73,7 @@ struct Persisted {
 impl Persisted {
     /// The resource paths part (written on its own: see [`ProtocolMemory::remember_redfish_resources`]).
     fn resources(&self) -> RedfishResourcePaths {
-        self.redfish.as_ref().map(|r| r.resources.clone()).unwrap_or_default()
+        self.redfish.as_ref().map(|r| (*r.resources).clone()).unwrap_or_default()
     }
 }
 
@@ -96,7 +96,7 @@ impl Persisted {
             ipmi_suite: self.suite,
             redfish: self.redfish.as_ref().map(|r| RedfishDiscovery {
                 url: r.url.clone(),
-                root: (*r.root).clone(),
+                root: serde_json::from_str(&r.root).unwrap_or_default(),
                 system: r.system.clone(),
             }),
         }
@@ -231,13 +231,18 @@ impl PoolInner {
     fn learn(&self, bmc: &str, url: String, c: &Conn) {
         if let Conn::Redfish(rc) = c {
             let system = rc.system.as_ref().map(|s| s.odata_id.clone());
-            let root = rc.client.service_root_document();
+            let text = rc.client.service_root_document().to_string();
             let mut map = lock(&self.redfish_paths);
             let prev = map.get(bmc).filter(|k| k.url == url);
             let keep = prev.and_then(|k| k.system.clone());
-            let same_root = prev.is_some_and(|k| Arc::ptr_eq(&k.root, &root) || k.root == root);
+            let same_root = prev.is_some_and(|k| *k.root == *text);
+            // The same document keeps the same allocation (and compares by pointer when persisting).
+            let root = match prev {
+                Some(k) if same_root => k.root.clone(),
+                _ => Arc::from(text),
+            };
             let mut resources = match prev {
-                Some(k) if same_root => k.resources.clone(),
+                Some(k) if same_root => (*k.resources).clone(),
                 _ => RedfishResourcePaths::default(),
             };
             if let Some(l) = &rc.used_logs {
@@ -247,6 +252,10 @@ impl PoolInner {
                 resources.chassis = c.clone();
             }
             resources.url = if resources.is_empty() { String::new() } else { url.clone() };
+            let resources = match prev {
+                Some(k) if *k.resources == resources => k.resources.clone(),
+                _ => Arc::new(resources),
+            };
             let paths = conn::RedfishPaths { url, root, system: system.or(keep), resources };
             map.insert(bmc.to_owned(), paths);
         }
@@ -286,9 +295,9 @@ impl PoolInner {
                         let res = resources.remove(&bmc).filter(|p| p.url == r.url).unwrap_or_default();
                         conn::RedfishPaths {
                             url: r.url,
-                            root: Arc::new(r.root),
+                            root: Arc::from(r.root.to_string()),
                             system: r.system,
-                            resources: res,
+                            resources: Arc::new(res),
                         }
                     });
                     if let Some(r) = &redfish {

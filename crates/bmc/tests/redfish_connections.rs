@@ -58,6 +58,7 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
         t
     };
     let opts = BmcOptions { tls: TlsPolicy::Pin(Arc::new(MemoryPinStore::new())), ..BmcOptions::default() };
+    let tickets = opts.redfish.resumption.clone();
     let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
     let counts = |name: &str| fleet.redfish(name).expect("bmc").connections();
     let sweep = || async {
@@ -84,6 +85,18 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
     let h1_after = counts("h1");
     assert_eq!(h1_after.h2, 0, "{h1_after:?}");
     assert!(h1_after.resumed >= 1, "HTTP/1.1 BMCs resume too: {h1_after:?}");
+    // Every later sweep resumes too, while the tickets kept stay at two per BMC however many the BMC sends
+    // (the simulator sends two per connection).
+    for resumed in 2..5 {
+        sweep().await;
+        assert_eq!(counts("h2").resumed, resumed);
+    }
+    assert!(
+        tickets.tickets() <= 2 * tickets.len(),
+        "{} tickets for {} BMCs",
+        tickets.tickets(),
+        tickets.len()
+    );
 
     // A client told to speak HTTP/1.1 only does so with a BMC that offers HTTP/2.
     let h1_only = BmcOptions {

@@ -19,19 +19,87 @@
 //! ticket lifetime the BMC announced, 7 days by RFC 8446); a BMC whose web server restarts with the new
 //! certificate (bmcweb, the simulator) refuses them and the next handshake shows it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rustls::client::ClientSessionMemoryCache;
+use rustls::NamedGroup;
+use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue};
+use rustls::pki_types::ServerName;
 
 use crate::tls::BmcVerifier;
 
-/// Tickets kept per BMC: rustls' TLS 1.3 maximum per server (a full handshake brings 2 from the simulator,
-/// each resumption uses one and brings new ones).
-const TICKETS_PER_BMC: usize = 8;
+/// TLS 1.3 tickets kept per BMC. Why two: a sweep of an HTTP/2 BMC opens one connection, which uses one
+/// ticket and brings the BMC's new ones (2 from OpenSSL-based web servers and the simulator), so two always
+/// cover the next sweep, while rustls' own cache keeps up to eight per server, each with a copy of the
+/// BMC's certificate chain (~1 KiB): at 10,000 BMCs in the server that was tens of MiB held for nothing.
+const TICKETS_PER_BMC: usize = 2;
 
 /// Default number of BMCs whose tickets are kept (about 2 KiB each: two tickets with the certificate).
 pub const DEFAULT_RESUMPTION_BMCS: usize = 10_000;
+
+/// The sessions of one BMC (one server name): a key-exchange hint, a TLS 1.2 session, and at most
+/// [`TICKETS_PER_BMC`] TLS 1.3 tickets, newest kept.
+#[derive(Debug, Default)]
+pub(crate) struct BmcSessions(Mutex<Sessions>);
+
+#[derive(Debug, Default)]
+struct Sessions {
+    /// The server name these are for: a client of another name (never expected: an entry is per BMC and
+    /// base URL) finds nothing and replaces them.
+    name: Option<ServerName<'static>>,
+    kx_hint: Option<NamedGroup>,
+    tls12: Option<Tls12ClientSessionValue>,
+    tls13: VecDeque<Tls13ClientSessionValue>,
+}
+
+impl BmcSessions {
+    fn with<R>(&self, name: &ServerName<'_>, f: impl FnOnce(&mut Sessions) -> Option<R>) -> Option<R> {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if s.name.as_ref().is_some_and(|n| n == name) { f(&mut s) } else { None }
+    }
+
+    fn for_name(&self, name: ServerName<'static>, f: impl FnOnce(&mut Sessions)) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if s.name.as_ref() != Some(&name) {
+            *s = Sessions { name: Some(name), ..Sessions::default() };
+        }
+        f(&mut s);
+    }
+
+    fn tickets(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).tls13.len()
+    }
+}
+
+impl ClientSessionStore for BmcSessions {
+    fn set_kx_hint(&self, name: ServerName<'static>, group: NamedGroup) {
+        self.for_name(name, |s| s.kx_hint = Some(group));
+    }
+    fn kx_hint(&self, name: &ServerName<'_>) -> Option<NamedGroup> {
+        self.with(name, |s| s.kx_hint)
+    }
+    fn set_tls12_session(&self, name: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.for_name(name, |s| s.tls12 = Some(value));
+    }
+    fn tls12_session(&self, name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        self.with(name, |s| s.tls12.clone())
+    }
+    fn remove_tls12_session(&self, name: &ServerName<'static>) {
+        self.with(name, |s| s.tls12.take());
+    }
+    fn insert_tls13_ticket(&self, name: ServerName<'static>, value: Tls13ClientSessionValue) {
+        self.for_name(name, |s| {
+            if s.tls13.len() >= TICKETS_PER_BMC {
+                s.tls13.pop_front();
+            }
+            s.tls13.push_back(value);
+        });
+    }
+    fn take_tls13_ticket(&self, name: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+        // Newest first: the oldest is the likeliest to have expired.
+        self.with(name, |s| s.tls13.pop_back())
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -45,7 +113,7 @@ struct Key {
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub verifier: Arc<BmcVerifier>,
-    pub store: Arc<ClientSessionMemoryCache>,
+    pub store: Arc<BmcSessions>,
 }
 
 /// Per-BMC TLS session stores, bounded by a number of BMCs. Cheap to clone (shared).
@@ -85,6 +153,11 @@ impl ResumptionCache {
         self.len() == 0
     }
 
+    /// TLS 1.3 tickets held now, over every BMC (bounded by two per BMC).
+    pub fn tickets(&self) -> usize {
+        self.lock().values().map(|e| e.store.tickets()).sum()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -106,10 +179,7 @@ impl ResumptionCache {
             return Ok(Some(e.clone()));
         }
         // Built outside the lock (a CA bundle is parsed here); a racing client's entry wins.
-        let made = Entry {
-            verifier: Arc::new(verifier()?),
-            store: Arc::new(ClientSessionMemoryCache::new(TICKETS_PER_BMC)),
-        };
+        let made = Entry { verifier: Arc::new(verifier()?), store: Arc::new(BmcSessions::default()) };
         let mut map = self.lock();
         if let Some(e) = map.get(&key) {
             return Ok(Some(e.clone()));
