@@ -125,7 +125,7 @@ impl Store {
     /// device, in one transaction.
     pub async fn activate_bmc_credential(&self, id: i64, note: &str) -> Result<(), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.op("credentials.activate.begin")?;
+        let mut tx = self.begin_write().await.op("credentials.activate.begin")?;
         let q = self.sql("SELECT name, device FROM bmc_credentials WHERE id = ?");
         let r = sqlx::query(&q).bind(id).fetch_one(&mut *tx).await.op("credentials.activate.select")?;
         let name: String = r.try_get("name").op("credentials.activate.name")?;

@@ -36,7 +36,7 @@ impl Store {
     /// longer in the inventory as removed (kept, so their history stays readable). One transaction.
     pub async fn sync_devices(&self, devices: &[DeviceRecord]) -> Result<SyncSummary, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.op("sync_devices.begin")?;
+        let mut tx = self.begin_write().await.op("sync_devices.begin")?;
         let existing = sqlx::query("SELECT name, spec_json, removed_at FROM devices")
             .fetch_all(&mut *tx)
             .await

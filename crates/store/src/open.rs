@@ -187,6 +187,18 @@ impl Store {
     }
 
     /// Rewrites `?` placeholders as `$1, $2, …` for PostgreSQL; SQLite accepts `?` as written.
+    /// A transaction that reads and then writes. On SQLite it takes the write lock at `BEGIN` (`BEGIN
+    /// IMMEDIATE`), waiting under the busy timeout: a deferred transaction that read first fails at its first
+    /// write with `SQLITE_BUSY_SNAPSHOT` (517, "database is locked", no wait) whenever another connection
+    /// wrote meanwhile, which stopped `lifeline demo` at start-up now and then (its sweeps write while the
+    /// server syncs the inventory). PostgreSQL's default is right as it is.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     pub(crate) fn sql(&self, q: &str) -> String {
         match self.backend {
             Backend::Sqlite => q.to_owned(),

@@ -233,7 +233,7 @@ impl Store {
         let plen = i64::try_from(prefix.len()).unwrap_or(i64::MAX);
         let mut out = Vec::new();
         if self.backend() == Backend::Postgres {
-            let mut tx = self.pool.begin().await.op("work.orphans.begin")?;
+            let mut tx = self.begin_write().await.op("work.orphans.begin")?;
             let q = self.sql(&format!("{select} FOR UPDATE SKIP LOCKED"));
             let rows = sqlx::query(&q)
                 .bind(plen)
