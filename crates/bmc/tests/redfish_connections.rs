@@ -10,30 +10,16 @@ use std::time::Duration;
 use lifeline_bmc::*;
 use lifeline_redfish::MemoryPinStore;
 use lifeline_sim::redfish::ConnectionCounts;
-use lifeline_sim::{
-    BmcSpec, EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions,
-};
+use lifeline_sim::{EndpointKind, Fault, Fleet, FleetSpec, GpuSpec, RedfishFlavor, ServerSpec, SimOptions};
 use lifeline_test_utils::unique_loopback;
 use lifeline_types::BmcProtocol;
 
 fn server(name: &str) -> ServerSpec {
-    ServerSpec {
-        name: name.into(),
-        role: "gpu-node".into(),
-        bmc: BmcSpec {
-            address: IpAddr::V4(unique_loopback()),
-            redfish_port: None,
-            ipmi_port: None,
-            username: "admin".into(),
-            password: "password".into(),
-            flavor: RedfishFlavor::OpenbmcLike,
-            cipher_suites: vec![],
-            session_limit: None,
-        },
-        gpus: GpuSpec::default(),
-        rails: Vec::new(),
-        powered_on: true,
-    }
+    let mut s = ServerSpec::bare(name, IpAddr::V4(unique_loopback()), "admin", "password");
+    s.role = "gpu-node".into();
+    s.bmc.flavor = RedfishFlavor::OpenbmcLike;
+    s.gpus = GpuSpec::default();
+    s
 }
 
 /// What `lifeline sweep` reads by default: power, the health rollup and the 3 newest events.
