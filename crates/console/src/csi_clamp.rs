@@ -57,9 +57,10 @@ impl CsiClamp {
     fn flush(&mut self, out: &mut Vec<u8>) {
         match self.state {
             State::Ground => {}
-            State::Escape => out.push(0x1b),
+            // The ESC went out when it arrived.
+            State::Escape => {}
             State::First | State::Rest => {
-                out.extend_from_slice(b"\x1b[");
+                out.push(b'[');
                 if let Some(v) = self.first {
                     out.extend_from_slice(v.to_string().as_bytes());
                 }
@@ -74,8 +75,11 @@ impl CsiClamp {
     fn byte(&mut self, b: u8, out: &mut Vec<u8>) {
         match (self.state, b) {
             // ESC starts a new sequence in any state; CAN and SUB cancel one (VT500 "anywhere" rules).
+            // The ESC itself goes out at once: a C0 control after it must reach the parser after it too,
+            // because before it the parser may be in a string state (DCS, OSC, APC) that ignores controls.
             (_, 0x1b) => {
                 self.flush(out);
+                out.push(0x1b);
                 self.state = State::Escape;
             }
             (_, 0x18 | 0x1a) => {
@@ -84,7 +88,8 @@ impl CsiClamp {
             }
             (State::Ground, _) => out.push(b),
             // Other C0 controls inside an escape or CSI sequence are executed on the spot and leave the
-            // sequence pending: passing them on ahead of the held bytes has the same effect.
+            // sequence pending. The ESC is already out, so passing a control on ahead of the held `[` and
+            // parameters has the same effect: the parser executes it in the escape state instead of the CSI one.
             (State::Escape | State::First | State::Rest, 0x00..=0x1f) => out.push(b),
             (State::Escape, b'[') => {
                 self.state = State::First;
@@ -163,6 +168,18 @@ mod tests {
     }
 
     #[test]
+    fn controls_after_an_escape_stay_after_it() {
+        // Found by the property test in CI: moving the CR LF ahead of the ESC let the DCS that was open
+        // before it swallow them, and the screen lost a line.
+        let input = b"\x1bP\x1b\r\naa";
+        assert_eq!(clamp_all(input, 1), input);
+        assert_eq!(screen(&clamp_all(input, 1)), screen(input));
+        let csi = b"\x1b]0;t\x1b[\r\n70000@x";
+        assert_eq!(clamp_all(csi, 1), b"\x1b]0;t\x1b\r\n[80@x");
+        assert_eq!(screen(&clamp_all(csi, 2)), screen(csi));
+    }
+
+    #[test]
     fn the_clamped_screen_is_the_unclamped_one() {
         let input = b"line one\r\nline two\r\n\x1b[1;3H\x1b[60000@\x1b[2;1H\x1b[65535L\x1b[40000Tend";
         assert_eq!(screen(&clamp_all(input, 7)), screen(input));
@@ -170,21 +187,26 @@ mod tests {
 
     /// Console-like bytes: text, controls, and escape sequences with large counts.
     fn console_bytes() -> impl Strategy<Value = Vec<u8>> {
-        let piece =
-            prop_oneof![
-                "[a-z ]{0,12}".prop_map(String::into_bytes),
-                Just(b"\r\n".to_vec()),
-                Just(b"\x1b".to_vec()),
-                Just(b"\x1b[".to_vec()),
-                (0u32..3000, prop::sample::select(b"@LTHABCDJKMPSXdmr".to_vec())).prop_map(|(n, f)| format!(
-                    "\x1b[{n}{}",
-                    f as char
-                )
-                .into_bytes()),
-                (0u32..100, 0u32..100, prop::sample::select(b"@LTHr".to_vec()))
-                    .prop_map(|(a, b, f)| format!("\x1b[{a};{b}{}", f as char).into_bytes()),
-                prop::collection::vec(any::<u8>(), 0..4),
-            ];
+        let piece = prop_oneof![
+            "[a-z ]{0,12}".prop_map(String::into_bytes),
+            Just(b"\r\n".to_vec()),
+            Just(b"\x1b".to_vec()),
+            Just(b"\x1b[".to_vec()),
+            // String states (DCS, OSC, APC, and their terminators), in which the parser ignores controls.
+            prop::sample::select(vec![&b"\x1bP"[..], b"\x1b]0;", b"\x1b_", b"\x1b\\", b"\x07", b"\x1bPq#"])
+                .prop_map(<[u8]>::to_vec),
+            (0u32..3000, prop::sample::select(b"@LTHABCDJKMPSXdmr".to_vec())).prop_map(|(n, f)| format!(
+                "\x1b[{n}{}",
+                f as char
+            )
+            .into_bytes()),
+            (0u32..100, 0u32..100, prop::sample::select(b"@LTHr".to_vec())).prop_map(|(a, b, f)| format!(
+                "\x1b[{a};{b}{}",
+                f as char
+            )
+            .into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..4),
+        ];
         prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
     }
 
