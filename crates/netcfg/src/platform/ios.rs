@@ -16,6 +16,15 @@ use super::{Driver, Incomplete, Step, validate_ends_with_end};
 static PROMPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:^|\n)[A-Za-z0-9][\w.\-/:]*(?:\([\w.\-/]+\))?[>#] ?\z").expect("prompt"));
 
+// The answers to `copy` and `reload`, compiled once: a Regex clone shares the compiled program, and
+// compiling them on every restore plan was an eighth of the text fuzz target's time.
+static DESTINATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"Destination filename \[[^\]]*\]\? ?\z").expect("destination"));
+static CONFIRM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[confirm\] ?\z").expect("confirm"));
+static SAVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"System configuration has been modified. Save\? \[yes/no\]: ?\z").expect("save")
+});
+
 #[derive(Debug)]
 pub struct Ios {
     platform: Platform,
@@ -99,21 +108,11 @@ impl Driver for Ios {
             Step::cmd("tclquit"),
             Step::Command {
                 line: format!("copy {RESTORE_FILE} startup-config"),
-                answers: vec![
-                    (Regex::new(r"Destination filename \[[^\]]*\]\? ?\z").expect("re"), String::new()),
-                    (Regex::new(r"\[confirm\] ?\z").expect("re"), String::new()),
-                ],
+                answers: vec![(DESTINATION.clone(), String::new()), (CONFIRM.clone(), String::new())],
             },
             Step::Command {
                 line: "reload".into(),
-                answers: vec![
-                    (
-                        Regex::new(r"System configuration has been modified. Save\? \[yes/no\]: ?\z")
-                            .expect("re"),
-                        "no".into(),
-                    ),
-                    (Regex::new(r"\[confirm\] ?\z").expect("re"), String::new()),
-                ],
+                answers: vec![(SAVE.clone(), "no".into()), (CONFIRM.clone(), String::new())],
             },
             Step::Reboot { after: Duration::from_millis(200) },
         ]
