@@ -85,6 +85,18 @@ impl BmcError {
         }
     }
 
+    /// Whether the BMC refused a new IPMI session for want of a free slot (RMCP+ status 0x01 or 0x0B).
+    pub(crate) fn is_out_of_sessions(&self) -> bool {
+        use lifeline_ipmi::wire::rakp::status::{NO_RESOURCES, NO_RESOURCES_FOR_ROLE};
+        match self {
+            BmcError::Ipmi { source: lifeline_ipmi::Error::SessionRefused { status, .. }, .. } => {
+                matches!(*status, NO_RESOURCES | NO_RESOURCES_FOR_ROLE)
+            }
+            BmcError::NoProtocol { source, .. } => source.is_out_of_sessions(),
+            _ => false,
+        }
+    }
+
     /// Whether the failure says the BMC is not there at all (so `auto` may try the other protocol), as
     /// opposed to a BMC that answered and refused (bad password, changed certificate).
     pub(crate) fn is_unreachable(&self) -> bool {

@@ -467,11 +467,32 @@ impl Bmc {
     /// A kept session failed in use: log in afresh (the new session takes its place, and is kept after a
     /// successful use), then drop the old one (best-effort Close Session in the background: it may be
     /// dead, so no retransmissions are spent on it). Keeps the caller's connection slot.
+    ///
+    /// Logging in first keeps a dead BMC session from costing a Close Session's retransmissions. But a
+    /// session that failed in use (a lost burst of datagrams) may still hold its slot, and a BMC with one
+    /// slot, or a full session table, refuses the new login: then the old session is closed first
+    /// (awaited, within what is left of `limit`) and the login is tried once more.
     pub(crate) async fn reopen_kept(&self, o: &mut Opened, limit: Duration) -> Result<(), BmcError> {
         let t = &self.target;
-        let (protocol, fresh) = tokio::time::timeout(limit, self.open_raw(Privilege::User))
+        let deadline = tokio::time::Instant::now() + limit;
+        let timed_out = || BmcError::Timeout { bmc: t.name.clone(), what: "connecting", after: limit };
+        let first = tokio::time::timeout_at(deadline, self.open_raw(Privilege::User))
             .await
-            .map_err(|_| BmcError::Timeout { bmc: t.name.clone(), what: "connecting", after: limit })??;
+            .map_err(|_| timed_out())?;
+        let (protocol, fresh) = match (first, &o.conn) {
+            (Err(e), Conn::Ipmi(old)) if e.is_out_of_sessions() => {
+                tracing::debug!(bmc = %t.name, "no free session slot for a new login; closing the failed kept session first");
+                if let Err(e) =
+                    tokio::time::timeout_at(deadline, old.session.close()).await.map_err(|_| timed_out())?
+                {
+                    tracing::debug!(bmc = %t.name, error = %error_chain(&e), "closing the failed kept session failed");
+                }
+                tokio::time::timeout_at(deadline, self.open_raw(Privilege::User))
+                    .await
+                    .map_err(|_| timed_out())??
+            }
+            (r, _) => r?,
+        };
         let old = std::mem::replace(&mut o.conn, fresh);
         o.protocol = protocol;
         o.reused = false;

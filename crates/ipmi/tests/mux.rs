@@ -90,7 +90,7 @@ async fn concurrent_logins_to_one_bmc_each_get_their_own_session() {
         s.device_id().await.expect("device id");
     }
     assert_eq!(mux.stats().sessions, 4);
-    futures::future::join_all(sessions.into_iter().map(Session::close)).await;
+    futures::future::join_all(sessions.iter().map(Session::close)).await;
     assert_eq!(mux.stats().sessions, 0);
 }
 

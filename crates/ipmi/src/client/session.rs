@@ -251,8 +251,10 @@ impl Session {
         self.inner.call_raw(netfn, cmd, data, "raw command", true).await
     }
 
-    /// Deactivate our SOL payload (if any) and close the session. Idempotent.
-    pub async fn close(self) -> Result<()> {
+    /// Deactivate our SOL payload (if any) and close the session. Idempotent. Takes `&self` so that a
+    /// holder can free the BMC's session slot before it gives up the handle (a one-slot BMC refuses the
+    /// next login while the old session lives); requests after it fail with [`Error::Closed`].
+    pub async fn close(&self) -> Result<()> {
         self.inner.close().await
     }
 }
