@@ -6,16 +6,14 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
 use lifeline_bmc::*;
 use lifeline_sim::{EndpointKind, Fault, Fleet, FleetSpec, ServerSpec, SimOptions};
-use lifeline_test_utils::unique_loopback;
+use lifeline_test_utils::{UdpRelay, unique_loopback};
 use lifeline_types::{BmcProtocol, PowerState};
 use tokio_util::sync::CancellationToken;
 
@@ -191,65 +189,14 @@ async fn sim_kept_session_holds_the_bmcs_only_slot_is_replaced_after_a_reset_and
     cancel.cancel();
 }
 
-/// A UDP relay in front of a BMC that can drop every datagram on the way to it (a lossy OOB link),
-/// counting what it dropped. Each client address gets an upstream socket of its own, so replies find
-/// their way back to the socket that asked.
-struct LossyLink {
-    addr: SocketAddr,
-    dropping: Arc<AtomicBool>,
-    dropped: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for LossyLink {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn lossy_link(bmc: SocketAddr) -> LossyLink {
-    let front = Arc::new(tokio::net::UdpSocket::bind((bmc.ip(), 0)).await.unwrap());
-    let addr = front.local_addr().unwrap();
-    let (dropping, dropped) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
-    let (d, n) = (dropping.clone(), dropped.clone());
-    let task = tokio::spawn(async move {
-        let mut ups: HashMap<SocketAddr, Arc<tokio::net::UdpSocket>> = HashMap::new();
-        let mut back = tokio::task::JoinSet::new();
-        let mut buf = vec![0u8; 2048];
-        loop {
-            let Ok((len, from)) = front.recv_from(&mut buf).await else { return };
-            if d.load(Ordering::SeqCst) {
-                n.fetch_add(1, Ordering::SeqCst);
-                continue;
-            }
-            let up = match ups.get(&from) {
-                Some(up) => up.clone(),
-                None => {
-                    let up = Arc::new(tokio::net::UdpSocket::bind((bmc.ip(), 0)).await.unwrap());
-                    let (up2, front2) = (up.clone(), front.clone());
-                    back.spawn(async move {
-                        let mut buf = vec![0u8; 2048];
-                        while let Ok((len, _)) = up2.recv_from(&mut buf).await {
-                            let _ = front2.send_to(&buf[..len], from).await;
-                        }
-                    });
-                    ups.insert(from, up.clone());
-                    up
-                }
-            };
-            let _ = up.send_to(&buf[..len], bmc).await;
-        }
-    });
-    LossyLink { addr, dropping, dropped, task }
-}
-
 /// A kept session whose request is lost on the link fails in use, yet the BMC still holds it. On a BMC
 /// with one session slot the new login is refused until the old session is closed: the reopen closes it
 /// first and logs in again, so the sweep reads, and the BMC ends with our one new session.
 #[tokio::test]
 async fn sim_one_slot_bmc_kept_session_lost_on_the_link_is_closed_before_the_new_login() {
     let (_fleet, direct, cancel) = sim_bmc(1).await;
-    let link = lossy_link(SocketAddr::new(direct.address.parse().unwrap(), direct.ipmi_port)).await;
+    let link =
+        UdpRelay::start(SocketAddr::new(direct.address.parse().unwrap(), direct.ipmi_port), 0.0, 1).await;
     let mut target = direct.clone();
     target.address = link.addr.ip().to_string();
     target.ipmi_port = link.addr.port();
@@ -263,20 +210,20 @@ async fn sim_one_slot_bmc_kept_session_lost_on_the_link_is_closed_before_the_new
 
     // The link drops everything toward the BMC until the kept session's request has spent its four
     // attempts (quick_options: 0.3 + 0.6 + 1 + 1 s), then carries again before that request gives up.
-    link.dropping.store(true, Ordering::SeqCst);
+    link.cut(true);
     let sweep = {
         let (pool, target) = (pool.clone(), target.clone());
         tokio::spawn(async move { pool.sweep(vec![target], &power_only(), |_, _| {}).await })
     };
     let waited = std::time::Instant::now();
-    while link.dropped.load(Ordering::SeqCst) < 4 {
+    while link.dropped() < 4 {
         assert!(
             waited.elapsed() < Duration::from_secs(10),
             "the kept session's request never reached the link"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    link.dropping.store(false, Ordering::SeqCst);
+    link.cut(false);
     let rows = sweep.await.unwrap();
     assert!(rows[0].ok(), "the reopen did not get past the BMC's one slot: {rows:#?}");
     let s = kept.stats();

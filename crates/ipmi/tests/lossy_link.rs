@@ -7,64 +7,12 @@ mod common;
 use common::{IpmiSim, admin, lossy_timing};
 use lifeline_ipmi::wire::chassis::ChassisOp;
 use lifeline_ipmi::{CipherSuite, Session};
-use rand::{Rng, SeedableRng};
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use tokio::net::UdpSocket;
-
-struct Proxy {
-    addr: SocketAddr,
-    dropped: Arc<AtomicU32>,
-    passed: Arc<AtomicU32>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A UDP relay for one client that drops `loss` of the datagrams each way (seeded, reproducible).
-async fn lossy_proxy(upstream: SocketAddr, loss: f64, seed: u64) -> Proxy {
-    let ip = lifeline_test_utils::unique_loopback();
-    let front = UdpSocket::bind((ip, 0)).await.unwrap();
-    let back = UdpSocket::bind((ip, 0)).await.unwrap();
-    back.connect(upstream).await.unwrap();
-    let addr = front.local_addr().unwrap();
-    let dropped = Arc::new(AtomicU32::new(0));
-    let passed = Arc::new(AtomicU32::new(0));
-    let (d, p) = (dropped.clone(), passed.clone());
-    let task = tokio::spawn(async move {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut client: Option<SocketAddr> = None;
-        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
-        loop {
-            tokio::select! {
-                r = front.recv_from(&mut a) => {
-                    let Ok((n, from)) = r else { continue };
-                    client = Some(from);
-                    if rng.random_bool(loss) { d.fetch_add(1, Ordering::Relaxed); continue; }
-                    p.fetch_add(1, Ordering::Relaxed);
-                    let _ = back.send(&a[..n]).await;
-                }
-                r = back.recv(&mut b) => {
-                    let Ok(n) = r else { continue };
-                    if rng.random_bool(loss) { d.fetch_add(1, Ordering::Relaxed); continue; }
-                    p.fetch_add(1, Ordering::Relaxed);
-                    if let Some(c) = client { let _ = front.send_to(&b[..n], c).await; }
-                }
-            }
-        }
-    });
-    Proxy { addr, dropped, passed, task }
-}
+use lifeline_test_utils::UdpRelay;
 
 #[tokio::test]
 async fn thirty_percent_loss_commands_succeed_and_power_is_never_doubled() {
     let Some(sim) = IpmiSim::start() else { return };
-    let proxy = lossy_proxy(sim.addr, 0.30, 0x1fe11e).await;
+    let proxy = UdpRelay::start(sim.addr, 0.30, 0x1fe11e).await;
     let mut cfg = admin();
     cfg.cipher_suites = vec![CipherSuite::Suite3];
     cfg.timing = lossy_timing();
@@ -105,7 +53,7 @@ async fn thirty_percent_loss_commands_succeed_and_power_is_never_doubled() {
     eprintln!("cycle: {:?}", t0.elapsed());
     s.close().await.expect("close through loss");
     eprintln!("close: {:?}", t0.elapsed());
-    let (dropped, passed) = (proxy.dropped.load(Ordering::Relaxed), proxy.passed.load(Ordering::Relaxed));
+    let (dropped, passed) = (proxy.dropped(), proxy.passed());
     eprintln!("proxy dropped {dropped}, passed {passed}");
     assert!(dropped as f64 > 0.2 * (dropped + passed) as f64, "the link really was lossy");
 }

@@ -13,6 +13,7 @@ mod postgres;
 mod serve;
 mod sim;
 mod sshd;
+mod udp_relay;
 mod wait;
 
 pub use bin::{agent_bin, lifeline_bin, workspace_root};
@@ -23,4 +24,5 @@ pub use postgres::{TestDatabase, create_database_blocking, pg_text_rows, postgre
 pub use serve::{ServeProcess, add_user, add_user_args, healthz_ok};
 pub use sim::{SimProcess, http_get, output_json, output_text};
 pub use sshd::{Sshd, start_sshd, start_sshd_in};
+pub use udp_relay::UdpRelay;
 pub use wait::{wait_until, wait_until_async};
