@@ -290,13 +290,17 @@ pub(crate) async fn open(
     memory: &dyn ProtocolMemory,
     ipmi: &OpenCtx<'_>,
 ) -> Result<(BmcProtocol, Conn), BmcError> {
+    // Each protocol's connect is boxed: a caller's future is sized for the largest branch, and a sweep
+    // holds one per BMC in flight (a fresh page for every few BMCs of a cold sweep), though a BMC only ever
+    // runs one branch.
     match target.protocol {
-        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, open_ipmi(target, opts, ipmi).await?)),
+        BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, Box::pin(open_ipmi(target, opts, ipmi)).await?)),
         BmcProtocol::Redfish => {
             let known = ipmi.redfish.as_ref();
-            Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone(), known).await?))
+            let conn = Box::pin(open_redfish(target, opts, opts.redfish.clone(), known)).await?;
+            Ok((BmcProtocol::Redfish, conn))
         }
-        BmcProtocol::Auto => open_auto(target, opts, memory, ipmi).await,
+        BmcProtocol::Auto => Box::pin(open_auto(target, opts, memory, ipmi)).await,
     }
 }
 
