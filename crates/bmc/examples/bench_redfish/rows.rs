@@ -143,9 +143,13 @@ pub fn rows(
         let warm =
             median(runs, || ours_warm(a, "redfish", &mem, "Lifeline, warm (2nd sweep in one process)"))?;
         // The peer takes about a minute per run at 200 ms (1,000 BMCs): one run there.
-        let py = median(if ms == 0 { runs } else { 1 }, || {
-            python_peer(a, &hosts, events, "Python requests, 64 threads")
-        });
+        let py = if a.skip_python {
+            Err(anyhow::anyhow!("--skip-python"))
+        } else {
+            median(if ms == 0 { runs } else { 1 }, || {
+                python_peer(a, &hosts, events, "Python requests, 64 threads")
+            })
+        };
         for m in [&cold, &rem, &warm] {
             let vs = match &py {
                 Ok(p) => format!(
