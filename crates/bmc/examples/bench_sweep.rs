@@ -278,6 +278,7 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
         kept: ipmi_kept::options_for(kind, a.times),
         ..BmcOptions::default()
     };
+    let opts = redfish_rows::client_options(opts);
     let kept = opts.kept.clone();
     let pool = BmcPool::with_memory(opts, Arc::new(MemoryAuditSink::new()), memory.clone());
     let (protocol, sweep) = match kind {

@@ -55,21 +55,20 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
         }
     };
 
-    // First sweep: nothing pinned yet, so the certificate is pinned on the first connection (trust on first
-    // use). The login goes out with the root GET (speculatively), and until ALPN has answered the client
-    // cannot know the BMC multiplexes: two connections on first contact, one from then on.
+    // First sweep: nothing pinned yet, so the certificate is pinned on this connection (trust on first use).
+    // The speculative login waits for the root GET's connection and rides it: still one connection.
     sweep().await;
-    assert_eq!(counts("h2"), ConnectionCounts { tls: 2, h2: 2, resumed: 0 });
+    assert_eq!(counts("h2"), ConnectionCounts { tls: 1, h2: 1, resumed: 0 });
     let h1 = counts("h1");
     assert_eq!(h1.h2, 0, "{h1:?}");
     assert!(h1.tls >= 1, "{h1:?}");
 
     // Second: the pin is known now, so the session it verifies is kept for the next client of this BMC.
     sweep().await;
-    assert_eq!(counts("h2"), ConnectionCounts { tls: 3, h2: 3, resumed: 0 });
+    assert_eq!(counts("h2"), ConnectionCounts { tls: 2, h2: 2, resumed: 0 });
     // Third: a new client resumes that session.
     sweep().await;
-    assert_eq!(counts("h2"), ConnectionCounts { tls: 4, h2: 4, resumed: 1 });
+    assert_eq!(counts("h2"), ConnectionCounts { tls: 3, h2: 3, resumed: 1 });
     let h1_after = counts("h1");
     assert_eq!(h1_after.h2, 0, "{h1_after:?}");
     assert!(h1_after.resumed >= 1, "HTTP/1.1 BMCs resume too: {h1_after:?}");

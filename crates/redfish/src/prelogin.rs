@@ -3,6 +3,9 @@
 //! `/redfish/v1/SessionService/Sessions`), instead of after the root named it. One round trip less per cold
 //! connection: at 200 ms per round trip that is a sixth of a first-contact health read.
 //!
+//! The login waits for the root GET's connection to be up (TCP and TLS, no reply), then rides it as a
+//! second HTTP/2 stream (`crate::client::connected` says why).
+//!
 //! Why it is safe:
 //! - no credential goes anywhere the root GET would not go: both requests use the client's one TLS
 //!   verifier, and on trust-on-first-use the first certificate seen is pinned for every concurrent handshake;
@@ -41,6 +44,7 @@ impl Speculative {
         let (tx, rx) = oneshot::channel();
         let (t2, url2, creds) = (t.clone(), url.clone(), creds.clone());
         let task = tokio::spawn(async move {
+            wait_for_connection(&t2).await;
             let r = login(&t2, &url2, &creds).await;
             // The receiver is gone: the connect was cancelled or gave the login up. Nobody else can delete it.
             if let Err(Ok(s)) = tx.send(r) {
@@ -103,6 +107,18 @@ impl Drop for Speculative {
                 Err(_) => tracing::warn!(bmc = %t.bmc, "speculative session left to expire (no runtime)"),
             }
         }
+    }
+}
+
+/// Until the root GET's connection is up (`crate::client::connected`), so that an HTTP/2 BMC carries the
+/// login on it instead of a second TLS handshake; at most the request timeout (then the login connects
+/// itself, and meets whatever made the root's connection slow).
+async fn wait_for_connection(t: &Transport) {
+    let mut up = t.connected.clone();
+    if tokio::time::timeout(t.timeout, up.wait_for(|n| *n > 0)).await.is_ok() {
+        // hyper pools an HTTP/2 connection in the same poll that completed it, on the root GET's task:
+        // let that finish first.
+        tokio::task::yield_now().await;
     }
 }
 

@@ -32,6 +32,15 @@ pub fn sweep_options(kind: &str) -> Option<SweepOptions> {
     }
 }
 
+/// `BENCH_NO_SPECULATIVE_LOGIN=1` (in the sweep child's environment): log in after the root is read, as
+/// before the speculative login existed, to measure what it costs and saves on the same build.
+pub fn client_options(mut o: lifeline_bmc::BmcOptions) -> lifeline_bmc::BmcOptions {
+    if std::env::var_os("BENCH_NO_SPECULATIVE_LOGIN").is_some() {
+        o.redfish.speculative_login = false;
+    }
+    o
+}
+
 fn pins_file(memory: &Path) -> std::path::PathBuf {
     memory.with_extension("pins.json")
 }

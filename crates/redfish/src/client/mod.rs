@@ -10,6 +10,7 @@
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
 pub(crate) mod accounts;
+mod connected;
 mod lognav;
 mod logs;
 mod manage;
@@ -278,8 +279,16 @@ impl Client {
         } else {
             (None, None, None)
         };
-        let http = Transport::build(&bmc, &base, tls, &opts)?;
-        let t = Transport { bmc: bmc.clone(), base, http, pin, timeout: opts.request_timeout };
+        let up = connected::Connected::new();
+        let http = Transport::build(&bmc, &base, tls, &opts, &up)?;
+        let t = Transport {
+            bmc: bmc.clone(),
+            base,
+            http,
+            pin,
+            timeout: opts.request_timeout,
+            connected: up.subscribe(),
+        };
 
         let root_url = t.url("/redfish/v1/")?;
         let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
