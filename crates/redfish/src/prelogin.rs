@@ -16,6 +16,9 @@
 //! - a BMC whose collection is elsewhere answers 404/405 here, and the pool logs in lazily at the root's
 //!   `Links.Sessions` as it did before (the speculation cost one request, never correctness).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use reqwest::Url;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -29,12 +32,18 @@ pub(crate) const SPEC_SESSIONS: &str = "/redfish/v1/SessionService/Sessions";
 
 type Outcome = Result<Session, LoginError>;
 
+/// Where the login task is: waiting for the connection (nothing sent), sending, or given up before sending.
+const WAITING: u8 = 0;
+const SENDING: u8 = 1;
+const ABANDONED: u8 = 2;
+
 /// A login in flight, started before the root was read.
 pub(crate) struct Speculative {
     pub url: Url,
     t: Transport,
     rx: Option<oneshot::Receiver<Outcome>>,
     task: Option<JoinHandle<()>>,
+    state: Arc<AtomicU8>,
 }
 
 impl Speculative {
@@ -43,15 +52,22 @@ impl Speculative {
         let url = t.url(SPEC_SESSIONS)?;
         let (tx, rx) = oneshot::channel();
         let (t2, url2, creds) = (t.clone(), url.clone(), creds.clone());
+        let state = Arc::new(AtomicU8::new(WAITING));
+        let state2 = state.clone();
         let task = tokio::spawn(async move {
             wait_for_connection(&t2).await;
+            // Given up while waiting (the root failed: no connection came up, or the connect was cancelled):
+            // nothing was sent, so there is nothing to delete.
+            if state2.compare_exchange(WAITING, SENDING, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                return;
+            }
             let r = login(&t2, &url2, &creds).await;
             // The receiver is gone: the connect was cancelled or gave the login up. Nobody else can delete it.
             if let Err(Ok(s)) = tx.send(r) {
                 delete(&t2, &s).await;
             }
         });
-        Ok(Speculative { url, t: t.clone(), rx: Some(rx), task: Some(task) })
+        Ok(Speculative { url, t: t.clone(), rx: Some(rx), task: Some(task), state })
     }
 
     /// Waits for the login's outcome (bounded by the login's own timeouts); `None` if its task died. The
@@ -73,6 +89,8 @@ impl Speculative {
                 let h = tokio::spawn(async move { delete(&t, &s).await });
                 let _ = tokio::time::timeout(self.t.timeout * 2 + std::time::Duration::from_secs(2), h).await;
             }
+            // Not sent yet (an unreachable BMC: the task still waits for a connection): it never will be.
+            None if self.abandon() => {}
             // Not answered yet: its task sees the closed channel and deletes what it gets.
             None => {
                 if let Some(task) = self.task.take() {
@@ -81,6 +99,11 @@ impl Speculative {
                 }
             }
         }
+    }
+
+    /// Stops a login that has not been sent yet; `false` when it has been.
+    fn abandon(&self) -> bool {
+        self.state.compare_exchange(WAITING, ABANDONED, Ordering::SeqCst, Ordering::SeqCst).is_ok()
     }
 
     /// Closes the channel; returns the session when the login already succeeded (then it is ours to delete).
@@ -98,6 +121,9 @@ impl Drop for Speculative {
     /// Cancelled before `outcome` or `discard` finished: delete a session that already exists in the
     /// background (one that does not exist yet is deleted by the login's task).
     fn drop(&mut self) {
+        if self.rx.is_some() {
+            self.abandon();
+        }
         if let Some(s) = self.take_ready() {
             let t = self.t.clone();
             match tokio::runtime::Handle::try_current() {

@@ -250,3 +250,22 @@ async fn basic_auth_sends_no_login() {
     assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 0);
     assert_eq!(*s.bmc.seen.lock().unwrap(), ["GET /redfish/v1/"]);
 }
+
+#[tokio::test]
+async fn an_unreachable_bmc_fails_at_once() {
+    // Nothing listens: no connection comes up, so the login (waiting for the root GET's connection) is
+    // never sent, and connect does not wait for it.
+    let l = std::net::TcpListener::bind((unique_loopback(), 0)).unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let t0 = std::time::Instant::now();
+    let r = Client::connect(
+        BmcTarget::new("gone", format!("http://{addr}")),
+        Credentials::new("admin", "pw"),
+        TlsTrust::Pin { store: Arc::new(MemoryPinStore::new()), explicit: None },
+        ClientOptions::default(),
+    )
+    .await;
+    assert!(r.is_err());
+    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+}
