@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! cargo run --release -p lifeline-bmc --example bench_sweep -- [--n 1000] [--fanout F] [--runs 3]
-//!     [--ipmitool-n N] [--skip-ipmitool] [--skip-redfish] [--skip-200] [--base 127.41]
+//!     [--ipmitool-n N] [--skip-ipmitool] [--skip-redfish] [--skip-200] [--skip-python] [--base 127.41]
 //! ```
+//! `--skip-python`: no Python peer rows (each of its runs takes ~40 s of CPU on a shared machine, for
+//! comparing two builds of ours back to back).
 //! Every contender is a child process run under GNU `time`, ours included (this binary with `--sweep`), so
 //! wall, CPU (user + system of the whole process, start-up included) and peak RSS are measured the same way
 //! for both sides. The simulator is another child (`--serve`) and is never counted. Each figure is the
@@ -59,6 +61,7 @@ struct Args {
     skip_ipmitool: bool,
     skip_redfish: bool,
     skip_200: bool,
+    skip_python: bool,
     base: (u8, u8),
     serve: bool,
     /// Child mode: `ipmi`, `redfish` or `redfish-all`.
@@ -76,6 +79,7 @@ fn args() -> anyhow::Result<Args> {
         skip_ipmitool: false,
         skip_redfish: false,
         skip_200: false,
+        skip_python: false,
         base: (127, 41),
         serve: false,
         sweep: None,
@@ -93,6 +97,7 @@ fn args() -> anyhow::Result<Args> {
             "--skip-ipmitool" => a.skip_ipmitool = true,
             "--skip-redfish" => a.skip_redfish = true,
             "--skip-200" => a.skip_200 = true,
+            "--skip-python" => a.skip_python = true,
             "--base" => {
                 let v = val("A.B")?;
                 let (x, y) = v.split_once('.').context("--base A.B")?;
@@ -277,6 +282,7 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
         kept: ipmi_kept::options_for(kind, a.times),
         ..BmcOptions::default()
     };
+    let opts = redfish_rows::client_options(opts);
     let kept = opts.kept.clone();
     let pool = BmcPool::with_memory(opts, Arc::new(MemoryAuditSink::new()), memory.clone());
     let (protocol, sweep) = match kind {

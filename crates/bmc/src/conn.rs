@@ -344,6 +344,8 @@ async fn probe(
     let quick = ClientOptions {
         request_timeout: opts.probe_timeout,
         connect_timeout: opts.probe_timeout,
+        // The probe is closed at once: a session would be made only to be deleted.
+        speculative_login: false,
         ..opts.redfish.clone()
     };
     let redfish_err = match open_redfish(target, opts, quick, None).await {

@@ -284,6 +284,9 @@ async fn redfish_health_and_events(
 ) -> (Result<(PowerState, HealthSummary), BmcError>, Result<crate::events::EventLog, BmcError>) {
     let start = Instant::now();
     let health_after = left * HEALTH_SHARE.0 / HEALTH_SHARE.1;
+    // Both walk the Systems collection and the system (without `$expand`, two requests each): read once.
+    let shared = rc.client.sharing_reads();
+    let plain = std::mem::replace(&mut rc.client, shared);
     let (client, bmc, known_logs) = (rc.client.clone(), rc.bmc.clone(), rc.known.logs.clone());
     let timeout = |what: &'static str, after: Duration| BmcError::Timeout { bmc: bmc.clone(), what, after };
     let events = async {
@@ -312,6 +315,7 @@ async fn redfish_health_and_events(
         }
     };
     let (h, e) = tokio::join!(health, events);
+    rc.client = plain;
     if let Ok((_, used)) = &e {
         rc.used_logs = Some(used.clone());
     }

@@ -56,6 +56,7 @@ async fn http2_sweep_uses_one_connection_resumes_the_next_and_http1_still_works(
     };
 
     // First sweep: nothing pinned yet, so the certificate is pinned on this connection (trust on first use).
+    // The speculative login waits for the root GET's connection and rides it: still one connection.
     sweep().await;
     assert_eq!(counts("h2"), ConnectionCounts { tls: 1, h2: 1, resumed: 0 });
     let h1 = counts("h1");

@@ -24,6 +24,8 @@ pub mod error;
 #[cfg(feature = "client")]
 mod events;
 #[cfg(feature = "client")]
+mod prelogin;
+#[cfg(feature = "client")]
 pub mod resume;
 #[cfg(feature = "client")]
 mod session;

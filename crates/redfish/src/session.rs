@@ -26,6 +26,7 @@ pub(crate) struct Session {
     pub uri: Option<Url>,
 }
 
+#[derive(Debug)]
 pub(crate) enum LoginError {
     /// The BMC has no working session login here: use Basic instead.
     Unsupported(RedfishError),
@@ -50,6 +51,9 @@ pub(crate) struct SessionPool {
     live: AtomicUsize,
     /// Logins made (the first and every re-login), for tests and logs.
     logins: AtomicUsize,
+    /// How a speculative login at this pool's URL failed (`crate::prelogin`): the first login's answer,
+    /// already had, so the first checkout returns it instead of asking again.
+    first_failure: Mutex<Option<LoginError>>,
 }
 
 /// The token lent to one request; many guards share one session.
@@ -89,7 +93,26 @@ impl SessionPool {
             users: Arc::new(Semaphore::new(USERS as usize)),
             live: AtomicUsize::new(0),
             logins: AtomicUsize::new(0),
+            first_failure: Mutex::new(None),
         })
+    }
+
+    pub(crate) fn login_url(&self) -> &Url {
+        &self.login_url
+    }
+
+    /// Takes a session made by a speculative login as the current one (a token is valid BMC-wide, whichever
+    /// collection URI created it). Only before the client is shared: nothing can be logged in yet.
+    pub(crate) fn adopt(&self, s: Session) {
+        self.logins.fetch_add(1, Ordering::SeqCst);
+        self.live.fetch_add(1, Ordering::SeqCst);
+        *lock(&self.current) = Some(Arc::new(s));
+    }
+
+    /// The speculative login at this pool's own URL failed: the first checkout reports that, as if it had
+    /// logged in itself (a second attempt would get the same answer, and count twice toward a lockout).
+    pub(crate) fn set_first_failure(&self, e: LoginError) {
+        *lock(&self.first_failure) = Some(e);
     }
 
     pub(crate) fn live(&self) -> usize {
@@ -124,6 +147,9 @@ impl SessionPool {
         }
         if self.users.is_closed() {
             return Err(closed());
+        }
+        if let Some(e) = lock(&self.first_failure).take() {
+            return Err(e);
         }
         let s = Arc::new(login(t, &self.login_url, creds).await?);
         self.logins.fetch_add(1, Ordering::SeqCst);

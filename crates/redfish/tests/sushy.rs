@@ -258,3 +258,21 @@ async fn static_mockup_power_sensors_sel_and_services() {
     let subs = c.subscriptions().await.unwrap();
     assert!(subs.warnings.is_empty(), "{:?}", subs.warnings);
 }
+
+/// sushy-emulator ignores `$expand` (it lists bare links, as some BMCs do) and has no SessionService (it
+/// answers the speculative login of first contact with 401): the members are still read one by one, Basic
+/// is used. It has no log services: the guessed `{member}/LogServices` paths answer 404, and since no
+/// document names them that is "no log service", not a warning.
+#[tokio::test]
+async fn emulator_ignoring_expand_and_refusing_the_early_login_still_reads_everything() {
+    let Some(e) = emulator() else { return };
+    let c = connect_ca(&e).await;
+    assert_eq!(c.auth_in_use(), AuthInUse::Basic);
+    assert_eq!(c.session_logins(), 0, "nothing adopted from the refused login");
+    let l = c.members("/redfish/v1/Systems?$expand=.($levels=1)").await.unwrap();
+    assert!(l.items.len() >= 4, "{:?}", l.warnings);
+    assert!(l.items.iter().all(|(_, v)| v.get("PowerState").is_some()), "members fetched, not bare links");
+    let logs = c.event_logs(10).await.unwrap();
+    assert!(logs.services == 0 && logs.logs.is_empty() && logs.warnings.is_empty(), "{logs:?}");
+    c.close().await.unwrap();
+}

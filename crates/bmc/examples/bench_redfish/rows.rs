@@ -32,6 +32,15 @@ pub fn sweep_options(kind: &str) -> Option<SweepOptions> {
     }
 }
 
+/// `BENCH_NO_SPECULATIVE_LOGIN=1` (in the sweep child's environment): log in after the root is read, as
+/// before the speculative login existed, to measure what it costs and saves on the same build.
+pub fn client_options(mut o: lifeline_bmc::BmcOptions) -> lifeline_bmc::BmcOptions {
+    if std::env::var_os("BENCH_NO_SPECULATIVE_LOGIN").is_some() {
+        o.redfish.speculative_login = false;
+    }
+    o
+}
+
 fn pins_file(memory: &Path) -> std::path::PathBuf {
     memory.with_extension("pins.json")
 }
@@ -143,9 +152,13 @@ pub fn rows(
         let warm =
             median(runs, || ours_warm(a, "redfish", &mem, "Lifeline, warm (2nd sweep in one process)"))?;
         // The peer takes about a minute per run at 200 ms (1,000 BMCs): one run there.
-        let py = median(if ms == 0 { runs } else { 1 }, || {
-            python_peer(a, &hosts, events, "Python requests, 64 threads")
-        });
+        let py = if a.skip_python {
+            Err(anyhow::anyhow!("--skip-python"))
+        } else {
+            median(if ms == 0 { runs } else { 1 }, || {
+                python_peer(a, &hosts, events, "Python requests, 64 threads")
+            })
+        };
         for m in [&cold, &rem, &warm] {
             let vs = match &py {
                 Ok(p) => format!(

@@ -3,6 +3,7 @@
 
 use reqwest::Method;
 
+use super::lognav::{Found, Holder, Limited, guessed_entries};
 use super::{Client, Listing};
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
@@ -23,19 +24,7 @@ impl Client {
                 what: "Entries link",
             });
         };
-        let (l, more) = self.members_limited(link, max).await?;
-        let mut out = LogEntries {
-            log: log.odata_id.clone(),
-            log_id: log.id.clone().or_else(|| log.name.clone()),
-            kind: Some(log.kind()),
-            warnings: l.warnings,
-            truncated: more,
-            ..Default::default()
-        };
-        for (id, v) in l.items {
-            out.entries.push(model::log_entry_from_value(&v, &id, &mut out.warnings));
-        }
-        Ok(out)
+        Ok(entries_of(log, self.members_limited(link, max).await?))
     }
 
     /// The BMC's event history (Managers first, then Systems), with up to `max` entries per log: every
@@ -45,43 +34,42 @@ impl Client {
     /// mockup names its SEL "Log1"). Journals, dumps and POST codes are never read.
     ///
     /// The navigation runs breadth first and concurrently (Managers and Systems at once, then every
-    /// `LogServices` collection at once), so it costs the depth of the tree in round trips, not its size.
+    /// `LogServices` collection at once), so it costs the depth of the tree in round trips, not its size;
+    /// and the collections the schema puts at fixed URIs are read with the documents that link them
+    /// (`lognav`), so that depth is three round trips with or without `$expand`.
     pub async fn event_logs(&self, max: usize) -> Result<EventLogs, RedfishError> {
         let mut out = EventLogs::default();
-        let managers =
-            async { if self.inner.root.managers.is_some() { Some(self.managers().await) } else { None } };
-        let systems =
-            async { if self.inner.root.systems.is_some() { Some(self.systems().await) } else { None } };
-        let (managers, systems) = tokio::join!(managers, systems);
-        let mut holders: Vec<String> = Vec::new();
-        if let Some(m) = managers {
-            let m = m?;
-            out.warnings.extend(m.warnings);
-            holders.extend(m.items.into_iter().filter_map(|m| m.log_services));
-        }
-        if let Some(s) = systems {
-            let s = s?;
-            out.warnings.extend(s.warnings);
-            holders.extend(s.items.into_iter().filter_map(|s| s.log_services));
-        }
-        let lists = futures::future::join_all(holders.iter().map(|h| self.log_services(h))).await;
-        let mut all = Vec::new();
-        for (h, l) in holders.iter().zip(lists) {
-            match l {
-                Ok(l) => {
-                    out.warnings.extend(l.warnings);
-                    all.extend(l.items);
-                }
-                Err(e) => {
-                    out.warnings.push(FieldWarning { at: h.clone(), problem: format!("unreadable: {e}") })
-                }
+        let root = &self.inner.root;
+        let managers = async {
+            match &root.managers {
+                Some(l) => Some(self.holder_log_services(l, Holder::Managers, max).await),
+                None => None,
             }
+        };
+        let systems = async {
+            match &root.systems {
+                Some(l) => Some(self.holder_log_services(l, Holder::Systems, max).await),
+                None => None,
+            }
+        };
+        let (managers, systems) = tokio::join!(managers, systems);
+        let mut all = Vec::new();
+        for found in [managers, systems].into_iter().flatten() {
+            let found = found?;
+            out.warnings.extend(found.warnings);
+            all.extend(found.services);
         }
-        let known: Vec<&LogService> = all.iter().filter(|l| l.kind() != LogKind::Other).collect();
-        let by_kind = !known.is_empty();
-        out.services = known.len();
-        let candidates = if by_kind { known } else { all.iter().collect() };
-        let reads = candidates.iter().map(|log| async move { (*log, self.log_entries(log, max).await) });
+        let by_kind = all.iter().any(|f| f.service.kind() != LogKind::Other);
+        let mut candidates: Vec<Found> =
+            all.into_iter().filter(|f| !by_kind || f.service.kind() != LogKind::Other).collect();
+        out.services = if by_kind { candidates.len() } else { 0 };
+        let reads = candidates.iter_mut().map(|f| async move {
+            let r = match guessed_entries(f) {
+                Some(read) => read.map(|l| entries_of(&f.service, l)),
+                None => self.log_entries(&f.service, max).await,
+            };
+            (&f.service, r)
+        });
         for (log, r) in futures::future::join_all(reads).await {
             let event_entry = |x: &model::LogEntry| matches!(x.entry_type.as_deref(), Some("SEL" | "Event"));
             match r {
@@ -144,4 +132,20 @@ pub struct EventLogs {
     pub read: Vec<LogService>,
     pub services: usize,
     pub warnings: Vec<FieldWarning>,
+}
+
+/// A log's entries from its collection's members (and whether more existed).
+fn entries_of(log: &LogService, (l, more): Limited) -> LogEntries {
+    let mut out = LogEntries {
+        log: log.odata_id.clone(),
+        log_id: log.id.clone().or_else(|| log.name.clone()),
+        kind: Some(log.kind()),
+        warnings: l.warnings,
+        truncated: more,
+        ..Default::default()
+    };
+    for (id, v) in l.items {
+        out.entries.push(model::log_entry_from_value(&v, &id, &mut out.warnings));
+    }
+    out
 }

@@ -10,8 +10,11 @@
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
 pub(crate) mod accounts;
+mod connected;
+mod lognav;
 mod logs;
 mod manage;
+mod memo;
 mod nav;
 pub(crate) mod paging;
 mod power;
@@ -34,8 +37,9 @@ use crate::doc::FieldWarning;
 use crate::error::RedfishError;
 use crate::model::ServiceRoot;
 use crate::power::ResetPlan;
+use crate::prelogin::Speculative;
 use crate::quirks::{PlatformProfile, RuleSet};
-use crate::session::{Session, SessionPool};
+use crate::session::{LoginError, Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
 pub use logs::EventLogs;
@@ -102,7 +106,10 @@ pub struct ClientOptions {
     /// Longest wait for a free request slot or session.
     pub queue_timeout: Duration,
     /// Requests in flight to this BMC at once (they share one session token; with HTTP/1.1 each is a
-    /// keep-alive connection, with HTTP/2 a stream of one connection).
+    /// keep-alive connection, with HTTP/2 a stream of one connection). 6 by default: what every browser
+    /// opens to one host, so a BMC's web server (whose UI is a browser page) is built for it; and what a
+    /// first-contact health read needs in its widest round trip (bmcweb without `$expand`: two event logs
+    /// with their entries and the chassis at once), where 4 made that BMC's visit a round trip longer.
     pub max_concurrent_requests: usize,
     pub auth: AuthMode,
     pub rules: Arc<RuleSet>,
@@ -117,6 +124,9 @@ pub struct ClientOptions {
     /// TLS sessions kept across the clients built from these options (clones share it), so the next
     /// client of a BMC resumes instead of a full handshake (`crate::resume`).
     pub resumption: crate::resume::ResumptionCache,
+    /// On first contact (the root is read), send the session login at the same time, to the URI the spec
+    /// fixes (`crate::prelogin`): one round trip less. `false` for a probe that logs in to nothing.
+    pub speculative_login: bool,
 }
 
 impl Default for ClientOptions {
@@ -125,7 +135,7 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(15),
             connect_timeout: Duration::from_secs(5),
             queue_timeout: Duration::from_secs(60),
-            max_concurrent_requests: 4,
+            max_concurrent_requests: 6,
             auth: AuthMode::Auto,
             rules: Arc::new(RuleSet::builtin()),
             power_poll_interval: Duration::from_millis(500),
@@ -133,6 +143,7 @@ impl Default for ClientOptions {
             max_pages: 20,
             http2: true,
             resumption: crate::resume::ResumptionCache::default(),
+            speculative_login: true,
         }
     }
 }
@@ -183,6 +194,8 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// GETs shared by the users of this view (`memo`); `None`: every GET goes to the BMC.
+    memo: Option<Arc<memo::ReadMemo>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -266,16 +279,76 @@ impl Client {
         } else {
             (None, None, None)
         };
-        let http = Transport::build(&bmc, &base, tls, &opts)?;
-        let t = Transport { bmc: bmc.clone(), base, http, pin, timeout: opts.request_timeout };
+        let up = connected::Connected::new();
+        let http = Transport::build(&bmc, &base, tls, &opts, &up)?;
+        let t = Transport {
+            bmc: bmc.clone(),
+            base,
+            http,
+            pin,
+            timeout: opts.request_timeout,
+            connected: up.subscribe(),
+        };
 
         let root_url = t.url("/redfish/v1/")?;
         let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
-        let root_doc = match known_root {
-            Some(doc) if !needs_first_use => doc,
-            _ => Arc::new(Self::fetch_root(&t, &creds, &trust, &root_url).await?),
+        let (root_doc, early) = match known_root {
+            Some(doc) if !needs_first_use => (doc, None),
+            _ => {
+                // The login goes out with the root GET (`crate::prelogin`); dropped here on cancellation,
+                // which deletes the session it makes.
+                let early = if opts.auth == AuthMode::Auto && opts.speculative_login {
+                    Some(Speculative::start(&t, &creds)?)
+                } else {
+                    None
+                };
+                match Self::fetch_root(&t, &creds, &trust, &root_url).await {
+                    Ok(doc) => (Arc::new(doc), early),
+                    Err(e) => {
+                        if let Some(s) = early {
+                            s.discard().await;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
         };
-        Self::finish(t, creds, opts, root_doc, &root_url)
+        let client = match Self::finish(t, creds, opts, root_doc, &root_url) {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(s) = early {
+                    s.discard().await;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(s) = early {
+            client.adopt_speculative(s).await;
+        }
+        Ok(client)
+    }
+
+    /// Uses the speculative login's outcome: its session becomes the pool's (whatever URI made it, a token
+    /// is valid BMC-wide); its failure at the pool's own URL is the first login's answer; anything else is
+    /// given up (deleted), and the pool logs in lazily where the root says.
+    async fn adopt_speculative(&self, s: Speculative) {
+        let Some(pool) = &self.inner.sessions else {
+            s.discard().await;
+            return;
+        };
+        let same_url = *pool.login_url() == s.url;
+        match s.outcome().await {
+            Some(Ok(session)) => pool.adopt(session),
+            // An answer from the BMC (not a broken connection, which a second try may not meet).
+            Some(Err(
+                e @ (LoginError::Unsupported(_)
+                | LoginError::Refused(_)
+                | LoginError::Fatal(RedfishError::Login { .. })),
+            )) if same_url => pool.set_first_failure(e),
+            Some(Err(_)) | None => {
+                tracing::debug!(bmc = %self.bmc(), login = %pool.login_url(), "speculative login failed; logging in where the root says")
+            }
+        }
     }
 
     /// GET the service root (needs no auth by spec; some BMCs want it anyway) and store a first-use pin.
@@ -335,6 +408,7 @@ impl Client {
         let slots = Arc::new(Semaphore::new(opts.max_concurrent_requests.max(1)));
         tracing::debug!(bmc = %bmc, platform = %profile.platform, quirks = ?profile.quirks, sessions = sessions.is_some(), "connected");
         Ok(Client {
+            memo: None,
             inner: Arc::new(Inner {
                 t,
                 creds,

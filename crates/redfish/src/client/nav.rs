@@ -4,6 +4,28 @@
 use serde_json::Value;
 
 use super::{Client, Listing, paging};
+
+/// One member of a collection as listed.
+pub(super) enum Listed {
+    /// Embedded (expanded, or a BMC that always embeds): its id (or a JSON pointer) and document.
+    Embedded(String, Value),
+    /// A bare link, to be fetched.
+    Link(String),
+    /// Neither: where it is, for the warning.
+    Bad(String),
+}
+
+impl Listed {
+    pub(super) fn of(collection: &str, i: usize, m: Value) -> Listed {
+        let id = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
+        let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
+        match (id, embedded) {
+            (Some(id), false) => Listed::Link(id),
+            (id, true) => Listed::Embedded(id.unwrap_or_else(|| format!("{collection}#/Members/{i}")), m),
+            (None, false) => Listed::Bad(format!("{collection}#/Members/{i}")),
+        }
+    }
+}
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
 use crate::model::{self, Chassis, ComputerSystem, Manager};
@@ -22,31 +44,17 @@ impl Client {
         link: &str,
         max: usize,
     ) -> Result<(Listing<(String, Value)>, bool), RedfishError> {
-        let (doc, mut warnings) = self.get_json(link).await?;
-        let paged = paging::follow_pages(&doc, link, max, self.inner.opts.max_pages, |n| async move {
-            self.get_json(&n).await.map_err(|e| e.to_string())
-        })
-        .await;
-        tracing::debug!(bmc = self.bmc(), collection = link, pages = paged.pages, "collection read");
-        warnings.extend(paged.warnings);
-        let mut members = paged.members;
-        let more =
-            members.len() > max || paged.unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
-        members.truncate(max);
+        let (members, mut warnings, more) = self.listed(link, max).await?;
         let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
-            let id = m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
-            let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
-            match (id, embedded) {
-                (Some(id), false) => {
+            match Listed::of(link, i, m) {
+                Listed::Link(id) => {
                     self.get_json(&id).await.map(|(v, n)| (id.clone(), v, n)).map_err(|e| (id, e.to_string()))
                 }
-                (id, true) => {
-                    let id = id.unwrap_or_else(|| format!("{link}#/Members/{i}"));
-                    let mut v = m;
+                Listed::Embedded(id, mut v) => {
                     let notes = self.inner.profile.repair(&mut v, &id);
                     Ok((id, v, notes))
                 }
-                (None, false) => Err((format!("{link}#/Members/{i}"), "member is not a link".to_owned())),
+                Listed::Bad(at) => Err((at, "member is not a link".to_owned())),
             }
         });
         let mut items = Vec::new();
@@ -60,6 +68,46 @@ impl Client {
             }
         }
         Ok((Listing { items, warnings }, more))
+    }
+
+    /// The members of a collection as it lists them (documents or bare links), at most `max`, following
+    /// `nextLink` pages; the flag says whether more existed.
+    pub(super) async fn listed(
+        &self,
+        link: &str,
+        max: usize,
+    ) -> Result<(Vec<Value>, Vec<FieldWarning>, bool), RedfishError> {
+        let (doc, mut warnings) = self.get_json(link).await?;
+        let paged = paging::follow_pages(&doc, link, max, self.inner.opts.max_pages, |n| async move {
+            self.get_json(&n).await.map_err(|e| e.to_string())
+        })
+        .await;
+        tracing::debug!(bmc = self.bmc(), collection = link, pages = paged.pages, "collection read");
+        warnings.extend(paged.warnings);
+        let mut members = paged.members;
+        let more =
+            members.len() > max || paged.unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
+        members.truncate(max);
+        Ok((members, warnings, more))
+    }
+
+    /// [`Client::listed`] with the members embedded where the BMC says it can (`$expand=.`, one level),
+    /// read as listed when it refuses after all (see [`Client::members_expanded`]); a BMC that ignores the
+    /// query lists bare links, which the caller fetches as usual.
+    pub(super) async fn listed_expanded(
+        &self,
+        link: &str,
+    ) -> Result<(Vec<Value>, Vec<FieldWarning>), RedfishError> {
+        if self.inner.root.expand && !link.contains('?') {
+            match self.listed(&format!("{link}?$expand=.($levels=1)"), usize::MAX).await {
+                Ok((m, w, _)) => return Ok((m, w)),
+                Err(RedfishError::Status { status, .. }) if (400..=501).contains(&status) => {
+                    tracing::debug!(bmc = %self.bmc(), %link, status, "$expand refused; reading members one by one")
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.listed(link, usize::MAX).await.map(|(m, w, _)| (m, w))
     }
 
     /// [`Client::members`] in one request where the BMC says it can embed members (`$expand=.`, one

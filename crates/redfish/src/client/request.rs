@@ -116,6 +116,11 @@ impl Client {
 
     /// GET a document as JSON, with the platform's repairs applied. Repairs are returned as notes.
     pub async fn get_json(&self, link: &str) -> Result<(Value, Vec<FieldWarning>), RedfishError> {
+        self.get_shared(link).await
+    }
+
+    /// [`Client::get_json`] from the BMC, never shared (`memo`).
+    pub(super) async fn get_json_now(&self, link: &str) -> Result<(Value, Vec<FieldWarning>), RedfishError> {
         let reply = self.request(Method::GET, link, None).await?;
         let url = reply.url.clone();
         let mut v = read_reply(&self.inner.t, reply).await?;

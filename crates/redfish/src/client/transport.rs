@@ -22,6 +22,8 @@ pub(crate) struct Transport {
     pub http: reqwest::Client,
     pub pin: Option<SharedPinState>,
     pub timeout: Duration,
+    /// Connections `http` has established (`super::connected`).
+    pub connected: tokio::sync::watch::Receiver<u64>,
 }
 
 fn same_origin(a: &Url, b: &Url) -> bool {
@@ -54,6 +56,7 @@ impl Transport {
         base: &Url,
         tls: Option<rustls::ClientConfig>,
         opts: &ClientOptions,
+        connected: &super::connected::Connected,
     ) -> Result<reqwest::Client, RedfishError> {
         let origin = base.clone();
         // sushy redirects member names to UUID paths (307); follow only within the BMC, so tokens never leak.
@@ -71,6 +74,7 @@ impl Transport {
             .connect_timeout(opts.connect_timeout)
             .pool_max_idle_per_host(opts.max_concurrent_requests.max(1))
             .pool_idle_timeout(Duration::from_secs(30))
+            .connector_layer(connected.clone())
             .user_agent(concat!("lifeline-redfish/", env!("CARGO_PKG_VERSION")));
         let mut cfg = match tls {
             Some(cfg) => cfg,

@@ -50,9 +50,16 @@ pub async fn probe_certificate(
     // No resumption: a resumed handshake would not show the certificate.
     let (cfg, state) =
         tls_config(&bmc, &TlsTrust::Pin { store, explicit: None }, None, crate::tls::Resume::Off).await?;
-    let http = Transport::build(&bmc, &base, Some(cfg), opts)?;
-    let t =
-        Transport { bmc: bmc.clone(), base, http, pin: Some(state.clone()), timeout: opts.request_timeout };
+    let up = super::connected::Connected::new();
+    let http = Transport::build(&bmc, &base, Some(cfg), opts, &up)?;
+    let t = Transport {
+        bmc: bmc.clone(),
+        base,
+        http,
+        pin: Some(state.clone()),
+        timeout: opts.request_timeout,
+        connected: up.subscribe(),
+    };
     let url = t.url("/redfish/v1/")?;
     // Any HTTP status will do: the handshake completed, so the signature matched the presented key.
     let _ = t.send(t.http.get(url.clone()).timeout(t.timeout), "GET", &url).await?;

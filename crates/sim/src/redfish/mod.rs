@@ -89,6 +89,23 @@ pub struct RedfishBmc {
     tls_connections: AtomicUsize,
     h2_connections: AtomicUsize,
     resumed_connections: AtomicUsize,
+    /// Requests received, by method (tests count a client's requests per visit).
+    requests: [AtomicUsize; 4],
+}
+
+/// Requests a simulated BMC has received since it started, by method (HEAD and others as `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestCounts {
+    pub get: usize,
+    pub post: usize,
+    pub delete: usize,
+    pub other: usize,
+}
+
+impl RequestCounts {
+    pub fn total(&self) -> usize {
+        self.get + self.post + self.delete + self.other
+    }
 }
 
 /// Connections a simulated BMC has accepted since it started.
@@ -126,6 +143,7 @@ impl RedfishBmc {
             tls_connections: AtomicUsize::new(0),
             h2_connections: AtomicUsize::new(0),
             resumed_connections: AtomicUsize::new(0),
+            requests: Default::default(),
             host,
         }))
     }
@@ -159,6 +177,22 @@ impl RedfishBmc {
             h2: self.h2_connections.load(Ordering::Relaxed),
             resumed: self.resumed_connections.load(Ordering::Relaxed),
         }
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> RequestCounts {
+        let n = |i: usize| self.requests[i].load(Ordering::Relaxed);
+        RequestCounts { get: n(0), post: n(1), delete: n(2), other: n(3) }
+    }
+
+    fn count(&self, method: &Method) {
+        let i = match *method {
+            Method::GET => 0,
+            Method::POST => 1,
+            Method::DELETE => 2,
+            _ => 3,
+        };
+        self.requests[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Number of open Redfish sessions.
@@ -310,6 +344,7 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
 {
+    bmc.count(req.method());
     if down(&bmc) {
         hang(&bmc).await;
     }
