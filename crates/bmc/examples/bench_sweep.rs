@@ -600,7 +600,8 @@ async fn main() -> anyhow::Result<()> {
         println!("\n_{}_: {}", m.label, m.note);
     }
     println!(
-        "\nCPU: user + system of the whole child process (start-up included) from GNU time, both sides; warm \
+        "\nCPU: user + system of the whole child process (start-up included), the children's getrusage delta \
+         around each run in microseconds, both sides (peak RSS from GNU time); warm \
          rows: getrusage(RUSAGE_SELF) around the second sweep only (IPMI over kept sessions; Redfish sessions \
          are not kept between sweeps). \
          The simulator runs in its own process and is not counted."
