@@ -54,3 +54,18 @@ fn sonic_normalise_is_idempotent_when_scrubbing_makes_the_json_valid() {
     assert!(!once.contains("So\tnicTac01"), "secret kept: {once}");
     assert_eq!(normalise(d.as_ref(), &once), once, "normalise is not idempotent");
 }
+
+/// `text` (SONiC): a 123-digit number canonicalised to `2.2222222222222226e+122`, which serde_json's default
+/// (fast, not correctly rounded) float parser read back one ULP away, so a stored version did not compare
+/// equal to itself canonicalised again (fixed by its `float_roundtrip` feature). The input is also a seed.
+#[test]
+fn sonic_long_numbers_canonicalise_once() {
+    use lifeline_netcfg::driver_for;
+    use lifeline_types::Platform;
+    let d = driver_for(Platform::Sonic);
+    let long = format!("{{\"A\": {}}}", "2".repeat(123));
+    for config in [long.as_str(), r#"{"A": 1e2, "B": 0.1, "C": 18446744073709551616}"#] {
+        let once = d.canonical(config);
+        assert_eq!(d.canonical(&once), once, "{config}");
+    }
+}
