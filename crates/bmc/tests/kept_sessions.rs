@@ -153,9 +153,9 @@ async fn ipmi_target(
     t
 }
 
-#[tokio::test]
-async fn sim_kept_session_holds_the_bmcs_only_slot_is_replaced_after_a_reset_and_freed_on_close() {
-    let (fleet, target, cancel) = sim_bmc(1).await;
+/// A pool with kept sessions that has swept `target` once (so it keeps one session there), and a pool of
+/// another client without kept sessions.
+async fn one_kept_session(target: &BmcTarget) -> (BmcPool, KeptSessions, BmcPool) {
     let (opts, kept) = kept_options(KeepOptions::default());
     let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
     let other = BmcPool::new(quick_options(), Arc::new(MemoryAuditSink::new()));
@@ -163,6 +163,13 @@ async fn sim_kept_session_holds_the_bmcs_only_slot_is_replaced_after_a_reset_and
     let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
     assert!(rows[0].ok(), "{rows:#?}");
     assert_eq!(kept.len(), 1);
+    (pool, kept, other)
+}
+
+#[tokio::test]
+async fn sim_kept_session_holds_the_bmcs_only_slot_is_replaced_after_a_reset_and_freed_on_close() {
+    let (fleet, target, cancel) = sim_bmc(1).await;
+    let (pool, kept, other) = one_kept_session(&target).await;
     // The BMC's one session is ours: another client is refused...
     let err = other.bmc(target.clone()).power_state().await.unwrap_err();
     assert!(error_chain(&err).contains("Open Session"), "{}", error_chain(&err));
@@ -200,13 +207,7 @@ async fn sim_one_slot_bmc_kept_session_lost_on_the_link_is_closed_before_the_new
     let mut target = direct.clone();
     target.address = link.addr.ip().to_string();
     target.ipmi_port = link.addr.port();
-    let (opts, kept) = kept_options(KeepOptions::default());
-    let pool = BmcPool::new(opts, Arc::new(MemoryAuditSink::new()));
-    let other = BmcPool::new(quick_options(), Arc::new(MemoryAuditSink::new()));
-
-    let rows = pool.sweep(vec![target.clone()], &power_only(), |_, _| {}).await;
-    assert!(rows[0].ok(), "{rows:#?}");
-    assert_eq!(kept.len(), 1);
+    let (pool, kept, other) = one_kept_session(&target).await;
 
     // The link drops everything toward the BMC until the kept session's request has spent its four
     // attempts (quick_options: 0.3 + 0.6 + 1 + 1 s), then carries again before that request gives up.
