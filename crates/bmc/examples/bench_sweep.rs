@@ -489,6 +489,8 @@ impl Table {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
+    // As `lifeline`'s main does (no transparent huge pages): the sweep child measures the CLI's setup.
+    let _ = nix::sys::prctl::set_thp_disable(true);
     let a = args()?;
     if a.serve {
         return serve(&a).await;

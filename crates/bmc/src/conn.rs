@@ -184,6 +184,19 @@ pub(crate) struct OpenCtx<'a> {
     pub sdr_cache: Option<Arc<SdrCache>>,
     /// The pool's shared IPMI transport (`None`: each session gets a socket of its own).
     pub mux: Option<Mux>,
+    /// What a Redfish first contact reads with HTTP Basic alongside the login (what the operation starts
+    /// from; none after a failure: see the pool).
+    pub first_contact_reads: &'static [&'static str],
+}
+
+/// The Redfish client options for this connection. `opts.redfish.first_contact_reads` empty turns the
+/// first-contact reads off; otherwise the connection's own choice applies.
+fn redfish_opts(opts: &BmcOptions, ctx: &OpenCtx<'_>) -> ClientOptions {
+    let mut o = opts.redfish.clone();
+    if !o.first_contact_reads.is_empty() {
+        o.first_contact_reads = ctx.first_contact_reads;
+    }
+    o
 }
 
 pub(crate) async fn open_ipmi(
@@ -297,7 +310,7 @@ pub(crate) async fn open(
         BmcProtocol::Ipmi => Ok((BmcProtocol::Ipmi, Box::pin(open_ipmi(target, opts, ipmi)).await?)),
         BmcProtocol::Redfish => {
             let known = ipmi.redfish.as_ref();
-            let conn = Box::pin(open_redfish(target, opts, opts.redfish.clone(), known)).await?;
+            let conn = Box::pin(open_redfish(target, opts, redfish_opts(opts, ipmi), known)).await?;
             Ok((BmcProtocol::Redfish, conn))
         }
         BmcProtocol::Auto => Box::pin(open_auto(target, opts, memory, ipmi)).await,
@@ -315,7 +328,7 @@ async fn open_auto(
     if let Some(p) = memory.recall(bmc).await.map_err(mem_err)? {
         let r = match p {
             BmcProtocol::Ipmi => open_ipmi(target, opts, ipmi).await,
-            _ => open_redfish(target, opts, opts.redfish.clone(), ipmi.redfish.as_ref()).await,
+            _ => open_redfish(target, opts, redfish_opts(opts, ipmi), ipmi.redfish.as_ref()).await,
         };
         match r {
             Ok(c) => return Ok((p, c)),
@@ -344,15 +357,19 @@ async fn probe(
     let quick = ClientOptions {
         request_timeout: opts.probe_timeout,
         connect_timeout: opts.probe_timeout,
-        // The probe is closed at once: a session would be made only to be deleted.
+        // The probe is closed at once: a session would be made only to be deleted, and reads thrown away.
         speculative_login: false,
+        first_contact_reads: &[],
         ..opts.redfish.clone()
     };
     let redfish_err = match open_redfish(target, opts, quick, None).await {
         Ok(Conn::Redfish(probe)) => {
             // The probe client has probe-length timeouts; sessions are created lazily, so it holds none.
             let _ = probe.client.close().await;
-            return Ok((BmcProtocol::Redfish, open_redfish(target, opts, opts.redfish.clone(), None).await?));
+            return Ok((
+                BmcProtocol::Redfish,
+                open_redfish(target, opts, redfish_opts(opts, ipmi), None).await?,
+            ));
         }
         Ok(Conn::Ipmi(_)) => unreachable!("open_redfish returns a Redfish connection"),
         Err(e) if e.is_unreachable() => e,

@@ -52,6 +52,10 @@ pub(crate) struct PoolInner {
     pub link_costs: StdMutex<HashMap<String, f64>>,
     /// BMCs already warned about for plain-HTTP Redfish (once per BMC per pool, not per request).
     plain_http_warned: StdMutex<std::collections::HashSet<String>>,
+    /// BMCs whose last connection or visit failed: their next first contact sends no Basic reads with the
+    /// login (`lifeline_redfish::FIRST_CONTACT_READS`), so a wrong password counts one failed login per
+    /// visit toward the BMC's lockout, not three.
+    failed_last: StdMutex<std::collections::HashSet<String>>,
     /// Discovery from earlier processes, loaded into `suites` and `redfish_paths` on first use.
     discovery_loaded: tokio::sync::OnceCell<()>,
     /// What the memory holds per BMC, so only changes are written.
@@ -141,6 +145,7 @@ impl BmcPool {
                 recent: StdMutex::new(VecDeque::new()),
                 link_costs: StdMutex::new(HashMap::new()),
                 plain_http_warned: StdMutex::new(std::collections::HashSet::new()),
+                failed_last: StdMutex::new(std::collections::HashSet::new()),
                 discovery_loaded: tokio::sync::OnceCell::new(),
                 persisted: StdMutex::new(HashMap::new()),
                 ipmi_mux: StdMutex::new(None),
@@ -153,7 +158,7 @@ impl BmcPool {
     }
 
     pub fn bmc(&self, target: BmcTarget) -> Bmc {
-        Bmc { pool: self.inner.clone(), target: Arc::new(target) }
+        Bmc { pool: self.inner.clone(), target: Arc::new(target), first_reads: SYSTEM_READS }
     }
 
     /// The pool's shared IPMI transport, if it was created yet (tests and metrics: its sockets and routes).
@@ -365,7 +370,13 @@ impl PoolInner {
 pub struct Bmc {
     pool: Arc<PoolInner>,
     target: Arc<BmcTarget>,
+    /// What a Redfish first contact reads with its login (`lifeline_redfish::FIRST_CONTACT_READS`): the
+    /// systems, which every server operation starts from; a sweep that reads event logs adds the managers.
+    first_reads: &'static [&'static str],
 }
+
+/// The systems collection: where a power, health or inventory operation starts.
+pub(crate) const SYSTEM_READS: &[&str] = &["/redfish/v1/Systems"];
 
 impl std::fmt::Debug for Bmc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -386,7 +397,14 @@ impl Bmc {
     pub fn over(&self, protocol: BmcProtocol) -> Bmc {
         let mut t = (*self.target).clone();
         t.protocol = protocol;
-        Bmc { pool: self.pool.clone(), target: Arc::new(t) }
+        Bmc { pool: self.pool.clone(), target: Arc::new(t), first_reads: self.first_reads }
+    }
+
+    /// This handle, with a Redfish first contact that also reads `reads` with its login (paths the
+    /// specification fixes; see `lifeline_redfish::FIRST_CONTACT_READS`).
+    pub(crate) fn reading_first(mut self, reads: &'static [&'static str]) -> Bmc {
+        self.first_reads = reads;
+        self
     }
 
     /// Open, run `f`, close; within the fan-out limit (unless `permit` is given) and `limit`.
@@ -533,10 +551,16 @@ impl Bmc {
             redfish: self.pool.redfish_paths(&t.name),
             sdr_cache: Some(self.pool.sdr_cache.clone()),
             mux: (t.protocol != BmcProtocol::Redfish).then(|| self.pool.ipmi_mux()).flatten(),
+            first_contact_reads: if lock(&self.pool.failed_last).contains(&t.name) {
+                &[]
+            } else {
+                self.first_reads
+            },
         };
         let (protocol, conn) = match conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await {
             Ok(c) => c,
             Err(e) => {
+                lock(&self.pool.failed_last).insert(t.name.clone());
                 // A remembered suite that failed was dropped from the cache: drop it from the memory too.
                 self.pool.persist(&t.name).await;
                 return Err(e);
@@ -561,8 +585,10 @@ impl Bmc {
         let t = &self.target;
         if ok {
             self.pool.learn(&t.name, t.redfish_url(), &o.conn);
+            lock(&self.pool.failed_last).remove(&t.name);
         } else {
             self.pool.unlearn(&t.name);
+            lock(&self.pool.failed_last).insert(t.name.clone());
         }
         self.pool.persist(&t.name).await;
         let Opened { conn, keep, reused, .. } = o;

@@ -143,7 +143,13 @@ impl BmcPool {
             while set.len() < in_flight
                 && let Some((i, t)) = targets.next()
             {
-                let bmc = self.bmc(t);
+                // Event logs are found through the managers as well as the systems.
+                let reads = if opts.events > 0 {
+                    lifeline_redfish::FIRST_CONTACT_READS
+                } else {
+                    crate::pool::SYSTEM_READS
+                };
+                let bmc = self.bmc(t).reading_first(reads);
                 let opts = opts.clone();
                 // Boxed: the visit's state machine is several KiB, and a task's future is copied on spawn and
                 // again when its stage changes (measured: ~10 % of a warm sweep's CPU in memcpy unboxed).

@@ -35,6 +35,10 @@ fn main() -> std::process::ExitCode {
     let args = args::Cli::parse();
     // Everything Lifeline writes (the store, console logs, config blobs, keys) is private to its user.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    // No transparent huge pages, even where the system enables them for every mapping (`always`): the
+    // allocator returns freed memory within milliseconds, and a huge page touched again is zeroed whole
+    // (see `mimalloc` in the workspace manifest). An error only means an old kernel.
+    let _ = nix::sys::prctl::set_thp_disable(true);
     // Several TLS stacks are linked (reqwest, kube, russh); pick one crypto provider for the process so
     // none of them has to guess. An error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();

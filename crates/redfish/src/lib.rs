@@ -36,8 +36,8 @@ pub mod tls;
 pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
-    AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, Listing, PowerOutcome,
-    TrustOutcome, probe_certificate, trust,
+    AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
+    Listing, PowerOutcome, TrustOutcome, probe_certificate, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

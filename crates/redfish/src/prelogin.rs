@@ -139,7 +139,7 @@ impl Drop for Speculative {
 /// Until the root GET's connection is up (`crate::client::connected`), so that an HTTP/2 BMC carries the
 /// login on it instead of a second TLS handshake; at most the request timeout (then the login connects
 /// itself, and meets whatever made the root's connection slow).
-async fn wait_for_connection(t: &Transport) {
+pub(crate) async fn wait_for_connection(t: &Transport) {
     let mut up = t.connected.clone();
     if tokio::time::timeout(t.timeout, up.wait_for(|n| *n > 0)).await.is_ok() {
         // hyper pools an HTTP/2 connection in the same poll that completed it, on the root GET's task:

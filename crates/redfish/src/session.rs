@@ -54,6 +54,10 @@ pub(crate) struct SessionPool {
     /// How a speculative login at this pool's URL failed (`crate::prelogin`): the first login's answer,
     /// already had, so the first checkout returns it instead of asking again.
     first_failure: Mutex<Option<LoginError>>,
+    /// The BMC refused these credentials (401 to a login, at this URL): every later checkout gets that
+    /// answer without asking again. A health read and an event read at once each asked, and each try
+    /// counts toward the BMC's lockout of the account (three failed logins per visit, measured).
+    rejected: Mutex<Option<(String, u16)>>,
 }
 
 /// The token lent to one request; many guards share one session.
@@ -94,6 +98,7 @@ impl SessionPool {
             live: AtomicUsize::new(0),
             logins: AtomicUsize::new(0),
             first_failure: Mutex::new(None),
+            rejected: Mutex::new(None),
         })
     }
 
@@ -112,7 +117,15 @@ impl SessionPool {
     /// The speculative login at this pool's own URL failed: the first checkout reports that, as if it had
     /// logged in itself (a second attempt would get the same answer, and count twice toward a lockout).
     pub(crate) fn set_first_failure(&self, e: LoginError) {
+        self.note_rejection(&e);
         *lock(&self.first_failure) = Some(e);
+    }
+
+    /// Remembers a refusal of the credentials (see `rejected`).
+    fn note_rejection(&self, e: &LoginError) {
+        if let LoginError::Fatal(RedfishError::Login { url, status: 401, .. }) = e {
+            *lock(&self.rejected) = Some((url.clone(), 401));
+        }
     }
 
     pub(crate) fn live(&self) -> usize {
@@ -151,7 +164,16 @@ impl SessionPool {
         if let Some(e) = lock(&self.first_failure).take() {
             return Err(e);
         }
-        let s = Arc::new(login(t, &self.login_url, creds).await?);
+        if let Some((url, status)) = lock(&self.rejected).clone() {
+            return Err(LoginError::Fatal(RedfishError::Login { bmc: t.bmc.clone(), url, status }));
+        }
+        let s = match login(t, &self.login_url, creds).await {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                self.note_rejection(&e);
+                return Err(e);
+            }
+        };
         self.logins.fetch_add(1, Ordering::SeqCst);
         self.live.fetch_add(1, Ordering::SeqCst);
         *lock(&self.current) = Some(s.clone());

@@ -131,5 +131,10 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
 
     // `sel()` finds logs whose entries are SEL records even when the service is not named SEL.
     let sel = c.sel(10).await.unwrap();
-    assert!(sel.items.iter().any(|l| l.log.ends_with("/Log1") && l.entries.len() == 2), "{:?}", sel.items);
+    assert!(
+        sel.items.iter().any(|l| l.log.ends_with("/Log1") && l.entries.len() == 2),
+        "{:?} {:?}",
+        sel.items,
+        sel.warnings
+    );
 }

@@ -1,6 +1,7 @@
 //! The speculative login of first contact (the session POST sent with the service-root GET): adopted when
 //! it works, no orphan session on the BMC when the root fails, when the connect is cancelled, or when the
-//! BMC's Sessions collection is elsewhere. Against a small in-test server (axum) whose root can fail, hang
+//! BMC's Sessions collection is elsewhere. And the first-contact reads sent with them (HTTP Basic GETs of
+//! the spec-fixed collections): used once, in place of `$expand`, and harmless where Basic is refused. Against a small in-test server (axum) whose root can fail, hang
 //! or name another login URI, which neither the simulator nor sushy-tools can be made to do; the request
 //! count of a whole first contact is tested against the simulator (`crates/bmc/tests/redfish_first_contact.rs`).
 
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -41,6 +42,10 @@ struct Bmc {
     deletes: AtomicUsize,
     /// Requests by path, in arrival order.
     seen: Mutex<Vec<String>>,
+    /// `GET /redfish/v1/Systems` accepts HTTP Basic (as DSP0266 asks); else only a session token.
+    basic: bool,
+    /// The root says `$expand` works (`ProtocolFeaturesSupported.ExpandQuery`).
+    expand: bool,
 }
 
 type S = State<Arc<Bmc>>;
@@ -71,6 +76,7 @@ async fn root(State(b): S) -> Response {
         "Systems": {"@odata.id": "/redfish/v1/Systems"},
         "SessionService": {"@odata.id": "/redfish/v1/SessionService"},
         "Links": {"Sessions": {"@odata.id": sessions}},
+        "ProtocolFeaturesSupported": {"ExpandQuery": {"Levels": b.expand, "MaxLevels": 1, "NoLinks": b.expand}},
     }))
     .into_response()
 }
@@ -118,11 +124,21 @@ async fn logout(State(b): S, Path(id): Path<usize>, h: HeaderMap) -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn systems(State(b): S, h: HeaderMap) -> Response {
-    b.saw("GET Systems");
+async fn systems(State(b): S, RawQuery(q): RawQuery, h: HeaderMap) -> Response {
     let token = h.get("x-auth-token").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    if !b.sessions.lock().unwrap().contains_key(token) {
-        return StatusCode::UNAUTHORIZED.into_response();
+    let basic = h.get("authorization").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Basic "));
+    let query = q.map(|q| format!("?{q}")).unwrap_or_default();
+    if basic {
+        b.saw(&format!("GET Systems{query} (Basic)"));
+        // admin:pw
+        if !b.basic || h.get("authorization").is_some_and(|v| v != "Basic YWRtaW46cHc=") {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+    } else {
+        b.saw(&format!("GET Systems{query}"));
+        if !b.sessions.lock().unwrap().contains_key(token) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
     }
     axum::Json(json!({"Members": [{"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "On"}]}))
         .into_response()
@@ -167,6 +183,11 @@ async fn connect(s: &Server, opts: ClientOptions) -> Result<Client, RedfishError
     .await
 }
 
+/// Options without the first-contact reads, for the tests that count the login's requests exactly.
+fn login_only() -> ClientOptions {
+    ClientOptions { first_contact_reads: &[], ..ClientOptions::default() }
+}
+
 async fn eventually_no_session(b: &Bmc) {
     for _ in 0..150 {
         if b.live() == 0 && b.logins.load(Ordering::SeqCst) > 0 {
@@ -180,7 +201,7 @@ async fn eventually_no_session(b: &Bmc) {
 #[tokio::test]
 async fn the_login_goes_out_with_the_root_and_is_used() {
     let s = start(Bmc::default()).await;
-    let c = connect(&s, ClientOptions::default()).await.unwrap();
+    let c = connect(&s, login_only()).await.unwrap();
     // Logged in before any request needed it: the first read costs no login round trip.
     assert_eq!(c.session_logins(), 1);
     assert_eq!(c.sessions_held(), 1);
@@ -196,8 +217,7 @@ async fn the_login_goes_out_with_the_root_and_is_used() {
 #[tokio::test]
 async fn without_speculation_the_login_waits_for_the_first_request() {
     let s = start(Bmc::default()).await;
-    let c =
-        connect(&s, ClientOptions { speculative_login: false, ..ClientOptions::default() }).await.unwrap();
+    let c = connect(&s, ClientOptions { speculative_login: false, ..login_only() }).await.unwrap();
     assert_eq!(c.session_logins(), 0);
     c.systems().await.unwrap();
     assert_eq!(c.session_logins(), 1);
@@ -245,7 +265,7 @@ async fn a_login_elsewhere_falls_back_to_the_roots_link() {
 #[tokio::test]
 async fn basic_auth_sends_no_login() {
     let s = start(Bmc::default()).await;
-    let c = connect(&s, ClientOptions { auth: AuthMode::Basic, ..ClientOptions::default() }).await.unwrap();
+    let c = connect(&s, ClientOptions { auth: AuthMode::Basic, ..login_only() }).await.unwrap();
     c.close().await.unwrap();
     assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 0);
     assert_eq!(*s.bmc.seen.lock().unwrap(), ["GET /redfish/v1/"]);
@@ -268,4 +288,65 @@ async fn an_unreachable_bmc_fails_at_once() {
     .await;
     assert!(r.is_err());
     assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+}
+
+/// What the test BMC saw, in order, as one list.
+fn seen(s: &Server) -> Vec<String> {
+    s.bmc.seen.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_collections_are_read_with_the_root_and_used_once() {
+    for expand in [false, true] {
+        let s = start(Bmc { basic: true, expand, ..Bmc::default() }).await;
+        let c = connect(&s, ClientOptions::default()).await.unwrap();
+        // Connect returns once the login is answered: the read that rode with it is in by then too.
+        assert!(seen(&s).contains(&"GET Systems (Basic)".to_owned()), "{:?}", seen(&s));
+        let first = c.systems().await.unwrap();
+        assert_eq!(first.items.len(), 1);
+        assert_eq!(first.items[0].power_state, Some(lifeline_types::PowerState::On));
+        // Nothing more was sent for it: no token read, and no `$expand` read though the root offers it.
+        let before_second = seen(&s);
+        assert!(
+            !before_second.iter().any(|r| r.starts_with("GET Systems") && !r.ends_with("(Basic)")),
+            "{before_second:?}"
+        );
+        // Used once: a later read goes to the BMC (a power state read later must be current). Within the
+        // first visit it lists the collection as the first read did (the members a visit already read are
+        // shared by its view, `sharing_reads`, not embedded again).
+        c.systems().await.unwrap();
+        let after = seen(&s);
+        assert_eq!(after.last().map(String::as_str), Some("GET Systems"), "{after:?}");
+        assert_eq!(c.close().await.unwrap(), 1);
+        assert_eq!(s.bmc.logins.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_bmc_refusing_basic_costs_one_request_not_an_answer() {
+    let s = start(Bmc { basic: false, ..Bmc::default() }).await;
+    let c = connect(&s, ClientOptions::default()).await.unwrap();
+    let l = c.systems().await.unwrap();
+    assert_eq!(l.items.len(), 1);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    let got = seen(&s);
+    let systems: Vec<&String> = got.iter().filter(|r| r.starts_with("GET Systems")).collect();
+    assert_eq!(systems, ["GET Systems (Basic)", "GET Systems"], "{got:?}");
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_wrong_password_reads_nothing() {
+    let s = start(Bmc { basic: true, ..Bmc::default() }).await;
+    let c = Client::connect(
+        BmcTarget::new("test-bmc", &s.url),
+        Credentials::new("admin", "wrong"),
+        TlsTrust::Pin { store: Arc::new(MemoryPinStore::new()), explicit: None },
+        ClientOptions::default(),
+    )
+    .await
+    .unwrap();
+    let e = c.systems().await.unwrap_err();
+    assert!(matches!(e, RedfishError::Login { .. } | RedfishError::Status { status: 401, .. }), "{e}");
+    assert_eq!(s.bmc.live(), 0);
 }

@@ -33,10 +33,14 @@ pub fn sweep_options(kind: &str) -> Option<SweepOptions> {
 }
 
 /// `BENCH_NO_SPECULATIVE_LOGIN=1` (in the sweep child's environment): log in after the root is read, as
-/// before the speculative login existed, to measure what it costs and saves on the same build.
+/// before the speculative login existed; `BENCH_NO_FIRST_CONTACT_READS=1`: no Basic reads of the
+/// collections with the root. To measure what each costs and saves on the same build.
 pub fn client_options(mut o: lifeline_bmc::BmcOptions) -> lifeline_bmc::BmcOptions {
     if std::env::var_os("BENCH_NO_SPECULATIVE_LOGIN").is_some() {
         o.redfish.speculative_login = false;
+    }
+    if std::env::var_os("BENCH_NO_FIRST_CONTACT_READS").is_some() {
+        o.redfish.first_contact_reads = &[];
     }
     o
 }

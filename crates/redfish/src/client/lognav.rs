@@ -34,6 +34,23 @@ pub(super) struct Found {
 pub(super) struct FoundLogs {
     pub services: Vec<Found>,
     pub warnings: Vec<FieldWarning>,
+    /// A guessed collection answered 404 to `$expand` ([`Read::Guess`]): to read as listed if the member
+    /// turns out to name it.
+    pub expand_missing: bool,
+}
+
+/// How a `LogServices` collection is read.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    /// Named by the member: with `$expand` where offered, as listed when that is refused.
+    Named,
+    /// Guessed while the member is read: a 404 to `$expand` ends the read. On a BMC without the
+    /// collection (the simulator's iDRAC- and iLO-like systems) reading it again without the query made
+    /// the member's visit a round trip longer; a BMC that answers 404 to a query it does not support
+    /// (sushy-static) gets the collection read as listed once the member names it.
+    Guess,
+    /// As listed, no query.
+    Plain,
 }
 
 /// Ids by which [`LogService::kind`] already knows an event history (its Id is its URI's last segment),
@@ -83,7 +100,7 @@ impl Client {
         max: usize,
     ) -> Result<FoundLogs, RedfishError> {
         let (members, warnings) = self.listed_expanded(collection).await?;
-        let mut out = FoundLogs { services: Vec::new(), warnings };
+        let mut out = FoundLogs { warnings, ..FoundLogs::default() };
         let per_member = members.into_iter().enumerate().map(|(i, m)| async move {
             let mut found = FoundLogs::default();
             let (id, doc) = match Listed::of(collection, i, m) {
@@ -96,7 +113,7 @@ impl Client {
                     let (link, w) = holder.log_services(&v, &id);
                     found.warnings.extend(w);
                     if let Some(link) = link {
-                        self.log_services_found(&link, max, &mut found).await;
+                        self.log_services_found(&link, Read::Named, max, &mut found).await;
                     }
                     return found;
                 }
@@ -104,8 +121,10 @@ impl Client {
                     // The member and the collection it must link, at once.
                     let guess = child(&id, "LogServices");
                     let mut guessed = FoundLogs::default();
-                    let (doc, ()) =
-                        tokio::join!(self.get_json(&id), self.log_services_found(&guess, max, &mut guessed));
+                    let (doc, ()) = tokio::join!(
+                        self.get_json(&id),
+                        self.log_services_found(&guess, Read::Guess, max, &mut guessed)
+                    );
                     match doc {
                         Ok((v, notes)) => {
                             found.warnings.extend(notes);
@@ -122,11 +141,14 @@ impl Client {
             };
             match doc {
                 None => tracing::debug!(bmc = %self.bmc(), member = %id, "no LogServices"),
+                Some((link, guess, guessed)) if same_link(&link, &guess) && guessed.expand_missing => {
+                    self.log_services_found(&link, Read::Plain, max, &mut found).await
+                }
                 Some((link, guess, guessed)) if same_link(&link, &guess) => {
                     found.services.extend(guessed.services);
                     found.warnings.extend(guessed.warnings);
                 }
-                Some((link, _, _)) => self.log_services_found(&link, max, &mut found).await,
+                Some((link, _, _)) => self.log_services_found(&link, Read::Named, max, &mut found).await,
             }
             found
         });
@@ -139,9 +161,18 @@ impl Client {
 
     /// The services of one `LogServices` collection into `out` (failures as warnings); the entries of the
     /// ones whose link names an event log are read while their documents are.
-    async fn log_services_found(&self, link: &str, max: usize, out: &mut FoundLogs) {
-        let (members, warnings) = match self.listed_expanded(link).await {
+    async fn log_services_found(&self, link: &str, how: Read, max: usize, out: &mut FoundLogs) {
+        let listed = match how {
+            Read::Named => self.listed_expanded(link).await,
+            Read::Guess => self.listed_expanded_unless_missing(link).await,
+            Read::Plain => self.listed(link, usize::MAX).await.map(|(m, w, _)| (m, w)),
+        };
+        let (members, warnings) = match listed {
             Ok(l) => l,
+            Err(RedfishError::Status { status: 404, .. }) if how == Read::Guess && self.expands(link) => {
+                out.expand_missing = true;
+                return;
+            }
             Err(e) => {
                 out.warnings.push(FieldWarning { at: link.to_owned(), problem: format!("unreadable: {e}") });
                 return;

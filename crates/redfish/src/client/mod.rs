@@ -11,6 +11,7 @@
 
 pub(crate) mod accounts;
 mod connected;
+mod early;
 mod lognav;
 mod logs;
 mod manage;
@@ -42,6 +43,7 @@ use crate::quirks::{PlatformProfile, RuleSet};
 use crate::session::{LoginError, Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
+pub use early::FIRST_CONTACT_READS;
 pub use logs::EventLogs;
 #[cfg(fuzzing)]
 pub use transport::resolve_link;
@@ -127,6 +129,10 @@ pub struct ClientOptions {
     /// On first contact (the root is read), send the session login at the same time, to the URI the spec
     /// fixes (`crate::prelogin`): one round trip less. `false` for a probe that logs in to nothing.
     pub speculative_login: bool,
+    /// On first contact, also read these spec-fixed collections with HTTP Basic in the root's round trip
+    /// (`early`): one round trip less for a visit that starts from them. Empty: none. Default:
+    /// [`FIRST_CONTACT_READS`].
+    pub first_contact_reads: &'static [&'static str],
 }
 
 impl Default for ClientOptions {
@@ -144,6 +150,7 @@ impl Default for ClientOptions {
             http2: true,
             resumption: crate::resume::ResumptionCache::default(),
             speculative_login: true,
+            first_contact_reads: FIRST_CONTACT_READS,
         }
     }
 }
@@ -161,6 +168,8 @@ struct Inner {
     /// Session login turned out not to work (404/no token): Basic from now on.
     basic_fallback: AtomicBool,
     closed: AtomicBool,
+    /// The first-contact reads (`early`), when this client made the first contact.
+    early: Option<early::EarlyReads>,
 }
 
 impl Drop for Inner {
@@ -292,8 +301,8 @@ impl Client {
 
         let root_url = t.url("/redfish/v1/")?;
         let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
-        let (root_doc, early) = match known_root {
-            Some(doc) if !needs_first_use => (doc, None),
+        let (root_doc, early, reads) = match known_root {
+            Some(doc) if !needs_first_use => (doc, None, None),
             _ => {
                 // The login goes out with the root GET (`crate::prelogin`); dropped here on cancellation,
                 // which deletes the session it makes.
@@ -302,8 +311,11 @@ impl Client {
                 } else {
                     None
                 };
+                // So do the first-contact reads (`early`): aborted when dropped, and Basic leaves nothing.
+                let reads = (!opts.first_contact_reads.is_empty())
+                    .then(|| early::EarlyReads::start(&t, &creds, opts.first_contact_reads));
                 match Self::fetch_root(&t, &creds, &trust, &root_url).await {
-                    Ok(doc) => (Arc::new(doc), early),
+                    Ok(doc) => (Arc::new(doc), early, reads),
                     Err(e) => {
                         if let Some(s) = early {
                             s.discard().await;
@@ -313,7 +325,7 @@ impl Client {
                 }
             }
         };
-        let client = match Self::finish(t, creds, opts, root_doc, &root_url) {
+        let client = match Self::finish(t, creds, opts, root_doc, &root_url, reads) {
             Ok(c) => c,
             Err(e) => {
                 if let Some(s) = early {
@@ -389,6 +401,7 @@ impl Client {
         opts: ClientOptions,
         root_doc: Arc<Value>,
         root_url: &Url,
+        early: Option<early::EarlyReads>,
     ) -> Result<Client, RedfishError> {
         let bmc = t.bmc.clone();
         let root = ServiceRoot::from_value(&root_doc, root_url.path());
@@ -420,6 +433,7 @@ impl Client {
                 sessions,
                 basic_fallback: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
+                early,
             }),
         })
     }

@@ -98,10 +98,31 @@ impl Client {
         &self,
         link: &str,
     ) -> Result<(Vec<Value>, Vec<FieldWarning>), RedfishError> {
-        if self.inner.root.expand && !link.contains('?') {
+        self.listed_expanded_or(link, false).await
+    }
+
+    /// [`Client::listed_expanded`] for a link that was guessed: a 404 says it is not there, so it is not
+    /// read again without the query.
+    pub(super) async fn listed_expanded_unless_missing(
+        &self,
+        link: &str,
+    ) -> Result<(Vec<Value>, Vec<FieldWarning>), RedfishError> {
+        self.listed_expanded_or(link, true).await
+    }
+
+    /// `missing_is_final`: a 404 to `$expand` ends the read (otherwise every 4xx and 501 is taken as the
+    /// query refused, and the collection is read as listed).
+    async fn listed_expanded_or(
+        &self,
+        link: &str,
+        missing_is_final: bool,
+    ) -> Result<(Vec<Value>, Vec<FieldWarning>), RedfishError> {
+        if self.expands(link) {
             match self.listed(&format!("{link}?$expand=.($levels=1)"), usize::MAX).await {
                 Ok((m, w, _)) => return Ok((m, w)),
-                Err(RedfishError::Status { status, .. }) if (400..=501).contains(&status) => {
+                Err(RedfishError::Status { status, .. })
+                    if (400..=501).contains(&status) && !(missing_is_final && status == 404) =>
+                {
                     tracing::debug!(bmc = %self.bmc(), %link, status, "$expand refused; reading members one by one")
                 }
                 Err(e) => return Err(e),
@@ -114,7 +135,7 @@ impl Client {
     /// level): a Sensors collection of 40 sensors is one GET instead of 41. A BMC that refuses the query
     /// after all (4xx/501: the root promised more than it does) is read member by member.
     pub async fn members_expanded(&self, link: &str) -> Result<Listing<(String, Value)>, RedfishError> {
-        if self.inner.root.expand && !link.contains('?') {
+        if self.expands(link) {
             match self.members(&format!("{link}?$expand=.($levels=1)")).await {
                 Ok(l) => return Ok(l),
                 Err(RedfishError::Status { status, .. }) if (400..=501).contains(&status) => {
@@ -124,6 +145,15 @@ impl Client {
             }
         }
         self.members(link).await
+    }
+
+    /// Whether to ask for `link` with its members embedded: the BMC says it can, the link has no query of
+    /// its own, and the collection as listed is not already in hand from the first contact (`early`), where
+    /// asking again would be a round trip more.
+    pub(super) fn expands(&self, link: &str) -> bool {
+        self.inner.root.expand
+            && !link.contains('?')
+            && !self.inner.early.as_ref().is_some_and(|e| e.covers(link))
     }
 
     fn root_link(&self, link: &Option<String>, what: &'static str) -> Result<String, RedfishError> {

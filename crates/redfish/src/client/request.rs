@@ -121,6 +121,13 @@ impl Client {
 
     /// [`Client::get_json`] from the BMC, never shared (`memo`).
     pub(super) async fn get_json_now(&self, link: &str) -> Result<(Value, Vec<FieldWarning>), RedfishError> {
+        if let Some(early) = &self.inner.early
+            && let Some(mut v) = early.take(link).await
+        {
+            let path = link.split('?').next().unwrap_or(link);
+            let notes = self.inner.profile.repair(&mut v, path);
+            return Ok((v, notes));
+        }
         let reply = self.request(Method::GET, link, None).await?;
         let url = reply.url.clone();
         let mut v = read_reply(&self.inner.t, reply).await?;
