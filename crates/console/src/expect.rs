@@ -18,6 +18,7 @@ use crate::csi_clamp::CsiClamp;
 use crate::error::{ConsoleError, TransportError};
 use crate::manager::{Viewer, ViewerEvent};
 use crate::transport::{ConsoleLink, LinkEvent};
+use crate::utf8_carry::Utf8Carry;
 
 /// Screen size of the model (what a serial console usually is).
 pub const ROWS: u16 = 24;
@@ -231,6 +232,8 @@ pub struct Expect<C: ConsoleIo> {
     clamp: CsiClamp,
     /// What the clamp passes on, reused between reads.
     screen_bytes: Vec<u8>,
+    /// A character a read cut in two waits for the next read (see [`Utf8Carry`]).
+    carry: Utf8Carry,
     stream: Vec<u8>,
     transcript: Vec<TranscriptEntry>,
     closed: bool,
@@ -264,6 +267,7 @@ impl<C: ConsoleIo> Expect<C> {
             io,
             parser: vt100::Parser::new(ROWS, COLS, 0),
             clamp: CsiClamp::new(ROWS, COLS),
+            carry: Utf8Carry::default(),
             screen_bytes: Vec::new(),
             stream: Vec::new(),
             transcript: Vec::new(),
@@ -321,6 +325,7 @@ impl<C: ConsoleIo> Expect<C> {
     fn ingest(&mut self, b: &[u8]) {
         self.screen_bytes.clear();
         self.clamp.feed(b, &mut self.screen_bytes);
+        self.carry.apply(&mut self.screen_bytes);
         self.parser.process(&self.screen_bytes);
         self.stream.extend_from_slice(b);
         if self.stream.len() > STREAM_KEEP {

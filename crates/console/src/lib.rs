@@ -22,7 +22,9 @@ pub mod expect;
 pub mod log;
 pub mod manager;
 pub mod profiles;
+pub mod replay;
 pub mod transport;
+pub mod utf8_carry;
 
 pub use attach::{Detach, RawModeGuard, attach_io, attach_terminal};
 pub use error::{ConsoleError, LogError, TransportError};
@@ -33,6 +35,7 @@ pub use manager::{
     ViewerEvent, WriteMode,
 };
 pub use profiles::{Bootloader, RescueOptions, RescueReport, break_into_rescue};
+pub use replay::Replay;
 pub use transport::memory::{HostInput, MemoryHost, MemoryHostWriter, MemoryTransport, memory_line};
 pub use transport::sol::SolTransport;
 pub use transport::ssh::{SshLogin, SshTransport};

@@ -1,8 +1,8 @@
 //! The expect engine on whatever a console prints, chunked however the link delivered it. Properties:
 //! - waiting repeatedly for a literal stream pattern matches it exactly as many times as it occurs
 //!   (non-overlapping, leftmost first), whatever the chunking, then reports the console closed;
-//! - the screen model ends up as a terminal that saw the whole output at once would show it (for valid
-//!   UTF-8 output), the control-sequence clamp included;
+//! - the screen model ends up as a terminal that saw the whole output at once would show it (any bytes,
+//!   characters cut between reads included), the control-sequence clamp included;
 //! - any pattern text (a runbook's) compiles or falls back to a literal, never panics; the bootloader
 //!   detectors and the boot-loop detector read any screen.
 //!
@@ -10,32 +10,15 @@
 //! byte 3 the length of a free pattern taken from the end (used when a multiple of 4); the rest is the console output.
 #![no_main]
 
-use std::collections::VecDeque;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use lifeline_console::boot_loop::repeating_block;
 use lifeline_console::csi_clamp::CsiClamp;
 use lifeline_console::expect::{COLS, ROWS};
 use lifeline_console::profiles::{detect, parse_menu};
-use lifeline_console::{ConsoleError, ConsoleIo, Expect, ExpectError, Pattern};
-
-struct Chunks(VecDeque<Bytes>);
-
-#[async_trait::async_trait]
-impl ConsoleIo for Chunks {
-    async fn recv_bytes(&mut self) -> Option<Bytes> {
-        self.0.pop_front()
-    }
-    async fn send_bytes(&mut self, _: &[u8]) -> Result<(), ConsoleError> {
-        Ok(())
-    }
-    async fn send_break(&mut self) -> Result<(), ConsoleError> {
-        Ok(())
-    }
-}
+use lifeline_console::{Expect, ExpectError, Pattern, Replay};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -78,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = occurrences(out, literal);
 
     runtime().block_on(async {
-        let io = Chunks(out.chunks(chunk).map(Bytes::copy_from_slice).collect());
+        let io = Replay::in_reads(out, chunk);
         let mut ex = Expect::new("fuzz-console", io);
         let mut matched = 0;
         loop {
@@ -101,13 +84,11 @@ fuzz_target!(|data: &[u8]| {
         CsiClamp::new(ROWS, COLS).feed(out, &mut clamped);
         let mut whole = vt100::Parser::new(ROWS, COLS, 0);
         whole.process(&clamped);
-        // Only for valid UTF-8: vt100 decodes *invalid* sequences split across reads differently from the
-        // same bytes in one read (line noise on a console; cosmetic, found by this target).
+        // For any bytes, valid UTF-8 or not: the engine carries a character cut between reads to the next
+        // read (`utf8_carry`; vte 0.15 dropped the byte after such a character, found by this target).
         // The screen's text is rebuilt cell by cell on every call (a sixth of this target's time): once here.
         let screen = ex.screen();
-        if std::str::from_utf8(out).is_ok() {
-            assert_eq!(screen, whole.screen().contents(), "chunking changed the screen");
-        }
+        assert_eq!(screen, whole.screen().contents(), "chunking changed the screen");
 
         let rows = ex.rows();
         let _ = detect(&screen);
@@ -120,7 +101,7 @@ fuzz_target!(|data: &[u8]| {
         if free == 0 || data[3] % 4 != 0 {
             return;
         }
-        let io = Chunks(VecDeque::from([Bytes::copy_from_slice(out)]));
+        let io = Replay::in_reads(out, out.len());
         let mut ex = Expect::new("fuzz-console", io);
         let pats = [Pattern::stream(&free_pattern), Pattern::screen(&free_pattern)];
         let _ = ex.expect_any(&pats, Duration::from_secs(3600)).await;
