@@ -11,7 +11,7 @@
 
 use lifeline_ipmi::wire::Privilege;
 use lifeline_ipmi::{Error as IpmiError, Session};
-use lifeline_redfish::{AuthMode, Client, ClientOptions, Credentials, RedfishError};
+use lifeline_redfish::{Client, Credentials, RedfishError};
 use lifeline_types::BmcProtocol;
 use serde::Serialize;
 
@@ -235,7 +235,7 @@ impl Bmc {
                 }
                 _ => {
                     let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
-                    let copts = ClientOptions { auth: AuthMode::Basic, ..opts.redfish.clone() };
+                    let copts = opts.redfish.clone().credential_check();
                     let creds = Credentials::new(user, password);
                     let c = match Client::connect(rt, creds, tls_trust(&t, &opts.tls), copts).await {
                         Ok(c) => c,

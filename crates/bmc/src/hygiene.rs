@@ -45,7 +45,7 @@ use lifeline_ipmi::wire::app::{
 use lifeline_ipmi::wire::message::{Request, Response};
 use lifeline_ipmi::wire::{Body, Command};
 use lifeline_ipmi::{Error as IpmiError, Session};
-use lifeline_redfish::{AuthMode, Client, Credentials, RedfishError};
+use lifeline_redfish::{Client, Credentials, RedfishError};
 use lifeline_types::{BmcProtocol, Health};
 use serde::Serialize;
 use serde_json::json;
@@ -487,7 +487,7 @@ impl BmcPool {
                 rt,
                 Credentials::new(t.username.clone(), t.password.clone()),
                 tls_trust(&t, &popts.tls),
-                ClientOptions { auth: AuthMode::Basic, ..probe_opts },
+                probe_opts.credential_check(),
             )
             .await;
             match probe {
@@ -623,7 +623,7 @@ impl BmcPool {
             _ => {
                 let popts = &self.inner.opts;
                 let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
-                let copts = ClientOptions { auth: AuthMode::Basic, ..popts.redfish.clone() };
+                let copts = popts.redfish.clone().credential_check();
                 match Client::connect(rt, Credentials::new(user, pass), tls_trust(t, &popts.tls), copts).await
                 {
                     Ok(c) => {
@@ -661,8 +661,6 @@ impl BmcPool {
         attempt
     }
 }
-
-use lifeline_redfish::ClientOptions;
 
 fn findings(row: &HygieneRow) -> Vec<Finding> {
     let mut out = Vec::new();

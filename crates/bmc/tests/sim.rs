@@ -744,3 +744,40 @@ async fn a_short_off_phase_is_observed_on_every_flavor() {
         assert!(r.transitions.iter().any(|t| t.state == PowerState::Off), "{f}: {r:#?}");
     }
 }
+
+/// Each refused default costs the BMC exactly one failed login, over Redfish as over IPMI: the audit's
+/// guard counts attempts, and a BMC locks an account on consecutive failures (the simulator at 5, as many
+/// BMCs). A probe that sent a second request with the same guessed password (the first-contact Basic read
+/// of Systems beside the check's own read) counted twice, locked `admin` out on a slow machine, and the
+/// inventory's own, right password was refused for the lockout's minute.
+#[tokio::test]
+async fn every_refused_default_is_one_failed_login_and_nothing_locks() {
+    let mut spec = server("lk", RedfishFlavor::Generic, vec![3], None);
+    spec.bmc.password = "n0t-a-default".into();
+    let sim = start(vec![spec]).await;
+    let (pool, _) = sim.pool();
+    let opts = hygiene::HygieneOptions {
+        max_failures_per_bmc: 14,
+        // Four tries for `admin` before the list's own two: under the lockout threshold only when each
+        // is one request.
+        extra_credentials: vec![("admin".into(), "wrong-1".into()), ("admin".into(), "wrong-2".into())],
+        check_ipmi: false,
+        ..Default::default()
+    };
+    let admin_failures = || sim.fleet.host("lk").unwrap().accounts().by_name("admin").unwrap().failures;
+    for round in 0..2 {
+        let rows = pool.hygiene_audit(vec![sim.redfish("lk")], &opts).await;
+        let row = &rows[0];
+        let refused = row
+            .attempts
+            .iter()
+            .filter(|a| a.username == "admin" && a.outcome == hygiene::AttemptOutcome::Refused)
+            .count();
+        assert_eq!(refused, 4, "round {round}: {row:#?}");
+        assert!(row.accepted_defaults.is_empty(), "{row:#?}");
+        assert_eq!(admin_failures(), 4, "round {round}: one failed login per refused attempt");
+        // The right password still logs in (and clears the count, as on a real BMC).
+        assert_eq!(pool.bmc(sim.redfish("lk")).power_state().await.unwrap(), PowerState::On, "round {round}");
+        assert_eq!(admin_failures(), 0, "round {round}");
+    }
+}

@@ -155,6 +155,16 @@ impl Default for ClientOptions {
     }
 }
 
+impl ClientOptions {
+    /// These options for one credential check (an audit's guessed default, a rotation's login test): HTTP
+    /// Basic, and no request with the password but the caller's own, neither the early login nor the
+    /// first-contact reads. A BMC counts each refused request toward locking the account, and the caller's
+    /// guard counts checks: two requests per check locked `admin` out before the guard's limit.
+    pub fn credential_check(self) -> ClientOptions {
+        ClientOptions { auth: AuthMode::Basic, speculative_login: false, first_contact_reads: &[], ..self }
+    }
+}
+
 struct Inner {
     t: Transport,
     creds: Credentials,

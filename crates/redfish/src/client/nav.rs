@@ -121,7 +121,7 @@ impl Client {
             match self.listed(&format!("{link}?$expand=.($levels=1)"), usize::MAX).await {
                 Ok((m, w, _)) => return Ok((m, w)),
                 Err(RedfishError::Status { status, .. })
-                    if (400..=501).contains(&status) && !(missing_is_final && status == 404) =>
+                    if expand_refused(status) && !(missing_is_final && status == 404) =>
                 {
                     tracing::debug!(bmc = %self.bmc(), %link, status, "$expand refused; reading members one by one")
                 }
@@ -138,7 +138,7 @@ impl Client {
         if self.expands(link) {
             match self.members(&format!("{link}?$expand=.($levels=1)")).await {
                 Ok(l) => return Ok(l),
-                Err(RedfishError::Status { status, .. }) if (400..=501).contains(&status) => {
+                Err(RedfishError::Status { status, .. }) if expand_refused(status) => {
                     tracing::debug!(bmc = %self.bmc(), %link, status, "$expand refused; reading members one by one")
                 }
                 Err(e) => return Err(e),
@@ -221,4 +221,12 @@ impl Client {
         s.warnings.splice(0..0, notes);
         Ok(Some(s))
     }
+}
+
+/// Whether an error status to a `$expand` read refuses the query (4xx, 501: read the collection as listed)
+/// rather than the caller: a 401 or 403 refuses the credentials or the privilege, which the plain read
+/// would only be refused again, one more failed login toward the BMC's lockout of the account (with HTTP
+/// Basic every request is a login).
+fn expand_refused(status: u16) -> bool {
+    (400..=501).contains(&status) && !matches!(status, 401 | 403)
 }
