@@ -17,7 +17,7 @@
 //! - cold, discovery remembered: a new process with what an earlier one learnt (the store's
 //!   `bmc_discovery` table in `lifeline`; here a JSON file standing in for it);
 //! - warm: the second sweep inside one process (suites, paths and SDRs cached; IPMI over kept sessions, as
-//!   the server keeps them: `bench_ipmi/kept.rs`; Redfish sessions are not kept), its CPU from
+//!   the server keeps them: `bench_ipmi/kept.rs`; Redfish over kept session tokens), its CPU from
 //!   `getrusage(RUSAGE_SELF)` around that sweep only.
 //!
 //! The fan-out defaults to `lifeline_bmc::fanout_for_fleet(N)` (the whole fleet within the descriptor
@@ -279,7 +279,7 @@ async fn sweep_child(a: &Args, kind: &str) -> anyhow::Result<()> {
             max_attempt_timeout: Duration::from_secs(2),
             attempts: 4,
         },
-        kept: ipmi_kept::options_for(kind, a.times),
+        kept: ipmi_kept::options_for(a.times),
         ..BmcOptions::default()
     };
     let opts = redfish_rows::client_options(opts);
@@ -604,8 +604,8 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "\nCPU: user + system of the whole child process (start-up included), the children's getrusage delta \
          around each run in microseconds, both sides (peak RSS from GNU time); warm \
-         rows: getrusage(RUSAGE_SELF) around the second sweep only (IPMI over kept sessions; Redfish sessions \
-         are not kept between sweeps). \
+         rows: getrusage(RUSAGE_SELF) around the second sweep only (over kept sessions, as the server sweeps: \
+         IPMI sessions, Redfish session tokens). \
          The simulator runs in its own process and is not counted."
     );
     drop(child_in);

@@ -27,6 +27,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 
 use crate::conn::IpmiConn;
+use crate::kept_redfish::{self, RedfishKept};
 use crate::target::BmcTarget;
 
 /// Keepalives (and idle closes) one keeper tick runs at once. Why bounded: with 10,000 kept sessions all due
@@ -59,8 +60,10 @@ impl Default for KeepOptions {
 /// What the kept sessions did since they were created (tests and metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KeptStats {
-    /// Sessions kept now.
+    /// Sessions kept now (IPMI and Redfish).
     pub kept: usize,
+    /// Of which Redfish sessions ([`crate::kept_redfish`]).
+    pub redfish_kept: usize,
     /// Times an operation used a kept session instead of logging in.
     pub reused: u64,
     /// Sessions handed to the keeper after use (newly kept or kept again).
@@ -105,6 +108,8 @@ struct Inner {
     out: StdMutex<std::collections::HashSet<String>>,
     back: tokio::sync::Notify,
     counters: Counters,
+    /// The kept Redfish session tokens.
+    rf: RedfishKept,
 }
 
 impl Drop for Inner {
@@ -112,7 +117,22 @@ impl Drop for Inner {
         if let Some(h) = lock(&self.keeper).take() {
             h.abort();
         }
-        // The entries drop with the map: each session sends its Close Session from its own drop.
+        // The entries drop with the map: each session sends its Close Session from its own drop. A Redfish
+        // token has no such drop: its DELETEs go out in the background (without a runtime, the sessions
+        // are left to time out on their BMCs).
+        let rf = self.rf.drain();
+        if rf.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(kept_redfish::close_entries(rf, self.opts.close_timeout, AT_ONCE));
+            }
+            Err(_) => tracing::warn!(
+                n = rf.len(),
+                "kept Redfish sessions dropped outside a runtime; left to expire"
+            ),
+        }
     }
 }
 
@@ -137,6 +157,11 @@ pub(crate) fn key(t: &BmcTarget) -> String {
     format!("{}:{}/{}", t.address, t.ipmi_port, t.username)
 }
 
+/// The identity a kept Redfish session is valid for.
+pub(crate) fn redfish_key(t: &BmcTarget) -> String {
+    format!("{}/{}", t.redfish_url(), t.username)
+}
+
 async fn close_conn(conn: IpmiConn, limit: Duration) {
     let bmc = conn.bmc.clone();
     match tokio::time::timeout(limit, conn.session.close()).await {
@@ -158,6 +183,7 @@ impl KeptSessions {
                 keeper: StdMutex::new(None),
                 tasks: StdMutex::new(tokio::task::JoinSet::new()),
                 counters: Counters::default(),
+                rf: RedfishKept::default(),
             }),
         }
     }
@@ -166,9 +192,9 @@ impl KeptSessions {
         &self.inner.opts
     }
 
-    /// Sessions kept now.
+    /// Sessions kept now (IPMI and Redfish).
     pub fn len(&self) -> usize {
-        lock(&self.inner.map).len()
+        lock(&self.inner.map).len() + self.inner.rf.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -178,7 +204,9 @@ impl KeptSessions {
     /// The BMCs (by name) that have a kept session now.
     pub fn bmcs(&self) -> Vec<String> {
         let mut v: Vec<String> = lock(&self.inner.map).keys().cloned().collect();
+        v.extend(self.inner.rf.names());
         v.sort();
+        v.dedup();
         v
     }
 
@@ -186,6 +214,7 @@ impl KeptSessions {
         let c = &self.inner.counters;
         KeptStats {
             kept: self.len(),
+            redfish_kept: self.inner.rf.len(),
             reused: c.reused.load(Ordering::Relaxed),
             returned: c.returned.load(Ordering::Relaxed),
             keepalives: c.keepalives.load(Ordering::Relaxed),
@@ -259,6 +288,45 @@ impl KeptSessions {
         drop(conn);
     }
 
+    /// Takes `bmc`'s kept Redfish session for a client of the same identity (`key`); one kept for another
+    /// identity is deleted.
+    pub(crate) async fn take_redfish(&self, bmc: &str, key: &str) -> Option<lifeline_redfish::HeldSession> {
+        match self.inner.rf.take(bmc, key) {
+            Ok(Some(h)) => {
+                self.inner.counters.reused.fetch_add(1, Ordering::Relaxed);
+                Some(h)
+            }
+            Ok(None) => None,
+            Err(old) => {
+                self.inner.counters.closed.fetch_add(1, Ordering::Relaxed);
+                kept_redfish::close_entry(old, self.inner.opts.close_timeout).await;
+                None
+            }
+        }
+    }
+
+    /// Gives a Redfish session back after a successful use: kept, unless one is already kept for `bmc` or
+    /// the sessions are closed, in which case it is deleted now.
+    pub(crate) async fn put_redfish(
+        &self,
+        bmc: &str,
+        key: String,
+        held: lifeline_redfish::HeldSession,
+        closer: kept_redfish::Closer,
+    ) {
+        let inner = &self.inner;
+        inner.counters.returned.fetch_add(1, Ordering::Relaxed);
+        let e = kept_redfish::Entry { key, held, closer, used: Instant::now() };
+        let extra = if inner.closing.load(Ordering::Acquire) { Some(e) } else { inner.rf.put(bmc, e) };
+        match extra {
+            Some(e) => {
+                inner.counters.closed.fetch_add(1, Ordering::Relaxed);
+                kept_redfish::close_entry(e, inner.opts.close_timeout).await;
+            }
+            None => self.start_keeper(),
+        }
+    }
+
     /// Closes every kept session (Close Session, each bounded by `close_timeout`, all at once) and keeps
     /// none from now on. Returns how many were closed.
     pub async fn close_all(&self) -> usize {
@@ -268,7 +336,8 @@ impl KeptSessions {
             h.abort();
         }
         let all: Vec<Entry> = lock(&inner.map).drain().map(|(_, e)| e).collect();
-        let n = all.len();
+        let rf = inner.rf.drain();
+        let n = all.len() + rf.len();
         inner.counters.closed.fetch_add(n as u64, Ordering::Relaxed);
         let limit = inner.opts.close_timeout;
         // Sessions out for a keepalive come back to a closed keeper, which closes them.
@@ -278,12 +347,15 @@ impl KeptSessions {
             while tasks.join_next().await.is_some() {}
         };
         let closes = futures::future::join_all(all.into_iter().map(|e| close_conn(e.conn, limit)));
+        // Redfish DELETEs a bounded number at once: each builds a TLS connection.
+        let rf_closes = kept_redfish::close_entries(rf, limit, AT_ONCE);
         let bound = limit * 2 + Duration::from_secs(1) + self.keepalive_bound();
-        if tokio::time::timeout(bound, futures::future::join(closes, pending)).await.is_err() {
+        let everything = futures::future::join3(closes, rf_closes, pending);
+        if tokio::time::timeout(bound, everything).await.is_err() {
             tracing::warn!("kept IPMI sessions: closing did not finish in {bound:?}; the rest close on drop");
         }
         if n > 0 {
-            tracing::info!(sessions = n, "kept IPMI sessions closed");
+            tracing::info!(sessions = n, "kept BMC sessions closed");
         }
         n
     }
@@ -332,9 +404,15 @@ async fn keeper(weak: Weak<Inner>) {
                 due_names.into_iter().filter_map(|k| map.remove(&k).map(|e| (k, e))).collect();
             (due, idle)
         };
+        let rf_idle = inner.rf.take_idle(inner.opts.close_idle_after);
         let mut tasks = lock(&inner.tasks);
         while tasks.try_join_next().is_some() {}
         let limit = inner.opts.close_timeout;
+        if !rf_idle.is_empty() {
+            inner.counters.closed.fetch_add(rf_idle.len() as u64, Ordering::Relaxed);
+            tracing::debug!(sessions = rf_idle.len(), "deleting kept Redfish sessions no operation used");
+            tasks.spawn(kept_redfish::close_entries(rf_idle, limit, AT_ONCE));
+        }
         if !idle.is_empty() {
             inner.counters.closed.fetch_add(idle.len() as u64, Ordering::Relaxed);
             tracing::debug!(sessions = idle.len(), "closing kept IPMI sessions no operation used");

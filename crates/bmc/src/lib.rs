@@ -29,6 +29,7 @@ pub mod health;
 pub mod hygiene;
 pub mod info;
 pub mod kept;
+mod kept_redfish;
 pub mod memory;
 pub mod options;
 mod pool;

@@ -446,11 +446,12 @@ impl Bmc {
         })?
     }
 
-    /// As [`Bmc::open_conn`] for a sweep's reads: the BMC's kept IPMI session when there is one, and the
-    /// new session is to be kept after use (when the options carry [`crate::KeptSessions`]).
+    /// As [`Bmc::open_conn`] for a sweep's reads: the BMC's kept session when there is one (an IPMI
+    /// session, or a Redfish session's token, adopted by the new client), and the session is to be kept
+    /// after use (when the options carry [`crate::KeptSessions`]).
     pub(crate) async fn open_conn_kept(&self, limit: Duration) -> Result<Opened, BmcError> {
         let t = &self.target;
-        let Some(kept) = self.pool.opts.kept.as_ref().filter(|_| t.protocol != BmcProtocol::Redfish) else {
+        let Some(kept) = self.pool.opts.kept.as_ref() else {
             return self.open_conn(Privilege::User, limit).await;
         };
         let key = crate::kept::key(t);
@@ -459,7 +460,11 @@ impl Bmc {
             // The semaphore is never closed.
             let slot =
                 slots.acquire_owned().await.unwrap_or_else(|_| unreachable!("connection slots closed"));
-            if let Some(c) = kept.take(&t.name, &key).await {
+            let kept_ipmi = match t.protocol {
+                BmcProtocol::Redfish => None,
+                _ => kept.take(&t.name, &key).await,
+            };
+            if let Some(c) = kept_ipmi {
                 return Ok(Opened {
                     protocol: BmcProtocol::Ipmi,
                     conn: Conn::Ipmi(c),
@@ -470,8 +475,17 @@ impl Bmc {
                 });
             }
             let mut o = self.open_with_slot(Privilege::User, slot).await?;
-            if o.protocol == BmcProtocol::Ipmi {
-                o.keep = Some(key);
+            match &o.conn {
+                Conn::Ipmi(_) => o.keep = Some(key),
+                Conn::Redfish(rc) => {
+                    let key = crate::kept::redfish_key(t);
+                    // Before the client's first request: its reads then go out with the kept token, and a
+                    // token the BMC has dropped since costs one 401 and a login (the client's own re-login).
+                    if let Some(held) = kept.take_redfish(&t.name, &key).await {
+                        rc.client.adopt_session(held).await;
+                    }
+                    o.keep = Some(key);
+                }
             }
             Ok(o)
         };
@@ -594,6 +608,18 @@ impl Bmc {
         let Opened { conn, keep, reused, .. } = o;
         let conn = match (conn, keep, self.pool.opts.kept.as_ref()) {
             (Conn::Ipmi(c), Some(key), Some(kept)) if ok => return kept.put(&t.name, key, c).await,
+            (Conn::Redfish(c), Some(key), Some(kept)) if ok => {
+                // `None`: the client used HTTP Basic (nothing to keep), and it is closed either way.
+                if let Some(held) = c.client.release_session().await {
+                    let closer = crate::kept_redfish::Closer {
+                        target: lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url()),
+                        trust: conn::tls_trust(t, &self.pool.opts.tls),
+                        opts: self.pool.opts.redfish.clone(),
+                    };
+                    kept.put_redfish(&t.name, key, held, closer).await;
+                }
+                return;
+            }
             // A kept session that failed: it may be dead, so no Close Session with retransmissions.
             (Conn::Ipmi(c), Some(_), Some(kept)) if reused => return kept.dropped(c),
             (conn, ..) => conn,

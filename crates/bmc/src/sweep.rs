@@ -474,8 +474,10 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     // replies by rqSeq), and if even that runs out of time, dropping the session sends Close Session.
     let close_limit = deadline.saturating_duration_since(Instant::now()).max(close_reserve);
     // A part that failed in a way that says nothing about the session (a sensor the BMC lacks) does not
-    // stop a kept session from being kept; a part that ran out of time does.
-    let ok = row.errors.is_empty() || (o.keep_eligible() && !o.broken);
+    // stop a kept IPMI session from being kept; a part that ran out of time does. A Redfish visit with any
+    // error is not `ok` (its paths are forgotten, its session deleted): its parts do not tell the two apart.
+    let ipmi = matches!(o.conn, crate::conn::Conn::Ipmi(_));
+    let ok = row.errors.is_empty() || (ipmi && o.keep_eligible() && !o.broken);
     if tokio::time::timeout(close_limit, Box::pin(bmc.finish(o, ok))).await.is_err() {
         tracing::debug!(bmc = %row.name, "closing timed out; the session is closed on drop");
     }

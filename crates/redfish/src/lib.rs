@@ -37,7 +37,7 @@ pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
-    Listing, PowerOutcome, TrustOutcome, probe_certificate, trust,
+    HeldSession, Listing, PowerOutcome, TrustOutcome, probe_certificate, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

@@ -114,6 +114,19 @@ impl SessionPool {
         *lock(&self.current) = Some(Arc::new(s));
     }
 
+    /// Takes a session an earlier client of this BMC released (`crate::client::held`) as the current one,
+    /// unless this client already has one or is closed: then the session comes back to the caller. Not a
+    /// login (no request was sent for it).
+    pub(crate) fn adopt_held(&self, s: Session) -> Result<(), Session> {
+        let mut cur = lock(&self.current);
+        if cur.is_some() || self.users.is_closed() {
+            return Err(s);
+        }
+        self.live.fetch_add(1, Ordering::SeqCst);
+        *cur = Some(Arc::new(s));
+        Ok(())
+    }
+
     /// The speculative login at this pool's own URL failed: the first checkout reports that, as if it had
     /// logged in itself (a second attempt would get the same answer, and count twice toward a lockout).
     pub(crate) fn set_first_failure(&self, e: LoginError) {

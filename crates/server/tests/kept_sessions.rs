@@ -1,6 +1,7 @@
-//! The server's scheduled sweeps keep one IPMI session per BMC between rounds, and its ordered end
-//! (the graceful SIGTERM path, `Running::stop`) closes them: counted on a real BMC, OpenIPMI `ipmi_sim`,
-//! with `ipmitool session info active`.
+//! The server's scheduled sweeps keep one session per BMC between rounds (an IPMI session, a Redfish
+//! session's token), and its ordered end (the graceful SIGTERM path, `Running::stop`) closes them: counted
+//! on a real BMC, OpenIPMI `ipmi_sim`, with `ipmitool session info active`, and on Lifeline's simulated
+//! Redfish BMC by its sessions and the logins and logouts it received.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,11 +21,13 @@ async fn active_sessions(sim: &Arc<IpmiSims>) -> usize {
         .unwrap_or_else(|| panic!("no `active sessions` line in: {out}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scheduled_sweeps_keep_one_ipmi_session_and_the_graceful_end_closes_it() {
+/// A server over an inventory of one device `name` whose BMC is `bmc` (an inline table), sweeping every
+/// second, once it has swept three times; its kept sessions; and the directory its files live in.
+async fn serve_until_three_sweeps(
+    name: &str,
+    bmc: &str,
+) -> (lifeline_server::Running, lifeline_bmc::KeptSessions, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let Some(sim) = IpmiSims::start(1) else { return };
-    let sim = Arc::new(sim);
     let dir = tempfile::tempdir().unwrap();
     let pw = dir.path().join("bmc-pass");
     std::fs::write(&pw, "password\n").unwrap();
@@ -35,10 +38,8 @@ async fn scheduled_sweeps_keep_one_ipmi_session_and_the_graceful_end_closes_it()
         format!(
             "[cluster]\nname = \"k\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
              credential = \"file:{}\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
-             [[device]]\nname = \"node\"\nrole = \"head-node\"\nrack = \"r\"\n\
-             bmc = {{ address = \"{}\", port = {IPMI_SIM_BASE_PORT}, protocol = \"ipmi\" }}\n",
+             [[device]]\nname = \"{name}\"\nrole = \"head-node\"\nrack = \"r\"\nbmc = {bmc}\n",
             pw.display(),
-            sim.ip
         ),
     )
     .unwrap();
@@ -65,15 +66,53 @@ async fn scheduled_sweeps_keep_one_ipmi_session_and_the_graceful_end_closes_it()
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let kept = st.base.bmc_pool().await.unwrap().options().kept.clone().expect("the server keeps sessions");
+    let row = st.store.latest_observation(name, "sweep").await.unwrap().expect("a sweep observation");
+    assert_eq!(row.value["power"], "on", "{:?}", row.value);
+    (running, kept, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_sweeps_keep_one_ipmi_session_and_the_graceful_end_closes_it() {
+    let Some(sim) = IpmiSims::start(1) else { return };
+    let sim = Arc::new(sim);
+    let bmc = format!("{{ address = \"{}\", port = {IPMI_SIM_BASE_PORT}, protocol = \"ipmi\" }}", sim.ip);
+    let (running, kept, _dir) = serve_until_three_sweeps("node", &bmc).await;
     let stats = kept.stats();
     assert!(stats.reused >= 2, "later sweeps reuse the first one's session: {stats:?}");
     assert_eq!(stats.kept, 1, "{stats:?}");
     // Ours and ipmitool's: three sweeps, one session.
     assert_eq!(active_sessions(&sim).await, 2);
-    let row = st.store.latest_observation("node", "sweep").await.unwrap().expect("a sweep observation");
-    assert_eq!(row.value["power"], "on", "{:?}", row.value);
 
     running.stop().await.unwrap();
     assert!(kept.is_closed() && kept.is_empty(), "{:?}", kept.stats());
     assert_eq!(active_sessions(&sim).await, 1, "the server left its kept session on the BMC");
+}
+
+/// The same for a Redfish BMC (Lifeline's simulator, which counts its sessions and the requests it gets by
+/// method): the scheduled sweeps log in once and keep that session's token, and the ordered end deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_sweeps_keep_one_redfish_session_and_the_graceful_end_deletes_it() {
+    let ip = std::net::IpAddr::V4(lifeline_test_utils::unique_loopback());
+    let spec = lifeline_sim::ServerSpec::bare("rfnode", ip, "admin", "password");
+    let fleet = lifeline_sim::Fleet::start(
+        lifeline_sim::FleetSpec { servers: vec![spec], switches: vec![] },
+        lifeline_sim::SimOptions::for_tests(),
+    )
+    .await
+    .expect("fleet starts");
+    let ep = fleet.endpoint("rfnode", lifeline_sim::EndpointKind::Redfish).expect("a Redfish endpoint");
+    let bmc = fleet.redfish("rfnode").unwrap();
+    let inline = format!("{{ address = \"{}\", port = {}, protocol = \"redfish\" }}", ep.address, ep.port);
+    let (running, kept, _dir) = serve_until_three_sweeps("rfnode", &inline).await;
+    let stats = kept.stats();
+    assert!(stats.reused >= 2, "later sweeps reuse the first one's session: {stats:?}");
+    assert_eq!((stats.kept, stats.redfish_kept), (1, 1), "{stats:?}");
+    let requests = bmc.requests();
+    assert_eq!((requests.post, requests.delete), (1, 0), "three sweeps, one login: {requests:?}");
+    assert_eq!(bmc.session_count(), 1);
+
+    running.stop().await.unwrap();
+    assert!(kept.is_closed() && kept.is_empty(), "{:?}", kept.stats());
+    assert_eq!(bmc.session_count(), 0, "the server left its kept session on the BMC");
+    assert_eq!(bmc.requests().delete, 1);
 }

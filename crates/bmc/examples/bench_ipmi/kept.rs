@@ -1,15 +1,16 @@
-//! The IPMI warm row of `bench_sweep`: the second sweep of one process over kept sessions
-//! (`lifeline_bmc::KeptSessions`, as the server keeps them), and how it is compared with ipmipower. In a
-//! module of its own so that the Redfish rows of the bench can change beside it without conflicts.
+//! The warm rows of `bench_sweep`: the second sweep of one process over kept sessions
+//! (`lifeline_bmc::KeptSessions`, as the server keeps them: IPMI sessions, and Redfish session tokens),
+//! and how the IPMI one is compared with ipmipower. In a module of its own so that the Redfish rows of the
+//! bench can change beside it without conflicts.
 
 use lifeline_bmc::{KeepOptions, KeptSessions};
 
 use super::{Measured, Table, met};
 
-/// Kept sessions for a child that sweeps IPMI more than once (the warm row); none otherwise, so the cold
-/// rows log in and out as a one-shot command does.
-pub fn options_for(kind: &str, times: usize) -> Option<KeptSessions> {
-    (kind == "ipmi" && times > 1).then(|| KeptSessions::new(KeepOptions::default()))
+/// Kept sessions for a child that sweeps more than once (the warm rows, IPMI and Redfish); none otherwise,
+/// so the cold rows log in and out as a one-shot command does.
+pub fn options_for(times: usize) -> Option<KeptSessions> {
+    (times > 1).then(|| KeptSessions::new(KeepOptions::default()))
 }
 
 /// Closes the kept sessions (not counted: after the measured sweep) and says what they did, as the note
@@ -19,8 +20,8 @@ pub async fn finish(kept: Option<KeptSessions>) {
     let s = kept.stats();
     let closed = kept.close_all().await;
     println!(
-        "KEPT second sweep over kept sessions: {} reused, {} dropped and re-opened, {closed} closed (Close Session) at the end",
-        s.reused, s.dropped
+        "KEPT second sweep over kept sessions: {} reused, {} Redfish session tokens kept, {} dropped and re-opened, {closed} closed (Close Session / DELETE) at the end",
+        s.reused, s.redfish_kept, s.dropped
     );
 }
 

@@ -12,6 +12,7 @@
 pub(crate) mod accounts;
 mod connected;
 mod early;
+mod held;
 mod lognav;
 mod logs;
 mod manage;
@@ -44,6 +45,7 @@ use crate::session::{LoginError, Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
 pub use early::FIRST_CONTACT_READS;
+pub use held::HeldSession;
 pub use logs::EventLogs;
 #[cfg(fuzzing)]
 pub use transport::resolve_link;
@@ -275,39 +277,7 @@ impl Client {
         opts: ClientOptions,
         known_root: Option<Arc<Value>>,
     ) -> Result<Client, RedfishError> {
-        let bmc = target.name.clone();
-        let base = parse_base(&target)?;
-        let (tls, pin, pinned) = if base.scheme() == "https" {
-            let pinned = match &trust {
-                TlsTrust::Pin { store, explicit } => match explicit {
-                    Some(p) => Some(*p),
-                    None => store
-                        .get_pin(&bmc)
-                        .await
-                        .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?,
-                },
-                _ => None,
-            };
-            let resume = crate::tls::Resume::Shared {
-                cache: opts.resumption.clone(),
-                bmc: bmc.clone(),
-                base: base.to_string(),
-            };
-            let (cfg, state) = tls_config(&bmc, &trust, pinned, resume).await?;
-            (Some(cfg), Some(state), pinned)
-        } else {
-            (None, None, None)
-        };
-        let up = connected::Connected::new();
-        let http = Transport::build(&bmc, &base, tls, &opts, &up)?;
-        let t = Transport {
-            bmc: bmc.clone(),
-            base,
-            http,
-            pin,
-            timeout: opts.request_timeout,
-            connected: up.subscribe(),
-        };
+        let (t, pinned) = Self::build_transport(&target, &trust, &opts).await?;
 
         let root_url = t.url("/redfish/v1/")?;
         let needs_first_use = matches!(trust, TlsTrust::Pin { .. }) && t.pin.is_some() && pinned.is_none();
@@ -348,6 +318,42 @@ impl Client {
             client.adopt_speculative(s).await;
         }
         Ok(client)
+    }
+
+    /// The HTTP transport to `target` (TLS with its pin, resumption, HTTP/2 by ALPN) and the pin the store
+    /// held before (`None`: trust on first use still to happen). Sends nothing.
+    pub(crate) async fn build_transport(
+        target: &BmcTarget,
+        trust: &TlsTrust,
+        opts: &ClientOptions,
+    ) -> Result<(Transport, Option<Fingerprint>), RedfishError> {
+        let bmc = target.name.clone();
+        let base = parse_base(target)?;
+        let (tls, pin, pinned) = if base.scheme() == "https" {
+            let pinned = match trust {
+                TlsTrust::Pin { store, explicit } => match explicit {
+                    Some(p) => Some(*p),
+                    None => store
+                        .get_pin(&bmc)
+                        .await
+                        .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?,
+                },
+                _ => None,
+            };
+            let resume = crate::tls::Resume::Shared {
+                cache: opts.resumption.clone(),
+                bmc: bmc.clone(),
+                base: base.to_string(),
+            };
+            let (cfg, state) = tls_config(&bmc, trust, pinned, resume).await?;
+            (Some(cfg), Some(state), pinned)
+        } else {
+            (None, None, None)
+        };
+        let up = connected::Connected::new();
+        let http = Transport::build(&bmc, &base, tls, opts, &up)?;
+        let t = Transport { bmc, base, http, pin, timeout: opts.request_timeout, connected: up.subscribe() };
+        Ok((t, pinned))
     }
 
     /// Uses the speculative login's outcome: its session becomes the pool's (whatever URI made it, a token
