@@ -26,3 +26,37 @@ async fn a_character_split_between_reads_keeps_the_next_one() {
         assert_eq!(screen_after(out, chunk).await, whole.screen().contents(), "reads of {chunk} bytes");
     }
 }
+
+/// `expect` (timeout-3184ea7f…, 5 s of CPU for one 415-byte output): `ESC [ 2222…2 \xcd 22222222 \xeb… @`.
+/// `vte` skips the high bytes inside the parameter and inserts 65,535 cells; the CSI clamp took the first
+/// high byte for the end of the sequence and let the count through. It now drops what `vte` ignores there.
+#[test]
+fn a_count_behind_bytes_the_parser_ignores_is_still_clamped() {
+    let input =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/expect/csi-count-behind-high-bytes"))
+            .expect("the seed");
+    let out = &input[4..];
+    #[derive(Default)]
+    struct MaxIch(u16);
+    impl vte::Perform for MaxIch {
+        fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
+            if intermediates.is_empty() && action == '@' {
+                self.0 = self.0.max(params.iter().next().and_then(|p| p.first().copied()).unwrap_or(0));
+            }
+        }
+    }
+    let max_ich = |bytes: &[u8]| {
+        let mut m = MaxIch::default();
+        vte::Parser::new().advance(&mut m, bytes);
+        m.0
+    };
+    assert_eq!(max_ich(out), 65535, "the raw output asks for 65,535 insertions");
+    for chunk in [1, 3, 64, out.len()] {
+        let mut clamp = lifeline_console::csi_clamp::CsiClamp::new(ROWS, COLS);
+        let mut clamped = Vec::new();
+        for c in out.chunks(chunk) {
+            clamp.feed(c, &mut clamped);
+        }
+        assert!(max_ich(&clamped) <= COLS, "reads of {chunk} bytes: ICH {}", max_ich(&clamped));
+    }
+}
