@@ -8,9 +8,11 @@ use lifeline_bmc::{KeepOptions, KeptSessions};
 use super::{Measured, Table, met};
 
 /// Kept sessions for a child that sweeps more than once (the warm rows, IPMI and Redfish); none otherwise,
-/// so the cold rows log in and out as a one-shot command does.
+/// so the cold rows log in and out as a one-shot command does. `BENCH_NO_KEPT_SESSIONS=1` (in the sweep
+/// child's environment): none for the warm rows either, to measure what keeping saves on the same build.
 pub fn options_for(times: usize) -> Option<KeptSessions> {
-    (times > 1).then(|| KeptSessions::new(KeepOptions::default()))
+    let off = std::env::var_os("BENCH_NO_KEPT_SESSIONS").is_some();
+    (times > 1 && !off).then(|| KeptSessions::new(KeepOptions::default()))
 }
 
 /// Closes the kept sessions (not counted: after the measured sweep) and says what they did, as the note

@@ -182,6 +182,8 @@ struct Inner {
     closed: AtomicBool,
     /// The first-contact reads (`early`), when this client made the first contact.
     early: Option<early::EarlyReads>,
+    /// Held by the request that goes out while no connection is up yet (`request::Client::opening`).
+    opening: tokio::sync::Mutex<()>,
 }
 
 impl Drop for Inner {
@@ -450,6 +452,7 @@ impl Client {
                 basic_fallback: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 early,
+                opening: tokio::sync::Mutex::new(()),
             }),
         })
     }

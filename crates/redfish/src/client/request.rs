@@ -69,32 +69,66 @@ impl Client {
                     });
                 }
             };
-        for attempt in 0..2 {
-            let mut guard = self.session().await?;
-            let mut rb = t.http.request(method.clone(), url.clone());
-            rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(t.timeout) };
-            rb = match &guard {
-                Some(g) => rb.header("X-Auth-Token", g.token()),
-                None => rb.basic_auth(&inner.creds.username, Some(&inner.creds.password)),
-            };
-            for (k, v) in headers {
-                rb = rb.header(*k, *v);
+        let work = async {
+            for attempt in 0..2 {
+                let mut guard = self.session().await?;
+                let mut rb = t.http.request(method.clone(), url.clone());
+                rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(t.timeout) };
+                rb = match &guard {
+                    Some(g) => rb.header("X-Auth-Token", g.token()),
+                    None => rb.basic_auth(&inner.creds.username, Some(&inner.creds.password)),
+                };
+                for (k, v) in headers {
+                    rb = rb.header(*k, *v);
+                }
+                if let Some(b) = body {
+                    rb = rb.json(b);
+                }
+                let resp = t.send(rb, mname, &url).await?;
+                if resp.status() == StatusCode::UNAUTHORIZED
+                    && attempt == 0
+                    && let Some(g) = guard.take()
+                {
+                    tracing::info!(bmc = %t.bmc, url = %url, "session rejected (401); logging in again");
+                    g.invalidate();
+                    continue;
+                }
+                return Ok(Reply { resp, url, method: mname, guard, _slot: Some(slot) });
             }
-            if let Some(b) = body {
-                rb = rb.json(b);
+            unreachable!("the loop returns on its second attempt")
+        };
+        // Until this client has a connection up, its first request goes alone (and the others wait for that
+        // connection): see `opening`.
+        match self.opening().await {
+            None => work.await,
+            Some(gate) => {
+                tokio::pin!(work);
+                let mut up = t.connected.clone();
+                tokio::select! {
+                    r = &mut work => r,
+                    // The watch's read guard is dropped in here: it must not live across the await below.
+                    () = async { drop(up.wait_for(|n| *n > 0).await) } => {
+                        drop(gate);
+                        work.await
+                    }
+                }
             }
-            let resp = t.send(rb, mname, &url).await?;
-            if resp.status() == StatusCode::UNAUTHORIZED
-                && attempt == 0
-                && let Some(g) = guard.take()
-            {
-                tracing::info!(bmc = %t.bmc, url = %url, "session rejected (401); logging in again");
-                g.invalidate();
-                continue;
-            }
-            return Ok(Reply { resp, url, method: mname, guard, _slot: Some(slot) });
         }
-        unreachable!("the loop returns on its second attempt")
+    }
+
+    /// The gate of a client with no connection up yet: `Some` for the one request that may open it, after
+    /// the requests before it gave up theirs without a connection; `None` once one is up. Why: until ALPN
+    /// has answered, hyper cannot know that the BMC multiplexes, so requests sent at once to a client with
+    /// no connection each open a TLS connection of their own. A client that adopted a kept session
+    /// (`held`) sends its first reads all at once, and on 1,000 simulated BMCs the extra handshakes made a
+    /// warm sweep cost more CPU than logging in (whose single-flight login had opened the one connection).
+    async fn opening(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let up = || *self.inner.t.connected.borrow() > 0;
+        if up() {
+            return None;
+        }
+        let gate = self.inner.opening.lock().await;
+        (!up()).then_some(gate)
     }
 
     async fn session(&self) -> Result<Option<SessionGuard>, RedfishError> {
