@@ -210,3 +210,25 @@ async fn sushy_emulator_swept_with_kept_sessions() {
     assert_eq!((stats.kept, stats.reused, stats.returned), (0, 0, 0), "{stats:?}");
     assert_eq!(kept.close_all().await, 0);
 }
+
+/// A visit that adopts a kept session sends its first reads at once; they share one TLS connection (an
+/// HTTP/2 BMC): the first goes alone until the connection is up. Sent together, each opened its own.
+#[tokio::test]
+async fn a_visit_over_a_kept_session_opens_one_connection() {
+    let (fleet, targets) = fleet(&[RedfishFlavor::Generic, RedfishFlavor::OpenbmcLike]).await;
+    let kept = KeptSessions::new(KeepOptions::default());
+    let pool = pool(Some(kept.clone()));
+    let tls = |fleet: &RunningFleet| -> Vec<usize> {
+        targets.iter().map(|t| fleet.redfish(&t.name).unwrap().connections().tls).collect()
+    };
+    sweep_ok(&pool, &targets).await;
+    let before = tls(&fleet);
+    for round in 1..=2 {
+        sweep_ok(&pool, &targets).await;
+        let after = tls(&fleet);
+        let opened: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(opened, vec![round; 2], "TLS connections per BMC after {round} warm visits");
+    }
+    assert_eq!(kept.stats().reused, 4);
+    kept.close_all().await;
+}
