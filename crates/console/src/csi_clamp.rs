@@ -91,6 +91,12 @@ impl CsiClamp {
             // sequence pending. The ESC is already out, so passing a control on ahead of the held `[` and
             // parameters has the same effect: the parser executes it in the escape state instead of the CSI one.
             (State::Escape | State::First | State::Rest, 0x00..=0x1f) => out.push(b),
+            // DEL and every byte from 0x80: `vte` ignores them in any CSI state and the sequence goes on
+            // (`ESC [ 6 \xcd 5535 @` is `ESC [ 65535 @`), so they are dropped here, which leaves the
+            // screen as it was. Passed through, they ended the clamp's view of the sequence but not the
+            // parser's (the expect fuzz target: 5 s of CPU for a 415-byte console output).
+            // The same after the ESC: `vte` stays in its escape state (`ESC \xc0 [ 65535 @` is a CSI).
+            (State::Escape | State::First | State::Rest, 0x7f..=0xff) => {}
             (State::Escape, b'[') => {
                 self.state = State::First;
                 self.first = None;
@@ -109,11 +115,6 @@ impl CsiClamp {
                 self.state = State::Rest;
                 self.rest.push(b);
             }
-            // DEL and every byte from 0x80: `vte` ignores them in any CSI state and the sequence goes on
-            // (`ESC [ 6 \xcd 5535 @` is `ESC [ 65535 @`), so they are dropped here, which leaves the
-            // screen as it was. Passed through, they ended the clamp's view of the sequence but not the
-            // parser's (the expect fuzz target: 5 s of CPU for a 415-byte console output).
-            (State::First | State::Rest, 0x7f..=0xff) => {}
             (State::First | State::Rest, 0x40..=0x7e) => {
                 // Only the first parameter counts for ICH, IL and SD; later ones are passed unchanged.
                 let limit = match b {
@@ -210,6 +211,8 @@ mod tests {
             (b"\x1b[\xff65535;\x80\x81T", 2, b"\x1b[24;T"),
             // A sub-parameter after the count.
             (b"\x1b[65535:1@", 4, b"\x1b[80:1@"),
+            // After the ESC (found by the same target an hour later).
+            (b"\x1b\xc0\xc0[22222222\xc0@", 1, b"\x1b[80@"),
         ]);
         assert_eq!(
             dispatched_counts(b"\x1b[2222\xcd2222@"),
@@ -260,7 +263,19 @@ mod tests {
                 f as char
             )
             .into_bytes()),
-            // Counts with bytes the parser ignores (DEL, 0x80 and up) or a sub-parameter inside.
+            // Counts with bytes the parser ignores (DEL, 0x80 and up) after the ESC, or inside the count with
+            // a sub-parameter.
+            (
+                prop::sample::select(vec![0x7fu8, 0x80, 0xc0, 0xff]),
+                0u32..3000,
+                prop::sample::select(b"@LT".to_vec())
+            )
+                .prop_map(|(junk, n, f)| [
+                    &b"\x1b"[..],
+                    &[junk],
+                    format!("[{n}{}", f as char).as_bytes()
+                ]
+                .concat()),
             (
                 0u32..3000,
                 prop::sample::select(vec![0x7fu8, 0x80, 0x9b, 0xcd, 0xff, b':']),
