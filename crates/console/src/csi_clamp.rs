@@ -10,13 +10,16 @@
 //!
 //! The filter follows just enough of the VT500 parser (the one `vte` implements) to know when bytes form
 //! a CSI sequence without intermediates: an escape followed by `[`, parameter bytes, a final byte. It
-//! holds the bytes of such a sequence until its final byte arrives (at most [`HELD_MAX`] of them) and
-//! rewrites only the first parameter, the only one these sequences use. Numbers are re-encoded as the
-//! value `vte` would see (it saturates at 65,535), so a thousand-digit parameter cannot grow the buffer.
-//! Anything it does not recognise goes through unchanged.
+//! holds the parameters of such a sequence until its final byte arrives and rewrites only the first
+//! one, the only one these sequences use. Every number is re-encoded as the value `vte` would see (it
+//! saturates at 65,535), and parameters past the 32 `vte` keeps are dropped as it drops them, so what is
+//! held stays under 200 bytes whatever arrives: a sequence is never let through unclamped for being long.
+//! A byte that makes `vte` collect an intermediate or ignore the sequence ends the clamp's interest (no
+//! plain ICH, IL or SD can follow); anything else it does not recognise goes through unchanged.
 
-/// The bytes of one pending sequence kept before giving up and passing it through.
-const HELD_MAX: usize = 64;
+/// Parameters (and sub-parameters) `vte` keeps; separators after the 32nd, and digits after them, are
+/// ignored by it (`Params::is_full`).
+const MAX_PARAMS: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -37,13 +40,17 @@ pub struct CsiClamp {
     state: State,
     /// The first parameter's value as `vte` would compute it; `None` while it has no digit.
     first: Option<u16>,
-    /// Held bytes after the first parameter (from its `;` on).
+    /// Held bytes after the first parameter (from its `;` on), numbers re-encoded.
     rest: Vec<u8>,
+    /// The parameter being read in `rest`: its value so far, `None` while it has no digit.
+    cur: Option<u16>,
+    /// Separators seen (`;` and `:`), the first parameter's included.
+    separators: usize,
 }
 
 impl CsiClamp {
     pub fn new(rows: u16, cols: u16) -> CsiClamp {
-        CsiClamp { rows, cols, state: State::Ground, first: None, rest: Vec::new() }
+        CsiClamp { rows, cols, state: State::Ground, first: None, rest: Vec::new(), cur: None, separators: 0 }
     }
 
     /// Filters `input`, appending what the screen model should see to `out`.
@@ -64,12 +71,27 @@ impl CsiClamp {
                 if let Some(v) = self.first {
                     out.extend_from_slice(v.to_string().as_bytes());
                 }
+                self.end_param();
                 out.append(&mut self.rest);
             }
         }
         self.state = State::Ground;
         self.first = None;
         self.rest.clear();
+        self.cur = None;
+        self.separators = 0;
+    }
+
+    /// Moves the parameter being read into `rest`.
+    fn end_param(&mut self) {
+        if let Some(v) = self.cur.take() {
+            self.rest.extend_from_slice(v.to_string().as_bytes());
+        }
+    }
+
+    /// Saturating decimal accumulation, as `vte` computes a parameter.
+    fn digit(v: Option<u16>, b: u8) -> Option<u16> {
+        Some(v.unwrap_or(0).saturating_mul(10).saturating_add(u16::from(b - b'0')))
     }
 
     fn byte(&mut self, b: u8, out: &mut Vec<u8>) {
@@ -105,15 +127,21 @@ impl CsiClamp {
                 self.flush(out);
                 out.push(b);
             }
-            (State::First, b'0'..=b'9') => {
-                let v = self.first.unwrap_or(0);
-                self.first = Some(v.saturating_mul(10).saturating_add(u16::from(b - b'0')));
-            }
+            (State::First, b'0'..=b'9') => self.first = Self::digit(self.first, b),
             // `;` ends the first parameter, and so does `:` (a sub-parameter: `vt100` reads the first
             // parameter's first sub-parameter, so `ESC [ 65535 : 1 @` inserts 65,535 cells).
             (State::First, b';' | b':') => {
                 self.state = State::Rest;
                 self.rest.push(b);
+                self.separators = 1;
+            }
+            // Past `vte`'s last parameter its digits and separators are ignored: so are they here.
+            (State::Rest, b'0'..=b'9' | b';' | b':') if self.separators >= MAX_PARAMS => {}
+            (State::Rest, b'0'..=b'9') => self.cur = Self::digit(self.cur, b),
+            (State::Rest, b';' | b':') => {
+                self.end_param();
+                self.rest.push(b);
+                self.separators += 1;
             }
             (State::First | State::Rest, 0x40..=0x7e) => {
                 // Only the first parameter counts for ICH, IL and SD; later ones are passed unchanged.
@@ -128,9 +156,8 @@ impl CsiClamp {
                 self.flush(out);
                 out.push(b);
             }
-            (State::Rest, _) if self.rest.len() < HELD_MAX => self.rest.push(b),
-            // A private marker or an intermediate in the first parameter, a byte outside the CSI grammar, or
-            // a sequence too long to hold: not ours to touch.
+            // An intermediate (0x20-0x2F) or a private marker (0x3C-0x3F): `vte` dispatches the sequence with
+            // intermediates, or ignores it, and neither is a plain ICH, IL or SD: not ours to touch.
             (State::First | State::Rest, _) => {
                 self.flush(out);
                 out.push(b);
@@ -211,6 +238,8 @@ mod tests {
             (b"\x1b[\xff65535;\x80\x81T", 2, b"\x1b[24;T"),
             // A sub-parameter after the count.
             (b"\x1b[65535:1@", 4, b"\x1b[80:1@"),
+            // Long parameter lists: numbers re-encoded, nothing past vte's 32nd parameter.
+            (b"\x1b[65535;0001;;7:2L", 2, b"\x1b[24;1;;7:2L"),
             // After the ESC (found by the same target an hour later).
             (b"\x1b\xc0\xc0[22222222\xc0@", 1, b"\x1b[80@"),
         ]);
@@ -219,6 +248,15 @@ mod tests {
             (65535, 0),
             "the parser reads through the high byte"
         );
+        let mut long = b"\x1b[65535".to_vec();
+        long.extend(b";0000000001".repeat(100));
+        long.push(b'@');
+        let mut want = b"\x1b[80".to_vec();
+        want.extend(b";1".repeat(31));
+        want.extend(b";@");
+        assert_clamps(&[(&long, 7, &want)]);
+        assert_eq!(screen(&clamp_all(&long, 5)), screen(&long));
+        assert_eq!(dispatched_counts(&long), (65535, 0), "vte reads the first count of a long list");
         for input in [&b"ab\x1b[1;2H\x1b[2222\xcd2222\xeb\x00@x"[..], b"\x1b[3;1H\x1b[9999:7L\x1b[\x9b9999T"]
         {
             assert_eq!(screen(&clamp_all(input, 1)), screen(input));
@@ -286,6 +324,12 @@ mod tests {
                     let digits = n.to_string().into_bytes();
                     let at = at.min(digits.len());
                     [&b"\x1b["[..], &digits[..at], &[junk], &digits[at..], &[f]].concat()
+                }),
+            // Many parameters after a large count (vte keeps 32).
+            (0u32..3000, prop::collection::vec(0u32..200, 0..50), prop::sample::select(b"@LTm".to_vec()))
+                .prop_map(|(n, more, f)| {
+                    let more: String = more.iter().map(|m| format!(";{m:04}")).collect();
+                    format!("\x1b[{n}{more}{}", f as char).into_bytes()
                 }),
             prop::collection::vec(any::<u8>(), 0..4),
         ];
