@@ -352,7 +352,7 @@ impl KeptSessions {
         let bound = limit * 2 + Duration::from_secs(1) + self.keepalive_bound();
         let everything = futures::future::join3(closes, rf_closes, pending);
         if tokio::time::timeout(bound, everything).await.is_err() {
-            tracing::warn!("kept IPMI sessions: closing did not finish in {bound:?}; the rest close on drop");
+            tracing::warn!("kept BMC sessions: closing did not finish in {bound:?}; the rest close on drop");
         }
         if n > 0 {
             tracing::info!(sessions = n, "kept BMC sessions closed");

@@ -79,12 +79,7 @@ impl Client {
     /// holds no session (HTTP Basic, or none was needed), or it was already closed.
     pub async fn release_session(&self) -> Option<HeldSession> {
         let inner = &self.inner;
-        if inner.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return None;
-        }
-        let pool = inner.sessions.as_ref()?;
-        let mut sessions = pool.drain(inner.opts.queue_timeout).await;
-        inner.slots.close();
+        let mut sessions = self.take_sessions().await?;
         let session = sessions.pop()?;
         // At most one by construction; should a second ever appear, it is not left on the BMC.
         for extra in sessions {

@@ -506,11 +506,7 @@ impl Client {
     /// requests in flight. Returns the number of sessions deleted, or the first logout error after trying all.
     pub async fn close(&self) -> Result<usize, RedfishError> {
         let inner = &self.inner;
-        if inner.closed.swap(true, Ordering::SeqCst) {
-            return Ok(0);
-        }
-        let Some(pool) = &inner.sessions else { return Ok(0) };
-        let sessions: Vec<Session> = pool.drain(inner.opts.queue_timeout).await;
+        let Some(sessions) = self.take_sessions().await else { return Ok(0) };
         let mut first_err = None;
         let mut deleted = 0;
         for s in &sessions {
@@ -522,10 +518,23 @@ impl Client {
                 }
             }
         }
-        inner.slots.close();
         match first_err {
             Some(e) => Err(e),
             None => Ok(deleted),
         }
+    }
+
+    /// Marks the client closed and takes its sessions out (for [`Client::close`] to delete, or
+    /// [`Client::release_session`] to hand on), after waiting up to the queue timeout for the requests
+    /// holding their token; no request is sent afterwards. `None`: it was already closed.
+    async fn take_sessions(&self) -> Option<Vec<Session>> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let Some(pool) = &inner.sessions else { return Some(Vec::new()) };
+        let sessions = pool.drain(inner.opts.queue_timeout).await;
+        inner.slots.close();
+        Some(sessions)
     }
 }
