@@ -101,24 +101,43 @@ pub enum ChangeRefused {
 }
 
 /// The user database of one BMC.
+///
+/// The sixteen slots are made on first use (a login, a listing, a change): they cost 1.4 KiB per BMC, and
+/// most BMCs of a 100,000-node simulated fleet are never logged in to (issue 17: under 10 KiB per idle BMC).
+/// Nothing ever empties the table once made, so an empty one means "not made yet".
 #[derive(Debug)]
 pub struct Accounts {
     slots: Mutex<Vec<Account>>,
+    /// The configured user, put in [`ADMIN_SLOT`] when the table is made.
+    username: String,
+    password: String,
 }
 
 impl Accounts {
     pub fn new(username: &str, password: &str) -> Accounts {
+        Accounts {
+            slots: Mutex::new(Vec::new()),
+            username: username.to_owned(),
+            password: password.to_owned(),
+        }
+    }
+
+    fn table(username: &str, password: &str) -> Vec<Account> {
         let mut slots: Vec<Account> = (1..=MAX_USERS).map(Account::empty).collect();
         let admin = &mut slots[usize::from(ADMIN_SLOT - 1)];
         admin.name = username.to_owned();
         admin.password = password.to_owned();
         admin.enabled = true;
         admin.privilege = 4;
-        Accounts { slots: Mutex::new(slots) }
+        slots
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Account>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.is_empty() {
+            *slots = Accounts::table(&self.username, &self.password);
+        }
+        slots
     }
 
     pub fn list(&self) -> Vec<Account> {
@@ -256,6 +275,21 @@ fn record_failure(a: &mut Account) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_made_on_first_use_with_the_configured_user_in_slot_2() {
+        let a = Accounts::new("root", "calvin");
+        assert!(a.slots.lock().unwrap().is_empty(), "an untouched BMC keeps no slots");
+        let list = a.list();
+        assert_eq!(list.len(), usize::from(MAX_USERS));
+        let admin = &list[usize::from(ADMIN_SLOT - 1)];
+        assert_eq!((admin.name.as_str(), admin.enabled, admin.privilege), ("root", true, 4));
+        assert!(list.iter().filter(|s| s.id != ADMIN_SLOT).all(|s| !s.enabled));
+        // Made once: a change survives the next use.
+        a.set_password(ADMIN_SLOT, "rotated-1").unwrap();
+        assert_eq!(a.login("root", "rotated-1", None), Ok(4));
+        assert_eq!(a.login("root", "calvin", None), Err(LoginRefused::BadPassword));
+    }
 
     #[test]
     fn password_change_takes_effect_and_failures_lock() {

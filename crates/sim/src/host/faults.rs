@@ -47,9 +47,9 @@ impl Host {
                 if !server {
                     return Err(not_applicable());
                 }
-                let count = st.node.gpus.len();
+                let count = st.node.get(&self.name).gpus.len();
                 let up = st.phase == Phase::OsUp;
-                let Some(g) = st.node.gpus.get_mut(usize::from(*gpu)) else {
+                let Some(g) = st.node.get(&self.name).gpus.get_mut(usize::from(*gpu)) else {
                     return Err(HostError::NoSuchGpu { host: self.name.clone(), gpu: *gpu, count });
                 };
                 let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -119,7 +119,7 @@ impl Host {
                     return Err(not_applicable());
                 }
                 let up = st.phase == Phase::OsUp;
-                let Some(r) = st.node.rail_mut(hca) else {
+                let Some(r) = st.node.get(&self.name).rail_mut(hca) else {
                     return Err(HostError::NoSuchRail { host: self.name.clone(), hca: hca.clone() });
                 };
                 let netdev = r.spec.netdev.clone();
@@ -230,7 +230,7 @@ impl Host {
         }
         st.node.reboot();
         let up = st.phase == Phase::OsUp;
-        for r in &mut st.node.rails {
+        for r in st.node.built_mut().into_iter().flat_map(|n| n.rails.iter_mut()) {
             let was_down = !r.link_up;
             r.link_up = true;
             r.mtu = r.spec.mtu;

@@ -14,6 +14,7 @@
 
 mod config;
 mod faults;
+mod node;
 mod power;
 #[cfg(test)]
 mod tests;
@@ -141,7 +142,7 @@ struct HostState {
     generation: u64,
     sequencer: Option<AbortHandle>,
     boot_override: BootOverride,
-    node: NodeState,
+    node: node::LazyNode,
     faults: Vec<Fault>,
     sel: SelLog,
     tty: Tty,
@@ -191,7 +192,7 @@ impl Drop for Host {
 
 impl Host {
     pub fn new(cfg: HostConfig) -> Arc<Host> {
-        let node = NodeState::new(&cfg.name, &cfg.gpus, &cfg.rails);
+        let node = node::LazyNode::new(cfg.gpus, cfg.rails);
         let phase = if cfg.powered_on { Phase::OsUp } else { Phase::Off };
         let tty = if cfg.powered_on { Tty::Login(String::new()) } else { Tty::Closed };
         Arc::new_cyclic(|weak| Host {
@@ -283,8 +284,9 @@ impl Host {
     }
 
     pub fn sensors(&self) -> Vec<Sensor> {
-        let st = self.lock();
-        let mut v = readings(self.kind, st.phase, &st.node);
+        let mut st = self.lock();
+        let phase = st.phase;
+        let mut v = readings(self.kind, phase, st.node.get(&self.name));
         for f in &st.faults {
             if let Fault::PsuFail { psu } = f {
                 crate::sensors::fail_psu(&mut v, *psu);
@@ -304,7 +306,7 @@ impl Host {
 
     /// A copy of the in-band state (GPUs, rails, settings).
     pub fn node_state(&self) -> NodeState {
-        self.lock().node.clone()
+        self.lock().node.get(&self.name).clone()
     }
 
     pub fn active_faults(&self) -> Vec<Fault> {
@@ -404,8 +406,8 @@ impl Host {
             return;
         }
         let (node, up) = {
-            let st = self.lock();
-            (st.node.clone(), Host::os_up(&st))
+            let mut st = self.lock();
+            (st.node.get(&self.name).clone(), Host::os_up(&st))
         };
         let files = node.render_files(up);
         match write_files(&dir.join(&self.name), &files) {

@@ -286,9 +286,10 @@ pub(super) fn advance(
 pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequence) -> Option<()> {
     let (timings, kind, name, gpus, rails) = {
         let h = weak.upgrade()?;
-        let st = h.lock();
+        let mut st = h.lock();
+        let node = st.node.get(&h.name);
         let rails: Vec<(String, String)> =
-            st.node.rails.iter().map(|r| (r.spec.hca.clone(), r.spec.netdev.clone())).collect();
+            node.rails.iter().map(|r| (r.spec.hca.clone(), r.spec.netdev.clone())).collect();
         let t = h.timings;
         let s = h.time_scale;
         let scaled = Timings {
@@ -299,7 +300,7 @@ pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequenc
             shutdown: t.shutdown.mul_f64(s),
             cycle_off: t.cycle_off.mul_f64(s),
         };
-        (scaled, h.kind, h.name.clone(), st.node.gpus.len(), rails)
+        (scaled, h.kind, h.name.clone(), node.gpus.len(), rails)
     };
     let mut cold = match seq {
         Sequence::Boot { cold } => cold,

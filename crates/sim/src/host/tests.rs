@@ -208,3 +208,36 @@ async fn export_follows_faults() {
     let mtu = dir.path().join("n7/sysfs/class/net/ens3np0/mtu");
     assert_eq!(std::fs::read_to_string(mtu).unwrap(), "1500\n");
 }
+
+#[tokio::test]
+async fn in_band_state_is_built_on_first_use_and_is_the_state_it_would_have_had() {
+    let h = fast("lazy-01");
+    let built = |h: &Host| h.lock().node.built_mut().is_some();
+    assert!(!built(&h), "an idle host keeps no in-band state");
+    // Clearing faults reboots the in-band state: a state never built stays unbuilt (it is its first state).
+    h.clear_faults();
+    assert!(!built(&h));
+    let cfg = HostConfig::server("lazy-01");
+    let fresh = crate::node_state::NodeState::new("lazy-01", &cfg.gpus, &cfg.rails);
+    assert_eq!(h.node_state(), fresh, "built late, the same node as built at start");
+    assert!(built(&h));
+
+    // Every way in builds it: sensors, a GPU fault, a rail fault, the console shell, a power cycle.
+    let h = fast("lazy-02");
+    assert!(h.sensors().iter().any(|s| s.name.contains("GPU")), "GPU sensors from the built state");
+    assert!(built(&h));
+    let h = fast("lazy-03");
+    h.inject(&Fault::GpuXid { gpu: 1, code: 48 }).unwrap();
+    assert_eq!(h.node_state().gpus[1].xid_events[0].code, 48);
+    let h = fast("lazy-04");
+    h.inject(&Fault::RailDown { hca: "mlx5_0".into() }).unwrap();
+    assert!(!h.node_state().rails[0].link_up);
+    h.clear_faults();
+    assert!(h.node_state().rails[0].link_up);
+    let h = fast("lazy-05");
+    h.power(PowerCommand::PowerCycle).unwrap();
+    wait_for(&h, Phase::OsUp).await;
+    assert!(built(&h));
+    let cfg = HostConfig::server("lazy-05");
+    assert_eq!(h.node_state(), crate::node_state::NodeState::new("lazy-05", &cfg.gpus, &cfg.rails));
+}

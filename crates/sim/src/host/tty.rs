@@ -108,7 +108,8 @@ impl Host {
                         b'\r' | b'\n' => {
                             let line = std::mem::take(buf);
                             out.extend_from_slice(b"\r\n");
-                            let (reply, cmd, logout) = shell_command(kind, &name, &st.node, line.trim());
+                            let (reply, cmd, logout) =
+                                shell_command(kind, &name, st.node.get(&name), line.trim());
                             out.extend_from_slice(reply.as_bytes());
                             if logout {
                                 out.extend_from_slice(format!("\r\n{name} login: ").as_bytes());
