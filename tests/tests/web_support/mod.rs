@@ -259,19 +259,42 @@ impl Browser {
         self.find_opt(css).is_some()
     }
 
+    /// Finds `css` (waiting up to 30 s) and calls `act` on it; when the page re-rendered the element between
+    /// the two requests (WebDriver's "stale element reference"), finds it again: a stale element took no
+    /// click, no keys and gave no text, so acting again does not act twice.
+    fn on_element(&self, css: &str, act: impl Fn(&str) -> Result<Value, String>) -> Value {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            match act(&self.find(css)) {
+                Ok(v) => return v,
+                Err(e) if e.contains("stale element reference") && Instant::now() < end => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("`{css}`: {e}"),
+            }
+        }
+    }
+
     pub fn click(&self, css: &str) {
-        let el = self.find(css);
-        self.call("POST", &format!("/element/{el}/click"), Some(json!({}))).unwrap();
+        self.on_element(css, |el| self.call("POST", &format!("/element/{el}/click"), Some(json!({}))));
     }
 
     pub fn type_into(&self, css: &str, text: &str) {
-        let el = self.find(css);
-        self.call("POST", &format!("/element/{el}/value"), Some(json!({"text": text}))).unwrap();
+        self.on_element(css, |el| {
+            self.call("POST", &format!("/element/{el}/value"), Some(json!({"text": text})))
+        });
     }
 
     pub fn text(&self, css: &str) -> String {
-        let el = self.find(css);
-        self.call("GET", &format!("/element/{el}/text"), None).unwrap().as_str().unwrap_or("").to_owned()
+        let v = self.on_element(css, |el| self.call("GET", &format!("/element/{el}/text"), None));
+        v.as_str().unwrap_or("").to_owned()
+    }
+
+    /// The element's text now, if it is there (`None` also when it was re-rendered while being read).
+    fn text_now(&self, css: &str) -> Option<String> {
+        let el = self.find_opt(css)?;
+        let v = self.call("GET", &format!("/element/{el}/text"), None).ok()?;
+        Some(v.as_str().unwrap_or("").to_owned())
     }
 
     /// Waits up to `secs` for `check` to return Some.
@@ -288,9 +311,7 @@ impl Browser {
 
     /// Waits until the page's text contains `needle`.
     pub fn wait_text(&self, css: &str, needle: &str, secs: u64) -> String {
-        self.wait(&format!("`{needle}` in `{css}`"), secs, |b| {
-            b.find_opt(css).and_then(|_| Some(b.text(css)).filter(|t| t.contains(needle)))
-        })
+        self.wait(&format!("`{needle}` in `{css}`"), secs, |b| b.text_now(css).filter(|t| t.contains(needle)))
     }
 
     pub fn path(&self) -> String {
