@@ -33,6 +33,7 @@ mod kept_redfish;
 pub mod memory;
 pub mod options;
 mod pool;
+mod pool_learn;
 pub mod power;
 mod sdr_cache;
 pub mod subscribe;
