@@ -13,7 +13,6 @@ use ipnet::IpNet;
 use lifeline_types::{
     BmcProtocol, CredentialRef, CredentialRefError, DeviceName, Fabric, Fingerprint, Platform, Role, Tier,
 };
-use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
@@ -21,6 +20,9 @@ use crate::credentials::{self, Resolution};
 use crate::location::{Diagnostic, Severity, SourceMap};
 use crate::model::*;
 use crate::raw::*;
+
+mod diag;
+use diag::Cx;
 
 /// The outcome of checking one file: all diagnostics, and the model when there were no errors.
 #[derive(Debug)]
@@ -109,118 +111,6 @@ pub fn check_str(file: &Path, text: &str) -> Report {
     diagnostics.sort_by_key(|a| (a.line, a.col));
     let inventory = if diagnostics.iter().any(|d| d.severity == Severity::Error) { None } else { inventory };
     Report { diagnostics, inventory }
-}
-
-struct Cx<'m> {
-    map: &'m SourceMap,
-    diags: Vec<Diagnostic>,
-    /// Credential references already checked, by location: a default shared by 500 BMCs is reported once.
-    checked_credentials: std::collections::HashSet<(String, usize)>,
-}
-
-impl Cx<'_> {
-    fn err(&mut self, offset: usize, msg: impl Into<String>) {
-        self.diags.push(self.map.error(offset, msg));
-    }
-
-    fn warn(&mut self, offset: usize, msg: impl Into<String>) {
-        self.diags.push(self.map.warning(offset, msg));
-    }
-
-    fn toml_error(&mut self, e: &toml::de::Error, what: &str) {
-        let at = e.span().map_or(0, |s| s.start);
-        let msg = e.message().trim().to_owned();
-        self.err(at, format!("{what}: {msg}"));
-    }
-
-    /// Deserializes one table, reporting every unknown key (with its location) and a type error if any.
-    fn deserialize<T: for<'de> Deserialize<'de>>(
-        &mut self,
-        table: Spanned<DeTable<'_>>,
-        prefix: &str,
-    ) -> Option<T> {
-        let tree = table.clone();
-        let mut unknown: Vec<Vec<Seg>> = Vec::new();
-        let de = toml::de::Deserializer::from(table);
-        let result = serde_ignored::deserialize(de, |path| unknown.push(segments(&path)));
-        for segs in unknown {
-            let (offset, dotted) = locate(&tree, &segs);
-            let place = if prefix.is_empty() { String::new() } else { format!(" in {prefix}") };
-            self.err(offset, format!("unknown key `{dotted}`{place}"));
-        }
-        match result {
-            Ok(v) => Some(v),
-            Err(e) => {
-                let what =
-                    if prefix.is_empty() { "invalid value".to_owned() } else { format!("invalid {prefix}") };
-                self.toml_error(&e, &what);
-                None
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn segments(path: &serde_ignored::Path<'_>) -> Vec<Seg> {
-    use serde_ignored::Path as P;
-    let mut out = match path {
-        P::Root => return Vec::new(),
-        P::Seq { parent, .. }
-        | P::Map { parent, .. }
-        | P::Some { parent }
-        | P::NewtypeStruct { parent }
-        | P::NewtypeVariant { parent } => segments(parent),
-    };
-    match path {
-        P::Seq { index, .. } => out.push(Seg::Index(*index)),
-        // `Spanned<T>` is deserialized through private marker keys; they are not part of the user's path.
-        P::Map { key, .. } if key.starts_with("$__serde_spanned_private") => {}
-        P::Map { key, .. } => out.push(Seg::Key(key.clone())),
-        _ => {}
-    }
-    out
-}
-
-/// Finds the byte offset of the key a path ends at, and a dotted spelling of the path.
-fn locate(root: &Spanned<DeTable<'_>>, segs: &[Seg]) -> (usize, String) {
-    let mut offset = root.span().start;
-    let mut dotted = Vec::new();
-    let mut cur: Option<&DeValue<'_>> = None;
-    let mut table: Option<&DeTable<'_>> = Some(root.get_ref());
-    for seg in segs {
-        match seg {
-            Seg::Key(k) => {
-                dotted.push(k.clone());
-                let found = table.and_then(|t| t.iter().find(|(key, _)| key.get_ref() == k));
-                match found {
-                    Some((key, v)) => {
-                        offset = key.span().start;
-                        cur = Some(v.get_ref());
-                    }
-                    None => break,
-                }
-            }
-            Seg::Index(i) => {
-                if let Some(last) = dotted.last_mut() {
-                    *last = format!("{last}[{i}]");
-                }
-                match cur.and_then(|v| v.as_array()).and_then(|a| a.get(*i)) {
-                    Some(v) => {
-                        offset = v.span().start;
-                        cur = Some(v.get_ref());
-                    }
-                    None => break,
-                }
-            }
-        }
-        table = cur.and_then(|v| v.as_table());
-    }
-    (offset, dotted.join("."))
 }
 
 struct Validator<'c, 'm> {
