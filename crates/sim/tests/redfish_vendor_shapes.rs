@@ -165,3 +165,31 @@ async fn powersubsystem_flavor_shows_loss_of_input_and_degraded_redundancy() {
     assert_eq!(get(&c, &ps_url).await["PowerSupplyRedundancy"][0]["Status"]["Health"], "OK");
     f.shutdown().await;
 }
+
+/// `Status.HealthRollup` on the system where the vendor reports it (generic, iDRAC, iLO), following a PSU
+/// failure and its repair; only `Health` on Supermicro and OpenBMC, whose chassis a client must read.
+#[tokio::test]
+async fn health_rollup_where_the_vendor_reports_it_and_it_follows_a_psu_failure() {
+    let f = common::fleet(5, SimOptions::for_tests()).await;
+    let systems = [
+        ("gpu-node-01", "/redfish/v1/Systems/Self", true),
+        ("gpu-node-02", "/redfish/v1/Systems/System.Embedded.1", true),
+        ("gpu-node-03", "/redfish/v1/Systems/1", true),
+        ("gpu-node-04", "/redfish/v1/Systems/1", false),
+        ("gpu-node-05", "/redfish/v1/Systems/system", false),
+    ];
+    for (name, path, rollup) in systems {
+        let (base, c) = bmc(&f, name);
+        let s = get(&c, &format!("{base}{path}")).await;
+        assert_eq!(s["Status"]["Health"], "OK", "{name}");
+        assert_eq!(s["Status"].get("HealthRollup").is_some(), rollup, "{name}: {:#}", s["Status"]);
+        Client::inject(f.control_url(), name, "psu-fail=1").await.unwrap();
+        let s = get(&c, &format!("{base}{path}")).await;
+        let want = if rollup { Some("Critical") } else { None };
+        assert_eq!(s["Status"]["HealthRollup"].as_str(), want, "{name}");
+        Client::clear(f.control_url(), name).await.unwrap();
+        let s = get(&c, &format!("{base}{path}")).await;
+        assert_eq!(s["Status"]["HealthRollup"].as_str(), rollup.then_some("OK"), "{name}");
+    }
+    f.shutdown().await;
+}

@@ -60,6 +60,10 @@ pub struct Flavor {
     /// `$expand=.` / `$expand=*` with `$levels=1` (iDRAC 9, iLO 5 and later, DMTF-conformant services);
     /// bmcweb builds leave it off by default (`insecure-enable-redfish-query`), Supermicro X11 lacks it.
     pub expand: bool,
+    /// `Status.HealthRollup` on the ComputerSystem (the system and everything it depends on: the chassis'
+    /// fans, PSUs, sensors). iDRAC 9, iLO 5 and DMTF's mockups (`public-rackmount1`) report it; Supermicro
+    /// X11/X12 and current bmcweb report only `Health`, so a client must read the chassis to cover them.
+    pub health_rollup: bool,
     /// iDRAC answers `On` on a powered-on system with 409 instead of doing nothing.
     pub on_while_on_conflict: bool,
     /// Supermicro rejects a boot override PATCH without `BootSourceOverrideEnabled`.
@@ -91,6 +95,7 @@ const GENERIC: Flavor = Flavor {
     ],
     latency: Duration::ZERO,
     expand: true,
+    health_rollup: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -119,6 +124,7 @@ const IDRAC: Flavor = Flavor {
     ],
     latency: Duration::from_millis(120),
     expand: true,
+    health_rollup: true,
     on_while_on_conflict: true,
     boot_patch_needs_enabled: false,
 };
@@ -146,6 +152,7 @@ const ILO: Flavor = Flavor {
     ],
     latency: Duration::from_millis(60),
     expand: true,
+    health_rollup: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -165,6 +172,7 @@ const SUPERMICRO: Flavor = Flavor {
     resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"],
     latency: Duration::from_millis(80),
     expand: false,
+    health_rollup: false,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: true,
 };
@@ -193,6 +201,7 @@ const OPENBMC: Flavor = Flavor {
     ],
     latency: Duration::from_millis(400),
     expand: false,
+    health_rollup: false,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };
@@ -212,6 +221,7 @@ const POWERSUBSYSTEM: Flavor = Flavor {
     resets: &["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle"],
     latency: Duration::ZERO,
     expand: true,
+    health_rollup: true,
     on_while_on_conflict: false,
     boot_patch_needs_enabled: false,
 };

@@ -429,6 +429,11 @@ fn system(bmc: &RedfishBmc) -> Value {
     if has_logs(bmc, Owner::System) {
         v["LogServices"] = link(&collection_path(bmc, Owner::System));
     }
+    if bmc.flavor.health_rollup {
+        // The chassis' sensors (fans, PSUs, GPUs) are the system's dependents, and its own Health already
+        // rolls them up: the same value.
+        v["Status"]["HealthRollup"] = v["Status"]["Health"].clone();
+    }
     v
 }
 
