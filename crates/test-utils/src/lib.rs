@@ -13,6 +13,7 @@ mod postgres;
 mod serve;
 mod sim;
 mod sshd;
+mod tls;
 mod udp_relay;
 mod wait;
 
@@ -24,5 +25,6 @@ pub use postgres::{TestDatabase, create_database_blocking, pg_text_rows, postgre
 pub use serve::{ServeProcess, add_user, add_user_args, healthz_ok};
 pub use sim::{SimProcess, http_get, output_json, output_text};
 pub use sshd::{Sshd, start_sshd, start_sshd_in};
+pub use tls::accept_any_certificate;
 pub use udp_relay::UdpRelay;
 pub use wait::{wait_until, wait_until_async};
