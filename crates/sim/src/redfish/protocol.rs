@@ -31,6 +31,13 @@ pub(super) struct Query {
     pub expand: bool,
 }
 
+impl Query {
+    /// No option that changes the document: it is served as rendered.
+    pub fn is_plain(&self) -> bool {
+        *self == Query::default()
+    }
+}
+
 /// Minimal percent-decoding of one query component (`%24select` is `$select`).
 fn decode(s: &str) -> String {
     let b = s.as_bytes();
