@@ -490,7 +490,12 @@ enum Next {
 }
 
 impl Driver<'_> {
-    async fn journal(
+    async fn journal(&self, row: NewJournal) -> Result<()> {
+        self.l.store().await?.journal(&row).await?;
+        Ok(())
+    }
+
+    fn row(
         &self,
         i: usize,
         attempt: i64,
@@ -498,24 +503,26 @@ impl Driver<'_> {
         state: &str,
         detail: serde_json::Value,
         evidence: serde_json::Value,
-    ) -> Result<()> {
+    ) -> NewJournal {
         let step = self.rb.steps.get(i).map(|s| s.name.clone()).unwrap_or_default();
         let request_id = (phase == "intent").then(|| request_base(self.run_id, &step, attempt));
-        self.l
-            .store()
-            .await?
-            .journal(&NewJournal {
-                run_id: self.run_id.into(),
-                step_index: i as i64,
-                step,
-                attempt,
-                phase: phase.into(),
-                state: state.into(),
-                request_id,
-                detail,
-                evidence,
-            })
-            .await?;
+        NewJournal {
+            run_id: self.run_id.into(),
+            step_index: i as i64,
+            step,
+            attempt,
+            phase: phase.into(),
+            state: state.into(),
+            request_id,
+            detail,
+            evidence,
+        }
+    }
+
+    /// A step's outcome row and where the run goes next, in one write: a process killed between the two
+    /// left the run pointing at a step whose outcome was recorded, and the resumed run acted again.
+    async fn outcome_and_go_to(&self, outcome: &NewJournal, next_step: usize) -> Result<()> {
+        self.l.store().await?.journal_and_set_state(outcome, "running", next_step as i64, None).await?;
         Ok(())
     }
 
@@ -557,16 +564,15 @@ impl Driver<'_> {
             {
                 let out =
                     serde_json::json!({ "ok": false, "skipped": true, "failed": false, "state": "skipped" });
-                self.journal(
+                let row = self.row(
                     i,
                     0,
                     "outcome",
                     "skipped",
                     serde_json::json!({ "message": format!("when `{}` is false", c.text()), "outputs": out }),
                     serde_json::json!({}),
-                )
-                .await?;
-                store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
+                );
+                self.outcome_and_go_to(&row, i + 1).await?;
                 continue;
             }
             let op = match crate::steps::resolve(&step.op, &vars) {
@@ -588,14 +594,14 @@ impl Driver<'_> {
             let next = self.decide(&ctx, i, &journal, &approvals).await?;
             let (result, attempt) = match next {
                 Next::Pause(why, attempt) => {
-                    self.journal(
+                    self.journal(self.row(
                         i,
                         attempt,
                         "decision",
                         "waiting-approval",
                         serde_json::json!({ "message": why }),
                         serde_json::json!({}),
-                    )
+                    ))
                     .await?;
                     store.set_run_state(self.run_id, "waiting-approval", i as i64, Some(&why)).await?;
                     return Ok(());
@@ -603,14 +609,14 @@ impl Driver<'_> {
                 Next::Done(r, attempt) => (r, attempt),
                 Next::Run(attempt) => {
                     let pre = crate::steps::pre_state(&ctx).await;
-                    self.journal(
+                    self.journal(self.row(
                         i,
                         attempt,
                         "intent",
                         "running",
                         serde_json::json!({ "operation": op }),
                         pre,
-                    )
+                    ))
                     .await?;
                     let rid = request_base(self.run_id, &step.name, attempt);
                     let r = match tokio::time::timeout(step.timeout, crate::steps::run(&ctx, &rid)).await {
@@ -633,32 +639,34 @@ impl Driver<'_> {
             if let serde_json::Value::Object(m) = &mut evidence {
                 m.insert("digest".into(), d.into());
             }
-            self.journal(
+            let row = self.row(
                 i,
                 attempt,
                 "outcome",
                 state,
                 serde_json::json!({ "message": result.message, "outputs": out }),
                 evidence.clone(),
-            )
-            .await?;
+            );
             if result.ok {
-                store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
+                self.outcome_and_go_to(&row, i + 1).await?;
                 continue;
             }
             let why = format!("step `{}` {state}: {}", step.name, result.message);
             match &step.on_failure {
-                OnFailure::Stop => return self.finish("failed", Some(why), i).await,
-                OnFailure::Continue => {
-                    store.set_run_state(self.run_id, "running", (i + 1) as i64, None).await?;
-                }
+                OnFailure::Stop => return self.finish_after("failed", Some(why), i, Some(&row)).await,
+                OnFailure::Continue => self.outcome_and_go_to(&row, i + 1).await?,
                 OnFailure::Goto(g) => {
                     let j = self.rb.steps.iter().position(|s| &s.name == g).unwrap_or(self.rb.steps.len());
-                    store.set_run_state(self.run_id, "running", j as i64, None).await?;
+                    self.outcome_and_go_to(&row, j).await?;
                 }
                 OnFailure::Escalate => {
+                    // The run ends with the outcome first, then escalates: killed in between, the
+                    // escalation's drain and mark are lost, but the step is never run a second time.
+                    if !store.journal_and_set_state(&row, "escalated", i as i64, Some(&why)).await? {
+                        return Ok(());
+                    }
                     crate::steps::escalate(&ctx, &why, &evidence).await;
-                    return self.finish("escalated", Some(why), i).await;
+                    return self.ended("escalated", Some(why), i).await;
                 }
             }
         }
@@ -693,14 +701,14 @@ impl Driver<'_> {
             }
             let found =
                 crate::recover::recover(ctx, &request_base(self.run_id, &step.name, attempt), intent).await;
-            self.journal(
+            self.journal(self.row(
                 i,
                 attempt,
                 "decision",
                 found.label(),
                 serde_json::json!({ "message": found.message() }),
                 serde_json::json!({}),
-            )
+            ))
             .await?;
             return Ok(match found {
                 crate::recover::Found::Replay => Next::Run(attempt),
@@ -733,18 +741,38 @@ impl Driver<'_> {
     }
 
     async fn finish(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+        self.finish_after(state, reason, i, None).await
+    }
+
+    /// Ends the run, writing `outcome` (the last step's) in the same transaction as the end state.
+    async fn finish_after(
+        &self,
+        state: &str,
+        reason: Option<String>,
+        i: usize,
+        outcome: Option<&NewJournal>,
+    ) -> Result<()> {
         let store = self.l.store().await?;
-        if !store.set_run_state(self.run_id, state, i as i64, reason.as_deref()).await? {
+        let moved = match outcome {
+            Some(row) => store.journal_and_set_state(row, state, i as i64, reason.as_deref()).await?,
+            None => store.set_run_state(self.run_id, state, i as i64, reason.as_deref()).await?,
+        };
+        if !moved {
             return Ok(());
         }
-        self.journal(
+        self.ended(state, reason, i).await
+    }
+
+    /// What follows a run's end state: its `run` journal row and the `runbook.end` audit row.
+    async fn ended(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+        self.journal(self.row(
             i.min(self.rb.steps.len().saturating_sub(1)),
             0,
             "run",
             state,
             serde_json::json!({ "message": reason }),
             serde_json::json!({}),
-        )
+        ))
         .await?;
         let outcome = match state {
             "succeeded" => Outcome::Ok,

@@ -192,6 +192,43 @@ impl Store {
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
+        self.update_run_state(&self.pool, id, state, next_step, reason).await
+    }
+
+    /// Appends a journal row; returns its id.
+    pub async fn journal(&self, j: &NewJournal) -> Result<i64, StoreError> {
+        self.insert_journal(&self.pool, j).await
+    }
+
+    /// Appends a step's outcome row and moves the run on (`set_run_state`) in one transaction: a process
+    /// killed between two separate writes left an outcome with the run still pointing at its step, and the
+    /// resumed run did that step again (a second power cycle). The row is kept even when the run had
+    /// already ended (an abort that came first wins); returns whether the run moved.
+    pub async fn journal_and_set_state(
+        &self,
+        j: &NewJournal,
+        state: &str,
+        next_step: i64,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await.op("journal.outcome.begin")?;
+        self.insert_journal(&mut *tx, j).await?;
+        let moved = self.update_run_state(&mut *tx, &j.run_id, state, next_step, reason).await?;
+        tx.commit().await.op("journal.outcome.commit")?;
+        Ok(moved)
+    }
+
+    async fn update_run_state<'c, E>(
+        &self,
+        ex: E,
+        id: &str,
+        state: &str,
+        next_step: i64,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
         let now = now_ms();
         let ended = if is_terminal(state) { Some(now) } else { None };
         let marks = vec!["?"; ACTIVE_RUN_STATES.len()].join(", ");
@@ -209,12 +246,14 @@ impl Store {
         for s in ACTIVE_RUN_STATES {
             query = query.bind((*s).to_owned());
         }
-        let done = query.execute(&self.pool).await.op("run.set_state")?;
+        let done = query.execute(ex).await.op("run.set_state")?;
         Ok(done.rows_affected() == 1)
     }
 
-    /// Appends a journal row; returns its id.
-    pub async fn journal(&self, j: &NewJournal) -> Result<i64, StoreError> {
+    async fn insert_journal<'c, E>(&self, ex: E, j: &NewJournal) -> Result<i64, StoreError>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
         let q = self.sql(
             "INSERT INTO runbook_journal (run_id, step_index, step, attempt, phase, state, at, request_id, \
              detail_json, evidence_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -230,7 +269,7 @@ impl Store {
             .bind(j.request_id.clone())
             .bind(j.detail.to_string())
             .bind(j.evidence.to_string())
-            .fetch_one(&self.pool)
+            .fetch_one(ex)
             .await
             .op("journal.insert")?;
         row.try_get::<i64, _>("id").op("journal.id")

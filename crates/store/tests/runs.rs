@@ -1,6 +1,7 @@
 //! Runbook runs, journal and approvals on both backends: a run's state only moves out of an active
-//! state once (an abort that came first wins), the journal reads back in order from any point, and an
-//! approval of one step attempt is recorded once.
+//! state once (an abort that came first wins), the journal reads back in order from any point, a step's
+//! outcome and the run's next step are written together, and an approval of one step attempt is recorded
+//! once.
 
 use lifeline_store::{ApprovalRow, NewJournal, RunRow, Store, now_ms};
 use lifeline_test_utils::{TestDatabase, postgres_url};
@@ -63,6 +64,21 @@ async fn suite(store: &Store) {
     assert_eq!(got.state, "aborted");
     assert!(got.ended_at_ms.is_some());
     assert_eq!(store.runs_in(&["running", "waiting-approval"]).await.unwrap().len(), 1);
+
+    // A step's outcome and the run's next step land together (one transaction).
+    let moved =
+        store.journal_and_set_state(&row("r2", 0, "outcome", "ok"), "running", 1, None).await.unwrap();
+    assert!(moved);
+    let got = store.run("r2").await.unwrap().unwrap();
+    assert_eq!((got.state.as_str(), got.next_step), ("running", 1));
+    let j = store.journal_since("r2", 0).await.unwrap();
+    assert_eq!(j.iter().map(|r| r.phase.as_str()).collect::<Vec<_>>(), ["intent", "outcome"]);
+    // On a run that ended first (aborted) the row is kept and the state is not moved.
+    let moved =
+        store.journal_and_set_state(&row("r1", 1, "outcome", "failed"), "failed", 1, None).await.unwrap();
+    assert!(!moved, "an aborted run moved");
+    assert_eq!(store.run("r1").await.unwrap().unwrap().state, "aborted");
+    assert_eq!(store.journal_since("r1", b).await.unwrap()[0].state, "failed");
 
     let ap = ApprovalRow {
         run_id: "r2".into(),
