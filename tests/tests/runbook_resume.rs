@@ -2,6 +2,8 @@
 //! of the waits, of the SEL clear) and `lifeline runbook resume` each time: every run completes, and the
 //! simulated BMC's own action log shows exactly one power cycle and one SEL clear per run — a step whose
 //! outcome the journal did not have was looked up (request table, the BMC's event log), not repeated.
+//! A run stopped after a step's outcome was written but before it moved on routes by that outcome when
+//! resumed: it does not act again.
 
 #[path = "runbook_support/mod.rs"]
 mod support;
@@ -165,4 +167,43 @@ fn sigkill_at_twenty_points_then_resume_acts_once_per_step() {
     });
     let unknown: Vec<String> = a.into_iter().chain(b).collect();
     assert!(unknown.len() <= 2, "the executor should find out by itself almost always: {unknown:?}");
+}
+
+/// `kill-test`'s power cycle, then a step that waits for an operator.
+fn hold_runbook() -> String {
+    let cycle = RUNBOOK.split("[[step]]\nname = \"power-on\"").next().unwrap();
+    cycle.replace("name = \"kill-test\"", "name = \"hold-test\"")
+        + "[[step]]\nname = \"hold\"\nkind = \"wait-for\"\npower = \"on\"\ninterval = \"100ms\"\n\
+           timeout = \"1m\"\napprove = \"required\"\n"
+}
+
+#[test]
+fn a_run_stopped_after_an_outcome_but_before_moving_on_does_not_act_again() {
+    let fleet = nodes(&[("ko1", "r1", "redfish")]);
+    let sim = start(&fleet, 24350);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hold-test.toml"), hold_runbook()).unwrap();
+    let rb = dir.path().to_str().unwrap();
+    let o = sim.lifeline(&["runbook", "run", "hold-test", "ko1", "--yes", "--json", "--runbooks", rb]);
+    let view = json(&o);
+    assert_eq!(view["state"], "waiting-approval", "{}", text(&o));
+    assert_eq!(executed(&sim, "ko1", "power-cycle"), 1, "{:?}", sim.actions("ko1"));
+    let id = view["run"].as_str().unwrap().to_owned();
+
+    // What a process killed between the cycle's outcome row and moving on to `hold` leaves behind (the
+    // two writes were separate before they were one transaction): the outcome, and the run at `cycle`.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let store = lifeline_store::Store::open(&sim.data, None).await.unwrap();
+        assert!(store.set_run_state(&id, "running", 0, None).await.unwrap());
+        store.close().await;
+    });
+
+    let o = sim.lifeline(&["runbook", "resume", &id, "--json"]);
+    let log = text(&sim.lifeline(&["runbook", "log", &id]));
+    assert_eq!(json(&o)["state"], "waiting-approval", "{}\n{log}", text(&o));
+    assert_eq!(executed(&sim, "ko1", "power-cycle"), 1, "cycled again: {:?}\n{log}", sim.actions("ko1"));
+    let o = sim.lifeline(&["runbook", "approve", &id, "--json"]);
+    assert_eq!(json(&o)["state"], "succeeded", "{}", text(&o));
+    assert_eq!(executed(&sim, "ko1", "power-cycle"), 1, "{:?}", sim.actions("ko1"));
 }

@@ -519,13 +519,6 @@ impl Driver<'_> {
         }
     }
 
-    /// A step's outcome row and where the run goes next, in one write: a process killed between the two
-    /// left the run pointing at a step whose outcome was recorded, and the resumed run acted again.
-    async fn outcome_and_go_to(&self, outcome: &NewJournal, next_step: usize) -> Result<()> {
-        self.l.store().await?.journal_and_set_state(outcome, "running", next_step as i64, None).await?;
-        Ok(())
-    }
-
     async fn go(&self) -> Result<()> {
         let store = self.l.store().await?.clone();
         let mut visits = vec![0usize; self.rb.steps.len()];
@@ -572,7 +565,7 @@ impl Driver<'_> {
                     serde_json::json!({ "message": format!("when `{}` is false", c.text()), "outputs": out }),
                     serde_json::json!({}),
                 );
-                self.outcome_and_go_to(&row, i + 1).await?;
+                self.move_run(Some(&row), "running", i + 1, None).await?;
                 continue;
             }
             let op = match crate::steps::resolve(&step.op, &vars) {
@@ -590,6 +583,18 @@ impl Driver<'_> {
                 target: &self.target,
                 run_id: self.run_id,
             };
+            // The step's last attempt has its outcome, yet the run still points at the step: its process
+            // stopped between writing the outcome and moving on (before the two were one transaction).
+            // Route by the recorded outcome instead of acting a second time.
+            if let Some(done) = settled(&journal, i, step) {
+                let ok = matches!(done.state.as_str(), "ok" | "skipped");
+                let message = done.detail.get("message").and_then(|m| m.as_str()).unwrap_or_default();
+                let why = format!("step `{}` {}: {message}", step.name, done.state);
+                if !self.route(&ctx, i, ok, why, &done.evidence, None).await? {
+                    return Ok(());
+                }
+                continue;
+            }
             let approvals = store.approvals(self.run_id).await?;
             let next = self.decide(&ctx, i, &journal, &approvals).await?;
             let (result, attempt) = match next {
@@ -647,29 +652,69 @@ impl Driver<'_> {
                 serde_json::json!({ "message": result.message, "outputs": out }),
                 evidence.clone(),
             );
-            if result.ok {
-                self.outcome_and_go_to(&row, i + 1).await?;
-                continue;
-            }
             let why = format!("step `{}` {state}: {}", step.name, result.message);
-            match &step.on_failure {
-                OnFailure::Stop => return self.finish_after("failed", Some(why), i, Some(&row)).await,
-                OnFailure::Continue => self.outcome_and_go_to(&row, i + 1).await?,
-                OnFailure::Goto(g) => {
-                    let j = self.rb.steps.iter().position(|s| &s.name == g).unwrap_or(self.rb.steps.len());
-                    self.outcome_and_go_to(&row, j).await?;
-                }
-                OnFailure::Escalate => {
-                    // The run ends with the outcome first, then escalates: killed in between, the
-                    // escalation's drain and mark are lost, but the step is never run a second time.
-                    if !store.journal_and_set_state(&row, "escalated", i as i64, Some(&why)).await? {
-                        return Ok(());
-                    }
-                    crate::steps::escalate(&ctx, &why, &evidence).await;
-                    return self.ended("escalated", Some(why), i).await;
-                }
+            if !self.route(&ctx, i, result.ok, why, &evidence, Some(&row)).await? {
+                return Ok(());
             }
         }
+    }
+
+    /// Moves the run on after step `i` ended: the next step when `ok`, else as its `on_failure` says.
+    /// `row`, the step's outcome, is written in the same transaction as the move (`None`: the journal has
+    /// it already). Returns whether the run goes on.
+    async fn route(
+        &self,
+        ctx: &StepCtx<'_>,
+        i: usize,
+        ok: bool,
+        why: String,
+        evidence: &serde_json::Value,
+        row: Option<&NewJournal>,
+    ) -> Result<bool> {
+        if ok {
+            self.move_run(row, "running", i + 1, None).await?;
+            return Ok(true);
+        }
+        match &ctx.step.on_failure {
+            OnFailure::Stop => {
+                self.finish_after("failed", Some(why), i, row).await?;
+                Ok(false)
+            }
+            OnFailure::Continue => {
+                self.move_run(row, "running", i + 1, None).await?;
+                Ok(true)
+            }
+            OnFailure::Goto(g) => {
+                let j = self.rb.steps.iter().position(|s| &s.name == g).unwrap_or(self.rb.steps.len());
+                self.move_run(row, "running", j, None).await?;
+                Ok(true)
+            }
+            OnFailure::Escalate => {
+                // The run ends with the outcome first, then escalates: killed in between, the escalation's
+                // drain and mark are lost, but the step is never run a second time.
+                if !self.move_run(row, "escalated", i, Some(&why)).await? {
+                    return Ok(false);
+                }
+                crate::steps::escalate(ctx, &why, evidence).await;
+                self.ended("escalated", Some(why), i).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Moves the run to `state` at step `next`, appending `row` in the same transaction when there is one.
+    async fn move_run(
+        &self,
+        row: Option<&NewJournal>,
+        state: &str,
+        next: usize,
+        reason: Option<&str>,
+    ) -> Result<bool> {
+        let store = self.l.store().await?;
+        Ok(match row {
+            Some(row) => store.journal_and_set_state(row, state, next as i64, reason).await?,
+            None => store.set_run_state(self.run_id, state, next as i64, reason).await?,
+        })
     }
 
     /// Reads the journal (and for an action whose outcome is unknown, the target's state) to decide how to
@@ -752,12 +797,7 @@ impl Driver<'_> {
         i: usize,
         outcome: Option<&NewJournal>,
     ) -> Result<()> {
-        let store = self.l.store().await?;
-        let moved = match outcome {
-            Some(row) => store.journal_and_set_state(row, state, i as i64, reason.as_deref()).await?,
-            None => store.set_run_state(self.run_id, state, i as i64, reason.as_deref()).await?,
-        };
-        if !moved {
+        if !self.move_run(outcome, state, i, reason.as_deref()).await? {
             return Ok(());
         }
         self.ended(state, reason, i).await
@@ -807,6 +847,15 @@ fn run_event(id: &str, step_index: i64, state: &str, detail: serde_json::Value) 
         detail,
         evidence: serde_json::json!({}),
     }
+}
+
+/// Step `i`'s outcome when it is the journal's last step row (no later attempt of any step began), unless
+/// that outcome sends the run back to the step itself (a failure with `on-failure` naming it: run again).
+fn settled<'a>(journal: &'a [JournalRow], i: usize, step: &crate::model::Step) -> Option<&'a JournalRow> {
+    let last = journal.iter().rev().find(|j| j.phase == "intent" || j.phase == "outcome")?;
+    let ok = matches!(last.state.as_str(), "ok" | "skipped");
+    let to_itself = matches!(&step.on_failure, OnFailure::Goto(g) if *g == step.name);
+    (last.phase == "outcome" && last.step_index == i as i64 && (ok || !to_itself)).then_some(last)
 }
 
 /// The request id base of one step attempt; the engine scopes it per target (`…/<target>`).
