@@ -586,8 +586,7 @@ impl Driver<'_> {
             // The step's last attempt has its outcome, yet the run still points at the step: its process
             // stopped between writing the outcome and moving on (before the two were one transaction).
             // Route by the recorded outcome instead of acting a second time.
-            if let Some(done) = settled(&journal, i, step) {
-                let ok = matches!(done.state.as_str(), "ok" | "skipped");
+            if let Some((done, ok)) = settled(&journal, i, step) {
                 let message = done.detail.get("message").and_then(|m| m.as_str()).unwrap_or_default();
                 let why = format!("step `{}` {}: {message}", step.name, done.state);
                 if !self.route(&ctx, i, ok, why, &done.evidence, None).await? {
@@ -849,13 +848,18 @@ fn run_event(id: &str, step_index: i64, state: &str, detail: serde_json::Value) 
     }
 }
 
-/// Step `i`'s outcome when it is the journal's last step row (no later attempt of any step began), unless
-/// that outcome sends the run back to the step itself (a failure with `on-failure` naming it: run again).
-fn settled<'a>(journal: &'a [JournalRow], i: usize, step: &crate::model::Step) -> Option<&'a JournalRow> {
+/// Step `i`'s outcome, and whether it counts as done (`ok` or `skipped`), when it is the journal's last step
+/// row (no later attempt of any step began), unless that outcome sends the run back to the step itself (a
+/// failure with `on-failure` naming it: run again).
+fn settled<'a>(
+    journal: &'a [JournalRow],
+    i: usize,
+    step: &crate::model::Step,
+) -> Option<(&'a JournalRow, bool)> {
     let last = journal.iter().rev().find(|j| j.phase == "intent" || j.phase == "outcome")?;
     let ok = matches!(last.state.as_str(), "ok" | "skipped");
     let to_itself = matches!(&step.on_failure, OnFailure::Goto(g) if *g == step.name);
-    (last.phase == "outcome" && last.step_index == i as i64 && (ok || !to_itself)).then_some(last)
+    (last.phase == "outcome" && last.step_index == i as i64 && (ok || !to_itself)).then_some((last, ok))
 }
 
 /// The request id base of one step attempt; the engine scopes it per target (`…/<target>`).
