@@ -32,6 +32,11 @@ fn skip(why: &str) -> Option<(Static, String)> {
 }
 
 fn start() -> Option<(Static, String)> {
+    start_with(|m| m.to_path_buf())
+}
+
+/// [`start`] serving the mockup `edit` returns (given the pristine tree's path).
+fn start_with(edit: impl FnOnce(&std::path::Path) -> PathBuf) -> Option<(Static, String)> {
     peer_endpoints("redfish")?;
     let run = std::env::var("OOB_PEERS_RUN").unwrap_or_else(|_| "/tmp/oob-peers".into());
     let mockup = match std::env::var("OOB_PEERS_DIR") {
@@ -46,6 +51,7 @@ fn start() -> Option<(Static, String)> {
     if !mockup.join("index.json").is_file() {
         return skip(&format!("DMTF mockup not found at {} (set OOB_PEERS_DIR)", mockup.display()));
     }
+    let mockup = edit(&mockup);
     let bin = std::env::var("OOB_PEERS_VENV")
         .map(|v| PathBuf::from(v).join("bin/sushy-static"))
         .ok()
@@ -137,4 +143,54 @@ async fn dmtf_rackmount_power_sensors_and_sel() {
         sel.items,
         sel.warnings
     );
+}
+
+/// Copies `from` to `to`, moving every path under `old` to `new` and rewriting the links to it, as an
+/// older BMC (before DSP0266 1.6 fixed resource URIs) may place a collection.
+fn moved_tree(from: &std::path::Path, to: &std::path::Path, old: &str, new: &str) {
+    for e in walk(from) {
+        let rel = e.strip_prefix(from).unwrap().to_string_lossy().replace(old, new);
+        let dst = to.join(rel);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        let text = std::fs::read_to_string(&e).unwrap();
+        let url = |p: &str| format!("/redfish/v1/{p}");
+        std::fs::write(dst, text.replace(&url(old), &url(new))).unwrap();
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// The Manager's log services where its document says, not where the schema puts them today: the guessed
+/// `Managers/BMC/LogServices` answers 404, the Manager is read for its link, and its event log is still
+/// found (first contact skips the Manager only when the guessed collection answers).
+#[tokio::test]
+async fn manager_log_services_at_a_link_of_their_own_are_found_through_the_manager() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((_server, url)) = start_with(|m| {
+        let to = tmp.path().join("mockup");
+        moved_tree(m, &to, "Managers/BMC/LogServices", "Managers/BMC/Logs");
+        to
+    }) else {
+        return;
+    };
+    let c = Client::connect(
+        BmcTarget::new("dmtf-moved-logs", url),
+        Credentials::new("admin", "password"),
+        TlsTrust::Pin { store: Arc::new(MemoryPinStore::new()), explicit: None },
+        ClientOptions::default(),
+    )
+    .await
+    .unwrap();
+    let sel = c.sel(10).await.unwrap();
+    let logs: Vec<&str> = sel.items.iter().map(|l| l.log.as_str()).collect();
+    assert!(logs.iter().any(|l| l.ends_with("/Managers/BMC/Logs/Log")), "{logs:?} {:?}", sel.warnings);
+    assert!(logs.iter().any(|l| l.ends_with("/Systems/437XR1138R2/LogServices/Log1")), "{logs:?}");
+    assert!(!logs.iter().any(|l| l.contains("/Managers/BMC/LogServices")), "{logs:?}");
 }

@@ -37,6 +37,9 @@ pub(super) struct FoundLogs {
     /// A guessed collection answered 404 to `$expand` ([`Read::Guess`]): to read as listed if the member
     /// turns out to name it.
     pub expand_missing: bool,
+    /// The collection was read, and every member it lists lies under its link (so it is the collection
+    /// at that link, not a redirect or an error page elsewhere).
+    pub listed: bool,
 }
 
 /// How a `LogServices` collection is read.
@@ -118,13 +121,31 @@ impl Client {
                     return found;
                 }
                 Listed::Link(id) => {
-                    // The member and the collection it must link, at once.
                     let guess = child(&id, "LogServices");
                     let mut guessed = FoundLogs::default();
-                    let (doc, ()) = tokio::join!(
-                        self.get_json(&id),
-                        self.log_services_found(&guess, Read::Guess, max, &mut guessed)
-                    );
+                    let doc = match holder {
+                        // A Manager is read here only for its LogServices link: when the collection the
+                        // schema puts at `{manager}/LogServices` answers, listing only services under it,
+                        // that is the link, and the Manager is not read (one request fewer per BMC at first
+                        // contact). When it does not, the Manager says where its log services are (one
+                        // round trip more, on those BMCs only).
+                        Holder::Managers => {
+                            self.log_services_found(&guess, Read::Guess, max, &mut guessed).await;
+                            if guessed.listed {
+                                return guessed;
+                            }
+                            self.get_json(&id).await
+                        }
+                        // The system document is needed anyway (power, health): it and the collection it
+                        // must link, at once.
+                        Holder::Systems => {
+                            let (doc, ()) = tokio::join!(
+                                self.get_json(&id),
+                                self.log_services_found(&guess, Read::Guess, max, &mut guessed)
+                            );
+                            doc
+                        }
+                    };
                     match doc {
                         Ok((v, notes)) => {
                             found.warnings.extend(notes);
@@ -179,6 +200,10 @@ impl Client {
             }
         };
         out.warnings.extend(warnings);
+        let under = format!("{}/", link.trim_end_matches('/'));
+        out.listed = members
+            .iter()
+            .all(|m| m.get("@odata.id").and_then(Value::as_str).is_some_and(|id| id.starts_with(&under)));
         let reads = members.into_iter().enumerate().map(|(i, m)| async move {
             match Listed::of(link, i, m) {
                 Listed::Bad(at) => Err(FieldWarning { at, problem: "member is not a link".into() }),
