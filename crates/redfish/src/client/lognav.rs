@@ -8,8 +8,11 @@
 //! entries at `{service}/Entries`. So while a member (or a service) is read, the collection it must link is
 //! read at the same time; the guess is used only when the document read then names exactly that link, and
 //! the link the document names is read when it names another one (older BMCs), so a wrong guess costs one
-//! request, never a wrong answer. Entries are only guessed for services whose id already says they hold
-//! the event history (`SEL`, `EventLog`, `IML`, ...), so journals and dumps are never read on a guess.
+//! request, never a wrong answer. A Manager is the exception: it is read only for that link, so when its
+//! guessed collection answers with services under it, the Manager is not read at all (and it is, one round
+//! trip later, when the collection does not answer). Entries are only guessed for services whose id
+//! already says they hold the event history (`SEL`, `EventLog`, `IML`, ...), so journals and dumps are
+//! never read on a guess.
 
 use serde_json::Value;
 
