@@ -392,6 +392,22 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     {
         let fut = rc.rollup(opts.chassis);
         rollup = Some(Box::pin(budget.bounded(name, "reading the health rollup", HEALTH_SHARE, fut)).await);
+    } else if let (true, true, crate::conn::Conn::Redfish(rc)) = (opts.health, opts.all_sensors, &mut o.conn)
+    {
+        // Every sensor, no events: the sensor read reads the system document, whose `PowerState` is the
+        // power state (reading it again for the power part was one GET more per BMC). A system that reports
+        // none leaves the power part to read it below.
+        let fut = rc.health();
+        match Box::pin(budget.bounded(name, "reading the sensors", (1, 1), fut)).await {
+            Ok(h) => health = Some(h),
+            Err(e) => {
+                health_failed = true;
+                part(&mut row, "health", &e);
+            }
+        }
+        if opts.power {
+            row.power = rc.system.as_ref().and_then(|s| s.power_state);
+        }
     }
     if let Some(r) = rollup {
         match r {
@@ -404,7 +420,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
                 part(&mut row, "health", &e);
             }
         }
-    } else if opts.power {
+    } else if opts.power && row.power.is_none() {
         if budget.left().is_zero() {
             spent(&mut row, "power");
         } else {

@@ -389,9 +389,17 @@ async fn sweep_health_is_the_bmc_rollup() {
     // Power supplies come from legacy Power although the chassis has a Sensors collection.
     assert!(full.sensors.iter().any(|s| s.kind == "PowerSupply"), "{full:#?}");
 
-    // Every sensor on request, in the sweep too.
+    // Every sensor on request, in the sweep too; the power state comes from the system document the sensor
+    // read reads (reading it again cost one GET more per BMC).
     let all = SweepOptions { all_sensors: true, ..opts };
+    let bmc = sim.fleet.redfish("r-bad").unwrap();
+    let before = bmc.requests();
     let rows = pool.sweep(vec![sim.redfish("r-bad")], &all, |_, _| {}).await;
+    let gets = bmc.requests().get - before.get;
+    // The system, Chassis, the chassis' legacy Power and its expanded Sensors (5 when the power part read the
+    // system again).
+    assert_eq!(gets, 4, "every-sensor sweep GETs");
+    assert_eq!(rows[0].power, Some(PowerState::On), "{:#?}", rows[0]);
     assert_eq!(rows[0].health, Some(Health::Critical), "{:#?}", rows[0]);
     assert!(
         rows[0].sensors > 10 && rows[0].alerts.iter().any(|a| a.starts_with("GPU1 Temp")),
