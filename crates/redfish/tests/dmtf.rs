@@ -79,17 +79,22 @@ fn start_with(edit: impl FnOnce(&std::path::Path) -> PathBuf) -> Option<(Static,
     panic!("sushy-static did not listen on {ip}:{port}");
 }
 
-#[tokio::test]
-async fn dmtf_rackmount_power_sensors_and_sel() {
-    let Some((_server, url)) = start() else { return };
-    let c = Client::connect(
-        BmcTarget::new("dmtf-rackmount1", url),
+/// A client of the mockup served at `url`, as `name`, trusting its certificate on first use.
+async fn connect(name: &str, url: String) -> Client {
+    Client::connect(
+        BmcTarget::new(name, url),
         Credentials::new("admin", "password"),
         TlsTrust::Pin { store: Arc::new(MemoryPinStore::new()), explicit: None },
         ClientOptions::default(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn dmtf_rackmount_power_sensors_and_sel() {
+    let Some((_server, url)) = start() else { return };
+    let c = connect("dmtf-rackmount1", url).await;
     assert_eq!(c.profile().platform, "generic");
 
     let systems = c.systems().await.unwrap();
@@ -180,14 +185,7 @@ async fn manager_log_services_at_a_link_of_their_own_are_found_through_the_manag
     }) else {
         return;
     };
-    let c = Client::connect(
-        BmcTarget::new("dmtf-moved-logs", url),
-        Credentials::new("admin", "password"),
-        TlsTrust::Pin { store: Arc::new(MemoryPinStore::new()), explicit: None },
-        ClientOptions::default(),
-    )
-    .await
-    .unwrap();
+    let c = connect("dmtf-moved-logs", url).await;
     let sel = c.sel(10).await.unwrap();
     let logs: Vec<&str> = sel.items.iter().map(|l| l.log.as_str()).collect();
     assert!(logs.iter().any(|l| l.ends_with("/Managers/BMC/Logs/Log")), "{logs:?} {:?}", sel.warnings);
