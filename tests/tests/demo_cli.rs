@@ -144,3 +144,57 @@ fn demo_without_server_keeps_the_terminal_view() {
     );
     assert!(dir.path().join("lifeline.db").exists());
 }
+
+/// The loop end to end on the demo's own store: each scripted fault a power cycle clears is recovered by
+/// its runbook (`succeeded`, proven by the fault's own rule on a fresh read), its fault records resolved;
+/// the faults meant for a human (a rail down, a BMC that stopped answering) wait for approval and say so.
+#[test]
+fn demo_recovers_what_it_breaks_and_waits_for_a_human_on_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = demo(
+        &["--sweeps", "14", "--interval", "1", "--json", "--port-offset", "38400", "--listen", "127.0.0.1:0"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", output_text(&o));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines[0]["server"]["control"].as_str().unwrap().starts_with("http://"), "{}", lines[0]);
+    assert!(lines[0]["server"]["token_file"].is_string(), "{}", lines[0]);
+    let ask = |args: &[&str]| -> Value {
+        let o = Command::new(lifeline_bin())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("LIFELINE_DATABASE_URL")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(&o)))
+    };
+    let runs = ask(&["runbook", "status", "--json"]);
+    let runs = runs.as_array().unwrap();
+    let of = |target: &str| -> Vec<(&str, &str)> {
+        runs.iter()
+            .filter(|r| r["target"] == target)
+            .map(|r| (r["runbook"].as_str().unwrap(), r["state"].as_str().unwrap()))
+            .collect()
+    };
+    for node in ["gpu-node-03", "gpu-node-05"] {
+        let r = of(node);
+        assert!(r.contains(&("demo-gpu-node-recover", "succeeded")), "{node}: {r:?}\n{}", output_text(&o));
+        assert!(!r.iter().any(|(_, s)| matches!(*s, "failed" | "escalated")), "{node}: {r:?}");
+    }
+    assert!(of("gpu-node-07").contains(&("demo-rail-check", "waiting-approval")), "{:?}", of("gpu-node-07"));
+    assert!(
+        of("head-node-02").contains(&("demo-bmc-answers", "waiting-approval")),
+        "{:?}",
+        of("head-node-02")
+    );
+    let faults = ask(&["fault", "list", "--json"]);
+    for f in faults.as_array().unwrap() {
+        if f["device"] == "gpu-node-03" || f["device"] == "gpu-node-05" {
+            assert_eq!(f["state"], "resolved", "recovered node's fault: {f}");
+        }
+    }
+}

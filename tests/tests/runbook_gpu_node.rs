@@ -24,7 +24,6 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     sim.fault("gpu-node-03", "gpu-xid=0:79");
     sim.fault("gpu-node-04", "rail-down=mlx5_0");
     let runbooks = lifeline_test_utils::workspace_root().join("runbooks");
-    let os = format!("os=frontend:{SSH_PORT}");
     let o = sim.lifeline(&[
         "runbook",
         "run",
@@ -33,8 +32,6 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
         "gpu-node-04",
         "--yes",
         "--json",
-        "--var",
-        &os,
         "--runbooks",
         runbooks.to_str().unwrap(),
         "--node-state",
@@ -60,9 +57,12 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
             ("power-on", "ok"),
             ("os-up", "ok"),
             ("verify", "ok"),
-            ("readmit", "ok")
+            ("readmit", "ok"),
+            ("fault-gone", "ok")
         ]
     );
+    let os_up = ok["steps"].as_array().unwrap().iter().find(|s| s["name"] == "os-up").unwrap();
+    assert!(os_up["message"].as_str().unwrap().contains("agent: host up"), "the boot's signal: {os_up}");
     for s in ok["steps"].as_array().unwrap() {
         assert!(s["started"].is_string() && s["ended"].is_string(), "{s}");
     }

@@ -76,16 +76,25 @@ fn pfc_storm_mitigates_once_verifies_notifies_and_keeps_the_node_drained_then_th
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (port, bodies) = webhook();
+    // The site's copy of the library: its administrator writes the mitigation program and the webhook
+    // into the runbook (no run variable can choose either).
+    let lib = dir.path().join("runbooks");
+    std::fs::create_dir(&lib).unwrap();
+    for e in std::fs::read_dir(workspace_root().join("runbooks")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("/usr/local/libexec/lifeline/pfc-mitigate", script.to_str().unwrap())
+            .replace("http://127.0.0.1:9/lifeline", &format!("http://127.0.0.1:{port}/hook"));
+        std::fs::write(lib.join(p.file_name().unwrap()), text).unwrap();
+    }
     let config = dir.path().join("lifeline.toml");
     std::fs::write(
         &config,
-        format!(
-            "[runbooks]\ndir = \"{}\"\nexec-allowed = [\"pfc-storm\"]\n",
-            workspace_root().join("runbooks").display()
-        ),
+        format!("[runbooks]\ndir = \"{}\"\nexec-allowed = [\"pfc-storm\"]\n", lib.display()),
     )
     .unwrap();
-    let (port, bodies) = webhook();
     let cfg = config.to_str().unwrap();
     let ns = sim.node_state.to_str().unwrap();
     let env =
@@ -93,9 +102,7 @@ fn pfc_storm_mitigates_once_verifies_notifies_and_keeps_the_node_drained_then_th
 
     sim.fault("gpu-node-02", "pfc-storm=mlx5_0");
     let mut args = vec!["runbook", "run", "pfc-storm", "gpu-node-02", "--yes", "--json"];
-    let script_var = format!("mitigate-command={}", script.display());
-    let hook_var = format!("webhook=http://127.0.0.1:{port}/hook");
-    args.extend(["--var", &script_var, "--var", "port=Ethernet12", "--var", &hook_var]);
+    args.extend(["--var", "port=Ethernet12"]);
     args.extend(env);
     let o = sim.lifeline(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -63,6 +63,22 @@ pub fn confirm(question: &str, yes: bool) -> Result<(), Exit> {
     }
 }
 
+/// Asks for the number of targets typed back (more than one target, or a control-plane device), unless
+/// `--yes`; refuses without a terminal.
+pub fn confirm_count(question: &str, n: usize, yes: bool) -> Result<(), Exit> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Exit::usage(anyhow!("{question}: refusing without --yes (no terminal to confirm on)")));
+    }
+    eprint!("{question}\ntype {n} to go ahead: ");
+    if read_answer()? == n.to_string() {
+        return Ok(());
+    }
+    Err(Exit::failed(anyhow!("not confirmed; nothing was done")))
+}
+
 /// Confirms an action on BMCs: lists them grouped by role; more than one, or any head node, storage server
 /// or switch, needs the number typed back (a stray `y` must not cycle a rack).
 pub fn confirm_bmcs(what: &str, sel: &BmcSelection, yes: bool) -> Result<(), Exit> {

@@ -18,6 +18,7 @@ pub mod config;
 mod context;
 pub mod error;
 pub mod event_listener;
+pub mod fault_rules;
 pub mod lease;
 pub mod ops;
 pub mod seal;

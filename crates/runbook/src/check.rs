@@ -21,6 +21,9 @@ use crate::model::*;
 #[path = "check_script.rs"]
 mod script;
 use script::{console_script, untemplated};
+#[path = "check_params.rs"]
+mod params;
+use crate::params::Slot;
 
 /// The outcome of checking one file.
 #[derive(Debug)]
@@ -36,18 +39,32 @@ impl Checked {
     }
 }
 
-const TOP_KEYS: &[&str] =
-    &["name", "description", "targets", "fault", "touches", "never-touches", "worst-case", "params", "step"];
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "targets",
+    "fault",
+    "touches",
+    "never-touches",
+    "worst-case",
+    "params",
+    "step",
+    "verify",
+];
 const STEP_KEYS: &[&str] =
     &["name", "kind", "description", "when", "on-failure", "goto", "timeout", "approve"];
 /// Variables every run has besides its parameters.
-pub const BUILTIN_VARS: &[&str] = &["target", "run", "runbook"];
+/// `fault` and `fault-kind`: the fault record that started the run (empty for a run started by hand).
+pub const BUILTIN_VARS: &[&str] = &["target", "run", "runbook", "fault", "fault-kind"];
 
 type Val<'a> = Spanned<DeValue<'a>>;
 
 struct Cx {
     map: SourceMap,
     diags: Vec<Diagnostic>,
+    /// Reading a run's stored copy: rules added after it was written (typed parameters, a required
+    /// post-condition) do not make it unreadable.
+    stored: bool,
 }
 
 impl Cx {
@@ -106,15 +123,25 @@ impl Cx {
     }
 }
 
-/// One string argument with where it is, kept for the reference checks.
+/// One string argument with where it is and what it is used as, kept for the reference checks.
 struct Arg {
     at: usize,
     text: String,
+    slot: Slot,
 }
 
 /// Checks runbook text as if read from `file`. The file must be named after the runbook.
 pub fn check_str(file: &Path, text: &str) -> Checked {
-    let mut cx = Cx { map: SourceMap::new(file, text), diags: Vec::new() };
+    check_text(file, text, false)
+}
+
+/// Reads a run's stored copy of its runbook (see [`Cx::stored`]).
+pub fn check_stored(file: &Path, text: &str) -> Checked {
+    check_text(file, text, true)
+}
+
+fn check_text(file: &Path, text: &str, stored: bool) -> Checked {
+    let mut cx = Cx { map: SourceMap::new(file, text), diags: Vec::new(), stored };
     let (root, syntax) = DeTable::parse_recoverable(text);
     for e in syntax {
         let at = e.span().map_or(0, |s| s.start);
@@ -169,8 +196,25 @@ pub fn check_str(file: &Path, text: &str) -> Checked {
             }
         }
     }
-    let params = params(&mut cx, top.get("params"));
-    let steps = steps(&mut cx, top.get("step"), &params);
+    let params = params::params(&mut cx, top.get("params"));
+    let main_steps = steps(&mut cx, top.get("step"), &params, false);
+    let post = match top.get("verify") {
+        Some(v) => steps(&mut cx, Some(v), &params, true),
+        None if cx.stored => Vec::new(),
+        None => {
+            cx.err(
+                0,
+                "missing `[[verify]]`: a runbook needs at least one post-condition (a read-only check that proves the fault is gone, e.g. `kind = \"fault-cleared\"` or a `wait-for` on the boot or the management port)",
+            );
+            Vec::new()
+        }
+    };
+    let step_names: BTreeSet<&str> = main_steps.iter().map(|s| s.name.as_str()).collect();
+    for p in &post {
+        if step_names.contains(p.name.as_str()) {
+            cx.err(0, format!("post-condition `{}` has the name of a step; pick another", p.name));
+        }
+    }
     let mut diagnostics = cx.diags;
     diagnostics.sort_by_key(|d| (d.line, d.col));
     diagnostics.dedup();
@@ -193,7 +237,8 @@ pub fn check_str(file: &Path, text: &str) -> Checked {
             never_touches,
             worst_case,
             params,
-            steps,
+            steps: main_steps,
+            post,
             digest: format!("sha256:{}", hex::encode(sha2::Sha256::digest(text.as_bytes()))),
         }),
         _ => None,
@@ -201,67 +246,14 @@ pub fn check_str(file: &Path, text: &str) -> Checked {
     Checked { diagnostics, runbook }
 }
 
-fn params(cx: &mut Cx, v: Option<&Val<'_>>) -> Vec<Param> {
-    let Some(v) = v else { return Vec::new() };
-    let Some(t) = v.get_ref().as_table() else {
-        cx.err(v.span().start, "`params` must be a table of `[params.NAME]` tables");
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (k, pv) in t.iter() {
-        let name = k.get_ref().to_string();
-        if BUILTIN_VARS.contains(&name.as_str()) {
-            cx.err(k.span().start, format!("parameter `{name}` is built in; pick another name"));
-        }
-        let Some(pt) = pv.get_ref().as_table() else {
-            cx.err(
-                pv.span().start,
-                format!("parameter `{name}` must be a table with `default` and `description`"),
-            );
-            continue;
-        };
-        let (mut default, mut description) = (None, String::new());
-        for (pk, x) in pt.iter() {
-            match pk.get_ref().as_ref() {
-                "default" => {
-                    default = match x.get_ref() {
-                        DeValue::String(s) => Some(s.to_string()),
-                        DeValue::Integer(i) => Some(i.as_str().to_owned()),
-                        DeValue::Boolean(b) => Some(b.to_string()),
-                        other => {
-                            cx.err(
-                                x.span().start,
-                                format!(
-                                    "`default` of `{name}` must be a string, integer or boolean, found {}",
-                                    other.type_str()
-                                ),
-                            );
-                            None
-                        }
-                    }
-                }
-                "description" => description = cx.string(x, "description").unwrap_or_default(),
-                other => cx.err(
-                    pk.span().start,
-                    format!("unknown key `{other}` in parameter `{name}` (expected: default, description)"),
-                ),
-            }
-        }
-        match default {
-            Some(default) => out.push(Param { name, default, description }),
-            None => cx.err(pv.span().start, format!("parameter `{name}` needs a `default`")),
-        }
-    }
-    out
-}
-
-fn steps(cx: &mut Cx, v: Option<&Val<'_>>, params: &[Param]) -> Vec<Step> {
+fn steps(cx: &mut Cx, v: Option<&Val<'_>>, params: &[Param], post: bool) -> Vec<Step> {
+    let table = if post { "verify" } else { "step" };
     let Some(v) = v else {
         cx.err(0, "missing `[[step]]`: a runbook needs at least one step");
         return Vec::new();
     };
     let Some(items) = v.get_ref().as_array() else {
-        cx.err(v.span().start, "`step` must be an array of tables (`[[step]]`)");
+        cx.err(v.span().start, format!("`{table}` must be an array of tables (`[[{table}]]`)"));
         return Vec::new();
     };
     let vars: BTreeMap<String, String> = params
@@ -281,11 +273,12 @@ fn steps(cx: &mut Cx, v: Option<&Val<'_>>, params: &[Param]) -> Vec<Step> {
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let Some(t) = item.get_ref().as_table() else {
-            cx.err(item.span().start, "each `step` must be a table");
+            cx.err(item.span().start, format!("each `{table}` must be a table"));
             continue;
         };
         let earlier: BTreeSet<String> = names[..i].iter().filter_map(|(_, n)| n.clone()).collect();
-        if let Some(s) = step(cx, item.span().start, t, &vars, &earlier, &all_names) {
+        let known = Known { vars: &vars, params, earlier: &earlier, all: &all_names, post };
+        if let Some(s) = step(cx, item.span().start, t, &known) {
             if !seen.insert(s.name.clone()) {
                 cx.err(item.span().start, format!("step name `{}` is used twice", s.name));
             }
@@ -295,14 +288,19 @@ fn steps(cx: &mut Cx, v: Option<&Val<'_>>, params: &[Param]) -> Vec<Step> {
     out
 }
 
-fn step(
-    cx: &mut Cx,
-    at: usize,
-    t: &DeTable<'_>,
-    vars: &BTreeMap<String, String>,
-    earlier: &BTreeSet<String>,
-    all: &BTreeSet<String>,
-) -> Option<Step> {
+/// What a step may refer to.
+struct Known<'a> {
+    /// Parameter defaults and the built-in variables.
+    vars: &'a BTreeMap<String, String>,
+    params: &'a [Param],
+    earlier: &'a BTreeSet<String>,
+    all: &'a BTreeSet<String>,
+    /// A post-condition (`[[verify]]`): read-only kinds, no `when`, no approval.
+    post: bool,
+}
+
+fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> {
+    let (vars, earlier, all) = (k.vars, k.earlier, k.all);
     let get = |k: &str| t.get(k);
     let name = match get("name") {
         Some(v) => cx.string(v, "name"),
@@ -338,12 +336,35 @@ fn step(
             cx.err(k.span().start, format!("unknown key `{key}` in `{kd}` step `{label}`{hint}"));
         }
     }
+    if k.post {
+        if let Some(kd) = kind
+            && !Kind::POST.contains(&kd)
+        {
+            let allowed = Kind::POST.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ");
+            cx.err(at, format!("post-condition `{label}`: a `{}` step acts; `[[verify]]` takes read-only kinds ({allowed})", kd.as_str()));
+        }
+        for key in ["when", "approve", "goto"] {
+            if let Some(v) = get(key) {
+                cx.err(
+                    v.span().start,
+                    format!("post-condition `{label}` takes no `{key}`: it always runs, after the last step"),
+                );
+            }
+        }
+    } else if kind == Some(Kind::FaultCleared) {
+        cx.err(at, format!("step `{label}`: `fault-cleared` is a post-condition; put it in `[[verify]]`"));
+    }
     let mut args: Vec<Arg> = Vec::new();
     let mut arg = |cx: &mut Cx, key: &str, required: bool| -> Option<String> {
         match get(key) {
             Some(v) => {
                 let s = cx.string(v, key)?;
-                args.push(Arg { at: v.span().start, text: s.clone() });
+                let slot = match key {
+                    "tcp" | "ssh" | "url" => Slot::Address,
+                    "switch" | "node" | "to" => Slot::DeviceName,
+                    _ => Slot::Argument,
+                };
+                args.push(Arg { at: v.span().start, text: s.clone(), slot });
                 Some(s)
             }
             None if required => {
@@ -354,13 +375,39 @@ fn step(
         }
     };
     let resolved = |s: &str| crate::cond::render(s, vars).ok();
+    // A value from a fixed set: a variable there must be an `enum` whose every value is in the set, so no
+    // `--var` can reach the step with a value it does not take.
     let one_of = |cx: &mut Cx, key: &str, s: &Option<String>, allowed: &[&str]| {
-        if let (Some(s), Some(v)) = (s, get(key))
-            && let Some(r) = resolved(s)
-            && !template_refs(s).iter().any(|(_, n)| BUILTIN_VARS.contains(&n.as_str()))
-            && !allowed.contains(&r.as_str())
-        {
-            cx.err(v.span().start, format!("`{key}` `{r}` (expected one of: {})", allowed.join(", ")));
+        let (Some(s), Some(v)) = (s, get(key)) else { return };
+        let refs = template_refs(s);
+        for (_, n) in &refs {
+            match k.params.iter().find(|p| &p.name == n) {
+                Some(p) => match &p.ty {
+                    crate::params::ParamType::Enum { values } => {
+                        for val in values.iter().filter(|x| !allowed.contains(&x.as_str())) {
+                            cx.err(
+                                v.span().start,
+                                format!("`{key}` takes `{{{{{n}}}}}`, whose value `{val}` it does not accept (expected one of: {})", allowed.join(", ")),
+                            );
+                        }
+                    }
+                    other => cx.err(
+                        v.span().start,
+                        format!(
+                            "`{key}` takes `{{{{{n}}}}}` of type {}: it must be an `enum` of {}",
+                            other.name(),
+                            allowed.join(", ")
+                        ),
+                    ),
+                },
+                None if BUILTIN_VARS.contains(&n.as_str()) => {
+                    cx.err(v.span().start, format!("`{key}` cannot take the built-in `{{{{{n}}}}}`"))
+                }
+                None => {}
+            }
+        }
+        if refs.is_empty() && !allowed.contains(&s.as_str()) {
+            cx.err(v.span().start, format!("`{key}` `{s}` (expected one of: {})", allowed.join(", ")));
         }
     };
     let op = match kind? {
@@ -382,6 +429,7 @@ fn step(
                 ("ssh", WaitWhat::Ssh),
                 ("scheduler", WaitWhat::Scheduler),
                 ("console", WaitWhat::Console),
+                ("boot", WaitWhat::Boot),
             ]
             .into_iter()
             .filter(|(k, _)| get(k).is_some())
@@ -389,8 +437,24 @@ fn step(
             if present.len() != 1 {
                 cx.err(
                     at,
-                    format!("`wait-for` step `{label}` needs exactly one of power, bmc, tcp, ssh, scheduler, console"),
+                    format!("`wait-for` step `{label}` needs exactly one of power, bmc, tcp, ssh, scheduler, console, boot"),
                 );
+            }
+            if let Some(v) = get("pattern") {
+                match cx.string(v, "pattern") {
+                    Some(_) if get("boot").is_none() => {
+                        cx.err(v.span().start, "`pattern` goes with `boot` (the login prompt to look for)")
+                    }
+                    Some(p) => {
+                        if let Err(e) = regex::Regex::new(&p) {
+                            cx.err(
+                                v.span().start,
+                                format!("`pattern` is not a valid regular expression: {e}"),
+                            );
+                        }
+                    }
+                    None => {}
+                }
             }
             let interval = get("interval")
                 .and_then(|v| cx.duration(v, "interval"))
@@ -399,6 +463,7 @@ fn step(
             let value = arg(cx, key, true);
             match what {
                 WaitWhat::Power => one_of(cx, key, &value, &["on", "off"]),
+                WaitWhat::Boot => one_of(cx, key, &value, &["os-running"]),
                 WaitWhat::Bmc => one_of(cx, key, &value, &["reachable", "redfish", "ipmi", "both"]),
                 WaitWhat::Scheduler => {
                     one_of(cx, key, &value, &["responding", "drained", "drained-by-lifeline", "in-service"])
@@ -427,7 +492,8 @@ fn step(
                 }
             }
             let node = arg(cx, "node", false);
-            Op::WaitFor { what, value: value?, node, interval }
+            let pattern = get("pattern").and_then(|v| v.get_ref().as_str().map(str::to_owned));
+            Op::WaitFor { what, value: value?, node, interval, pattern }
         }
         Kind::Console => {
             let rescue = arg(cx, "rescue", false);
@@ -439,7 +505,7 @@ fn step(
                 Some(v) => {
                     let parsed = console_script(cx, v, &label);
                     for (a, text) in parsed.iter().flat_map(|(args, _)| args) {
-                        args.push(Arg { at: *a, text: text.clone() });
+                        args.push(Arg { at: *a, text: text.clone(), slot: Slot::Argument });
                     }
                     Some(parsed.map(|(_, steps)| steps))
                 }
@@ -528,11 +594,17 @@ fn step(
             let message = arg(cx, "message", true);
             Op::Notify { url: url?, message: message? }
         }
+        Kind::FaultCleared => {
+            let fault = arg(cx, "fault", false);
+            one_of(cx, "fault", &fault, crate::model::FAULT_KINDS);
+            Op::FaultCleared { fault }
+        }
         Kind::Exec => {
             let command = match get("command") {
                 Some(v) => cx.strings(v, "command").map(|c| {
-                    for (a, s) in &c {
-                        args.push(Arg { at: *a, text: s.clone() });
+                    for (i, (a, s)) in c.iter().enumerate() {
+                        let slot = if i == 0 { Slot::Program } else { Slot::Argument };
+                        args.push(Arg { at: *a, text: s.clone(), slot });
                     }
                     c.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
                 }),
@@ -581,17 +653,37 @@ fn step(
     });
     for a in &args {
         for (off, n) in template_refs(&a.text) {
+            // +1: the opening quote of the string.
+            let here = a.at + 1 + off;
             if !vars.contains_key(&n) {
-                // +1: the opening quote of the string.
-                cx.err(
-                    a.at + 1 + off,
-                    format!("unknown variable `{{{{{n}}}}}` (parameters: {})", known(vars)),
-                );
+                cx.err(here, format!("unknown variable `{{{{{n}}}}}` (parameters: {})", known(vars)));
+                continue;
+            }
+            let allowed = match k.params.iter().find(|p| p.name == n) {
+                Some(p) => a.slot.allows(&p.ty),
+                // `target` is a checked inventory device, `run` and `runbook` are Lifeline's own: they
+                // may fill an argument or name a device, never pick a program or an address.
+                None => matches!(a.slot, Slot::Argument | Slot::DeviceName),
+            };
+            if !allowed {
+                cx.err(here, format!("`{{{{{n}}}}}` cannot be used here: {}", a.slot.describe()));
             }
         }
     }
     let goto = get("goto").and_then(|v| cx.string(v, "goto").map(|s| (v.span().start, s)));
     let on_failure = match get("on-failure") {
+        None if k.post => OnFailure::Escalate,
+        Some(v) if k.post => match cx.string(v, "on-failure").as_deref() {
+            Some("stop") => OnFailure::Stop,
+            Some("escalate") | None => OnFailure::Escalate,
+            Some(other) => {
+                cx.err(
+                    v.span().start,
+                    format!("`on-failure` `{other}` of a post-condition (expected stop (the run fails) or escalate)"),
+                );
+                OnFailure::Escalate
+            }
+        },
         None => {
             if let Some((gat, _)) = &goto {
                 cx.err(*gat, "`goto` needs `on-failure = \"goto\"`");

@@ -18,6 +18,8 @@ pub enum RunbookError {
     NoRun { id: String },
     #[error("`{target}` is a {role}; runbook `{runbook}` applies to {expected}")]
     WrongTarget { runbook: String, target: String, role: String, expected: String },
+    #[error("runbook `{runbook}` has nothing to run on in `{targets}`: {why}")]
+    NoTargets { runbook: String, targets: String, why: String },
     #[error("bad --var `{var}`: {why}")]
     BadVar { var: String, why: String },
     #[error("run {id} is {state}: {what}")]
@@ -36,9 +38,10 @@ impl RunbookError {
     pub fn class(&self) -> ErrorClass {
         match self {
             RunbookError::NotFound { .. } | RunbookError::NoRun { .. } => ErrorClass::NotFound,
-            RunbookError::Invalid { .. } | RunbookError::WrongTarget { .. } | RunbookError::BadVar { .. } => {
-                ErrorClass::Usage
-            }
+            RunbookError::Invalid { .. }
+            | RunbookError::WrongTarget { .. }
+            | RunbookError::BadVar { .. }
+            | RunbookError::NoTargets { .. } => ErrorClass::Usage,
             RunbookError::Library { .. } => ErrorClass::Usage,
             RunbookError::State { .. } => ErrorClass::Conflict,
             RunbookError::Engine(e) => e.class(),

@@ -18,7 +18,7 @@ use sha2::Digest;
 use crate::error::{Result, RunbookError};
 use crate::guard::{self, GuardVerdict};
 use crate::library::parse_stored;
-use crate::model::{OnFailure, Runbook};
+use crate::model::{Kind, OnFailure, Runbook};
 use crate::steps::{StepCtx, StepResult};
 use crate::view::RunView;
 
@@ -34,6 +34,16 @@ pub struct Env {
 pub struct RunOptions {
     /// `--var NAME=VALUE`.
     pub vars: Vec<(String, String)>,
+    /// The fault that started the run (the fault policy): its rule is what `fault-cleared` evaluates
+    /// again, and a run that proves it gone resolves it.
+    pub cause: Option<Cause>,
+}
+
+/// A run's cause: one fault record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    pub fault: i64,
+    pub kind: String,
 }
 
 /// The lease that serialises admission decisions across processes and replicas.
@@ -51,6 +61,33 @@ pub struct Executor {
     /// Set by a stopping server: a run stops at its next step boundary, left `running` for a resume
     /// (the step in flight finishes first).
     pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// What a run command's targets resolve to.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Targets {
+    pub devices: Vec<Target>,
+    /// `name (role)` of devices a group or glob named whose role the runbook does not apply to.
+    pub skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub role: lifeline_types::Role,
+}
+
+impl Targets {
+    /// The confirmation rule every acting verb has: more than one target, or any head node, storage
+    /// server or switch, needs the count typed back.
+    pub fn needs_count(&self) -> bool {
+        use lifeline_types::Role;
+        self.devices.len() > 1
+            || self
+                .devices
+                .iter()
+                .any(|t| matches!(t.role, Role::HeadNode | Role::StorageServer | Role::Switch))
+    }
 }
 
 /// The resolved plan `--dry-run` prints.
@@ -74,6 +111,8 @@ pub struct PlannedStep {
     pub timeout: String,
     pub approval_required: bool,
     pub idempotent: bool,
+    /// A `[[verify]]` check: run after the last step; the run succeeds only when it passes.
+    pub post_condition: bool,
 }
 
 pub(crate) fn digest(v: &serde_json::Value) -> String {
@@ -123,10 +162,61 @@ impl Executor {
             }
             vars.insert(k.clone(), v.clone());
         }
+        // Every value, default or given, against its declared type, before anything is touched.
+        for p in &rb.params {
+            let v = &vars[&p.name];
+            if let Err(why) = p.ty.check(v, &p.default) {
+                return Err(RunbookError::BadVar { var: p.name.clone(), why });
+            }
+        }
         vars.insert("target".into(), target.into());
         vars.insert("run".into(), run.into());
         vars.insert("runbook".into(), rb.name.clone());
+        let (fault, kind) = opts
+            .cause
+            .as_ref()
+            .map_or((String::new(), String::new()), |c| (c.fault.to_string(), c.kind.clone()));
+        vars.insert("fault".into(), fault);
+        vars.insert("fault-kind".into(), kind);
         Ok(vars)
+    }
+
+    /// `device` parameters name devices of the inventory (of their roles).
+    fn check_devices(&self, rb: &Runbook, vars: &BTreeMap<String, String>) -> Result<()> {
+        let inv = self.base.inventory()?;
+        for p in &rb.params {
+            if let Err(why) = p.ty.check_device(&vars[&p.name], &inv) {
+                return Err(RunbookError::BadVar { var: p.name.clone(), why });
+            }
+        }
+        Ok(())
+    }
+
+    /// The devices a run command names, in every form the other verbs take (names, racks, roles, groups,
+    /// globs, `all`): a device named on its own must have a role the runbook applies to; devices a group
+    /// or glob brings in with another role are skipped (and listed).
+    pub fn targets(&self, rb: &Runbook, names: &[String]) -> Result<Targets> {
+        let inv = self.base.inventory()?;
+        let picked = lifeline_inventory::select(&inv, names).map_err(EngineError::Select)?;
+        let mut out = Targets::default();
+        for d in picked {
+            if rb.targets.contains(&d.role) {
+                out.devices.push(Target { name: d.name.to_string(), role: d.role });
+            } else if names.iter().any(|n| n == d.name.as_str()) {
+                self.check_target(rb, d.name.as_str())?;
+            } else {
+                out.skipped.push(format!("{} ({})", d.name, d.role));
+            }
+        }
+        if out.devices.is_empty() {
+            let expected = rb.targets.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            return Err(RunbookError::NoTargets {
+                runbook: rb.name.clone(),
+                targets: names.join(" "),
+                why: format!("no {expected} among them (skipped: {})", out.skipped.join(", ")),
+            });
+        }
+        Ok(out)
     }
 
     fn check_target(&self, rb: &Runbook, target: &str) -> Result<Device> {
@@ -154,8 +244,9 @@ impl Executor {
     pub async fn plan(&self, rb: &Runbook, target: &str, opts: &RunOptions) -> Result<Plan> {
         let d = self.check_target(rb, target)?;
         let vars = Self::vars(rb, target, "(dry-run)", opts)?;
+        self.check_devices(rb, &vars)?;
         let mut steps = Vec::new();
-        for s in &rb.steps {
+        for (i, s) in rb.all_steps().enumerate() {
             let op = crate::steps::resolve(&s.op, &vars)
                 .map_err(|why| RunbookError::BadVar { var: s.name.clone(), why })?;
             steps.push(PlannedStep {
@@ -167,6 +258,7 @@ impl Executor {
                 timeout: humantime::format_duration(s.timeout).to_string(),
                 approval_required: s.approve,
                 idempotent: s.kind.idempotent(&op),
+                post_condition: rb.is_post(i),
             });
         }
         let guard = self.guard_now(&d).await?;
@@ -197,6 +289,7 @@ impl Executor {
         let d = self.check_target(rb, target)?;
         let id = new_run_id();
         let vars = Self::vars(rb, target, &id, opts)?;
+        self.check_devices(rb, &vars)?;
         let store = self.base.store().await?.clone();
         let audit = self.base.audit().await?;
         let leases = self.base.leases().await?.with_wait(Some(Duration::from_secs(60)));
@@ -324,11 +417,8 @@ impl Executor {
                 at_ms: now_ms(),
             })
             .await?;
-        let step = rb
-            .steps
-            .get(usize::try_from(i).unwrap_or(usize::MAX))
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
+        let step =
+            rb.step_at(usize::try_from(i).unwrap_or(usize::MAX)).map(|s| s.name.clone()).unwrap_or_default();
         self.base
             .audit()
             .await?
@@ -504,7 +594,7 @@ impl Driver<'_> {
         detail: serde_json::Value,
         evidence: serde_json::Value,
     ) -> NewJournal {
-        let step = self.rb.steps.get(i).map(|s| s.name.clone()).unwrap_or_default();
+        let step = self.rb.step_at(i).map(|s| s.name.clone()).unwrap_or_default();
         let request_id = (phase == "intent").then(|| request_base(self.run_id, &step, attempt));
         NewJournal {
             run_id: self.run_id.into(),
@@ -521,7 +611,7 @@ impl Driver<'_> {
 
     async fn go(&self) -> Result<()> {
         let store = self.l.store().await?.clone();
-        let mut visits = vec![0usize; self.rb.steps.len()];
+        let mut visits = vec![0usize; self.rb.steps.len() + self.rb.post.len()];
         loop {
             let run = store
                 .run(self.run_id)
@@ -538,8 +628,13 @@ impl Driver<'_> {
             let journal = store.journal_since(self.run_id, 0).await?;
             let vars: BTreeMap<String, String> = serde_json::from_value(run.vars.clone()).unwrap_or_default();
             let i = usize::try_from(run.next_step).unwrap_or(usize::MAX);
-            let Some(step) = self.rb.steps.get(i) else {
-                return self.finish("succeeded", None, i).await;
+            let Some(step) = self.rb.step_at(i) else {
+                // Only reached through every post-condition: each re-observed its evidence and passed.
+                let why = (!self.rb.post.is_empty()).then(|| {
+                    let names = self.rb.post.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+                    format!("recovered: post-conditions passed ({names})")
+                });
+                return self.finish("succeeded", why, i).await;
             };
             visits[i] += 1;
             if visits[i] > MAX_VISITS {
@@ -623,9 +718,21 @@ impl Driver<'_> {
                     ))
                     .await?;
                     let rid = request_base(self.run_id, &step.name, attempt);
-                    let r = match tokio::time::timeout(step.timeout, crate::steps::run(&ctx, &rid)).await {
-                        Ok(r) => r,
-                        Err(_) => StepResult::timeout(step.timeout),
+                    let run = async {
+                        match tokio::time::timeout(step.timeout, crate::steps::run(&ctx, &rid)).await {
+                            Ok(r) => r,
+                            Err(_) => StepResult::timeout(step.timeout),
+                        }
+                    };
+                    // `runbook abort` from anywhere interrupts a step that only waits or reads (a 10-minute
+                    // boot wait must not outlive the abort); an action in flight finishes first.
+                    let r = if matches!(step.kind, Kind::WaitFor | Kind::Verify | Kind::FaultCleared) {
+                        tokio::select! {
+                            r = run => r,
+                            why = ended_elsewhere(&store, self.run_id) => StepResult::error(format!("interrupted: {why}")),
+                        }
+                    } else {
+                        run.await
                     };
                     (r, attempt)
                 }
@@ -804,8 +911,9 @@ impl Driver<'_> {
 
     /// What follows a run's end state: its `run` journal row and the `runbook.end` audit row.
     async fn ended(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+        let last = self.rb.steps.len() + self.rb.post.len();
         self.journal(self.row(
-            i.min(self.rb.steps.len().saturating_sub(1)),
+            i.min(last.saturating_sub(1)),
             0,
             "run",
             state,
@@ -813,6 +921,9 @@ impl Driver<'_> {
             serde_json::json!({}),
         ))
         .await?;
+        if state == "succeeded" {
+            self.resolve_cause().await;
+        }
         let outcome = match state {
             "succeeded" => Outcome::Ok,
             "escalated" => Outcome::Refused,
@@ -830,6 +941,45 @@ impl Driver<'_> {
             )
             .await?;
         Ok(())
+    }
+}
+
+impl Driver<'_> {
+    /// A run that a fault started and that ended `succeeded` has proven that fault gone on a fresh
+    /// observation (its post-conditions): the fault record is resolved, audited under the run.
+    async fn resolve_cause(&self) {
+        let Ok(store) = self.l.store().await else { return };
+        let Ok(Some(run)) = store.run(self.run_id).await else { return };
+        let kind = run.vars.get("fault-kind").and_then(|v| v.as_str()).unwrap_or_default();
+        let fault = run.vars.get("fault").and_then(|v| v.as_str()).unwrap_or_default();
+        if kind.is_empty() {
+            return;
+        }
+        match store.fault_resolve(kind, &self.target).await {
+            Ok(n) if n > 0 => {
+                if let Ok(audit) = self.l.audit().await {
+                    let detail = serde_json::json!({ "fault": fault, "kind": kind, "run": self.run_id });
+                    let _ = audit
+                        .record("fault.resolve", &self.target, Outcome::Ok, Some(self.run_id), &detail)
+                        .await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(run = self.run_id, "resolving fault {fault}: {e}"),
+        }
+    }
+}
+
+/// Resolves once the run is no longer `running` (aborted by an operator, from any process), saying so.
+async fn ended_elsewhere(store: &lifeline_store::Store, id: &str) -> String {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        match store.run(id).await {
+            Ok(Some(r)) if r.state != "running" => {
+                return format!("the run became {} ({})", r.state, r.reason.unwrap_or_default());
+            }
+            _ => {}
+        }
     }
 }
 

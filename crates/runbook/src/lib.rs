@@ -33,7 +33,14 @@
 //! - **Escalate** keeps the node drained (drains it if it was not) and marks it needs-human: an observation
 //!   `needs-human` with the failing step's evidence, the run ends `escalated`.
 //! - `exec` runs a program on the jump host, only for runbooks an administrator lists in
-//!   `[runbooks] exec-allowed`.
+//!   `[runbooks] exec-allowed`; its program is fixed in the file (no variable may choose it).
+//! - **Typed parameters** ([`params`]): every `[params.NAME]` declares a `type` (enum, bool, integer,
+//!   duration, device, string with a pattern); defaults and `--var` values are checked before anything is
+//!   touched, and only values fixed in the file may pick a network address.
+//! - **Post-conditions** (`[[verify]]`): read-only checks run after the last step on fresh observations
+//!   (the boot proven in band, the fault's own rule evaluated again, the running config equal to its
+//!   backup, …). A run ends `succeeded` only when they all pass; `runbook check` refuses a runbook
+//!   without one.
 
 pub mod check;
 pub mod cond;
@@ -42,6 +49,8 @@ pub mod exec;
 pub mod guard;
 pub mod library;
 pub mod model;
+pub mod params;
+mod post;
 mod recover;
 mod steps;
 pub mod view;

@@ -94,7 +94,7 @@ fn load_file(path: &Path, name: &str, dir: &Path) -> Result<(Runbook, String)> {
 
 /// Parses stored definition text (a run's copy) without touching the library.
 pub fn parse_stored(name: &str, text: &str) -> Result<Runbook> {
-    let c = crate::check::check_str(Path::new(&format!("{name}.toml")), text);
+    let c = crate::check::check_stored(Path::new(&format!("{name}.toml")), text);
     match c.runbook {
         Some(r) => Ok(r),
         None => Err(RunbookError::Invalid {

@@ -22,6 +22,10 @@ pub struct Runbook {
     pub worst_case: String,
     pub params: Vec<Param>,
     pub steps: Vec<Step>,
+    /// The post-conditions (`[[verify]]`): read-only checks run after the last step on fresh observations.
+    /// A run ends `succeeded` only when every one passes; one that fails ends it `failed` or `escalated`
+    /// with its evidence.
+    pub post: Vec<Step>,
     /// `sha256:` of the file's text: a run records which definition it followed.
     pub digest: String,
 }
@@ -32,6 +36,25 @@ impl Runbook {
     pub fn admin_only(&self) -> bool {
         self.steps.iter().any(|s| s.kind == Kind::Exec)
     }
+
+    /// Step `i` of the run's index space: the steps, then the post-conditions.
+    pub fn step_at(&self, i: usize) -> Option<&Step> {
+        self.steps.get(i).or_else(|| self.post.get(i.checked_sub(self.steps.len())?))
+    }
+
+    /// Whether index `i` is a post-condition.
+    pub fn is_post(&self, i: usize) -> bool {
+        i >= self.steps.len() && i < self.steps.len() + self.post.len()
+    }
+
+    /// Steps and post-conditions together.
+    pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().chain(&self.post)
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
 }
 
 /// A parameter with its default (`--var NAME=VALUE` overrides it).
@@ -40,6 +63,8 @@ pub struct Param {
     pub name: String,
     pub default: String,
     pub description: String,
+    #[serde(flatten)]
+    pub ty: crate::params::ParamType,
 }
 
 /// One step.
@@ -77,6 +102,9 @@ pub enum Kind {
     Readmit,
     Notify,
     Exec,
+    /// Post-condition only: the fault that started the run (or the named kind) is evaluated again on a
+    /// fresh observation of the target and must be gone.
+    FaultCleared,
 }
 
 impl Kind {
@@ -93,7 +121,12 @@ impl Kind {
         ("readmit", Kind::Readmit),
         ("notify", Kind::Notify),
         ("exec", Kind::Exec),
+        ("fault-cleared", Kind::FaultCleared),
     ];
+
+    /// The kinds a post-condition (`[[verify]]`) may have: they only read.
+    pub const POST: &'static [Kind] =
+        &[Kind::WaitFor, Kind::Verify, Kind::Restore, Kind::Sel, Kind::FaultCleared];
 
     pub fn as_str(self) -> &'static str {
         Kind::ALL.iter().find(|(_, k)| *k == self).map(|(s, _)| *s).unwrap_or("?")
@@ -104,7 +137,9 @@ impl Kind {
         match self {
             Kind::Power => &["action"],
             Kind::BmcReset => &["protocol"],
-            Kind::WaitFor => &["power", "bmc", "tcp", "ssh", "scheduler", "console", "node", "interval"],
+            Kind::WaitFor => {
+                &["power", "bmc", "tcp", "ssh", "scheduler", "console", "boot", "node", "interval", "pattern"]
+            }
             Kind::Console => &["rescue", "bootloader-wait", "script"],
             Kind::Sel => &["match", "clear", "newest"],
             Kind::Backup => &["switch"],
@@ -113,6 +148,7 @@ impl Kind {
             Kind::Verify | Kind::Readmit => &[],
             Kind::Notify => &["url", "message"],
             Kind::Exec => &["command"],
+            Kind::FaultCleared => &["fault"],
         }
     }
 
@@ -138,6 +174,7 @@ impl Kind {
             Kind::Verify | Kind::Readmit => 180,
             Kind::Sel | Kind::Drain | Kind::Notify => 60,
             Kind::Exec => 120,
+            Kind::FaultCleared => 120,
         })
     }
 }
@@ -157,6 +194,9 @@ pub enum Op {
         value: String,
         node: Option<String>,
         interval: Option<String>,
+        /// With `boot`: the console's login prompt (default [`crate::model::LOGIN_PROMPT`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pattern: Option<String>,
     },
     /// Exactly one of `rescue` (a bootloader profile) or `script` (an expect script).
     Console {
@@ -193,6 +233,11 @@ pub enum Op {
     Exec {
         command: Vec<String>,
     },
+    /// `fault = "KIND"`, or `None`: the fault that started the run (a run started by hand: every sweep
+    /// rule — the BMC answers, its health is not critical, no new critical event).
+    FaultCleared {
+        fault: Option<String>,
+    },
 }
 
 /// What a `wait-for` step waits for.
@@ -212,7 +257,17 @@ pub enum WaitWhat {
     Scheduler,
     /// `console = "REGEX"`: the pattern appears in the target's console output (watched read-only).
     Console,
+    /// `boot = "os-running"`: the OS has booted, proven in band: the agent answers (its report says the
+    /// host is up) or the console shows a login prompt (`pattern` overrides it). The BMC's `BootProgress`
+    /// is recorded beside them, never trusted alone (it says `OSRunning` over a hung OS).
+    Boot,
 }
+
+/// The fault kinds a `fault-cleared` post-condition can evaluate (the engine's rules).
+pub const FAULT_KINDS: &[&str] = &["bmc-unreachable", "health-critical", "sel-critical", "agent-report"];
+
+/// A login prompt on a serial console: the OS has come up far enough to let someone in.
+pub const LOGIN_PROMPT: &str = r"[A-Za-z0-9._-]+ login: ?";
 
 /// What to do when a step fails.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

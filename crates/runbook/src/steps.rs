@@ -44,11 +44,11 @@ impl StepResult {
         StepResult { ok: true, timed_out: false, message: message.into(), outputs, evidence }
     }
 
-    fn failed(message: impl Into<String>, outputs: Value, evidence: Value) -> Self {
+    pub(crate) fn failed(message: impl Into<String>, outputs: Value, evidence: Value) -> Self {
         StepResult { ok: false, timed_out: false, message: message.into(), outputs, evidence }
     }
 
-    fn error(message: impl Into<String>) -> Self {
+    pub(crate) fn error(message: impl Into<String>) -> Self {
         Self::failed(message, json!({}), json!({}))
     }
 
@@ -84,9 +84,13 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
     Ok(match op {
         Op::Power { action } => Op::Power { action: r(action)? },
         Op::BmcReset { protocol } => Op::BmcReset { protocol: ro(protocol)? },
-        Op::WaitFor { what, value, node, interval } => {
-            Op::WaitFor { what: *what, value: r(value)?, node: ro(node)?, interval: interval.clone() }
-        }
+        Op::WaitFor { what, value, node, interval, pattern } => Op::WaitFor {
+            what: *what,
+            value: r(value)?,
+            node: ro(node)?,
+            interval: interval.clone(),
+            pattern: pattern.clone(),
+        },
         Op::Console { rescue, bootloader_wait, script } => Op::Console {
             rescue: ro(rescue)?,
             bootloader_wait: bootloader_wait.clone(),
@@ -109,6 +113,7 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
         Op::Readmit => Op::Readmit,
         Op::Notify { url, message } => Op::Notify { url: r(url)?, message: r(message)? },
         Op::Exec { command } => Op::Exec { command: command.iter().map(r).collect::<Result<_, _>>()? },
+        Op::FaultCleared { fault } => Op::FaultCleared { fault: ro(fault)? },
     })
 }
 
@@ -127,7 +132,7 @@ fn console_step(
     })
 }
 
-fn device(ctx: &StepCtx<'_>) -> Result<Device, String> {
+pub(crate) fn device(ctx: &StepCtx<'_>) -> Result<Device, String> {
     let inv = ctx.l.inventory().map_err(|e| e.chain())?;
     inv.device(ctx.target).cloned().ok_or_else(|| format!("no device `{}` in the inventory", ctx.target))
 }
@@ -247,9 +252,14 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
                 Err(e) => StepResult::error(e.chain()),
             }
         }
-        Op::WaitFor { what, value, node, interval } => {
+        Op::WaitFor { what: WaitWhat::Boot, pattern, interval, .. } => {
+            let pattern = pattern.as_deref().unwrap_or(crate::model::LOGIN_PROMPT);
+            crate::post::wait_boot(ctx, &l, pattern, secs(interval, Duration::from_secs(2))).await
+        }
+        Op::WaitFor { what, value, node, interval, .. } => {
             wait_for(ctx, &l, *what, value, node.as_deref(), secs(interval, Duration::from_secs(2))).await
         }
+        Op::FaultCleared { fault } => crate::post::fault_cleared(ctx, &l, fault.as_deref()).await,
         Op::Console { rescue: None, script, .. } => match l.console_script(ctx.target, script, true).await {
             Ok(r) => {
                 let ev = serde_json::to_value(&r).unwrap_or_default();
@@ -465,6 +475,7 @@ async fn wait_for(
     let timeout = ctx.step.timeout.saturating_sub(Duration::from_millis(500)).max(Duration::from_millis(100));
     let waited: Result<Vec<Waited>, String> = async {
         match what {
+            WaitWhat::Boot => Err("a boot wait is run by `post::wait_boot`".to_owned()),
             WaitWhat::Power => {
                 let want = PowerState::from_str(value).map_err(|e| e.to_string())?;
                 let sel = l.select_bmcs(&[ctx.target.to_owned()], &[], false).map_err(|e| e.chain())?;
@@ -577,7 +588,7 @@ fn address(d: &Device, value: &str, ssh: bool) -> Result<String, String> {
     Ok(format!("{host}:{port}"))
 }
 
-async fn verify(ctx: &StepCtx<'_>, l: &Lifeline, readmit: bool) -> StepResult {
+pub(crate) async fn verify(ctx: &StepCtx<'_>, l: &Lifeline, readmit: bool) -> StepResult {
     let d = match device(ctx) {
         Ok(d) => d,
         Err(e) => return StepResult::error(e),

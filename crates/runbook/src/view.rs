@@ -40,6 +40,9 @@ pub struct StepView {
     pub outputs: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence_digest: Option<String>,
+    /// A `[[verify]]` check, run after the last step on fresh observations.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub post_condition: bool,
 }
 
 pub(crate) fn ts(ms: i64) -> DateTime<Utc> {
@@ -48,15 +51,20 @@ pub(crate) fn ts(ms: i64) -> DateTime<Utc> {
 
 impl RunView {
     pub fn build(run: &RunRow, rb: Option<&Runbook>, journal: &[JournalRow]) -> RunView {
-        let names: Vec<(String, String)> = match rb {
-            Some(rb) => rb.steps.iter().map(|s| (s.name.clone(), s.kind.as_str().to_owned())).collect(),
+        let names: Vec<(String, String, bool)> = match rb {
+            Some(rb) => rb
+                .all_steps()
+                .enumerate()
+                .map(|(i, s)| (s.name.clone(), s.kind.as_str().to_owned(), rb.is_post(i)))
+                .collect(),
             None => Vec::new(),
         };
         let mut steps: Vec<StepView> = names
             .into_iter()
-            .map(|(name, kind)| StepView {
+            .map(|(name, kind, post)| StepView {
                 name,
                 kind,
+                post_condition: post,
                 state: "pending".into(),
                 started: None,
                 ended: None,

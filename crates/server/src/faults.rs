@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 use lifeline_bmc::SweepRow;
 use lifeline_engine::{AuditService, EngineError, Outcome};
 use lifeline_store::{FaultRow, Store};
-use lifeline_types::Health;
 
 use crate::state::AppState;
 
@@ -106,41 +105,15 @@ pub async fn from_sweep_row_known(
     known: Option<&Unresolved>,
 ) -> Result<(), EngineError> {
     let d = &row.name;
-    let resolve = |kind: &'static str| async move {
+    // The rules themselves live in the engine, shared with the runbooks' `fault-cleared` post-condition.
+    let verdict = lifeline_engine::fault_rules::sweep_verdict(row, None);
+    for kind in verdict.clear {
         if known.is_none_or(|k| k.contains(&(kind.to_owned(), d.clone()))) {
-            resolve(s, kind, d).await
-        } else {
-            Ok(())
+            resolve(s, kind, d).await?;
         }
-    };
-    if row.ok() {
-        resolve("bmc-unreachable").await?;
-    } else if row.power.is_none() && row.health.is_none() {
-        raise(
-            s,
-            "bmc-unreachable",
-            d,
-            "critical",
-            &row.errors.join("; "),
-            serde_json::json!({ "errors": row.errors }),
-        )
-        .await?;
     }
-    match row.health {
-        Some(Health::Critical) => {
-            let msg =
-                if row.alerts.is_empty() { "health critical".to_owned() } else { row.alerts.join("; ") };
-            raise(s, "health-critical", d, "critical", &msg, serde_json::json!({ "alerts": row.alerts }))
-                .await?;
-        }
-        Some(_) => resolve("health-critical").await?,
-        None => {}
-    }
-    let critical: Vec<&lifeline_bmc::EventEntry> =
-        row.events.iter().filter(|e| e.severity == Health::Critical).collect();
-    if let Some(e) = critical.first() {
-        raise(s, "sel-critical", d, "critical", &e.message, serde_json::json!({ "entries": critical }))
-            .await?;
+    for f in verdict.raise {
+        raise(s, f.kind, d, f.severity, &f.message, f.detail).await?;
     }
     Ok(())
 }

@@ -241,9 +241,12 @@ impl FaultResponder for PolicyResponder {
             let (rb, text) = load(s, name).map_err(engine_err)?;
             let base = s.base.with_identity(Identity::new(POLICY_ACTOR));
             let approve_first = d.action == Action::AwaitApproval;
-            let v = admit(s, base, &rb, &text, &fault.device, &RunOptions::default(), approve_first)
-                .await
-                .map_err(engine_err)?;
+            let opts = RunOptions {
+                cause: Some(lifeline_runbook::exec::Cause { fault: fault.id, kind: fault.kind.clone() }),
+                ..RunOptions::default()
+            };
+            let v =
+                admit(s, base, &rb, &text, &fault.device, &opts, approve_first).await.map_err(engine_err)?;
             let state = match v.state.as_str() {
                 "refused" => "refused",
                 "waiting-approval" => "queued",

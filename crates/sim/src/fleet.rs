@@ -293,6 +293,9 @@ impl Devices {
                         if *fault == Fault::SshKeyChange {
                             s.state.rotate_host_key();
                         }
+                        if *fault == Fault::BootLoop {
+                            s.state.set_looping(true);
+                        }
                         if let Fault::PfcStorm { port } = fault {
                             s.state.pfc.start(port);
                         }
@@ -518,6 +521,7 @@ impl Fleet {
             }
             let state = Arc::new(state);
             if let Some(h) = &bmc {
+                state.set_bmc_host(h);
                 tasks.spawn(reset_mgmt_on_power_off(h.clone(), state.clone(), cancel.clone()));
             }
             let addr = SocketAddr::new(sw.address, opts.ports.port(22, sw.ssh_port));

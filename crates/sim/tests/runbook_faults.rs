@@ -152,3 +152,44 @@ async fn redfish_down_leaves_ipmi_and_an_ipmi_bmc_reset_brings_redfish_back() {
     assert!(Client::inject(f.control_url(), name, "mgmt-down").await.is_err());
     f.shutdown().await;
 }
+
+/// A switch looping in its boot has no management plane: OpenSSH gets no banner while its BMC still
+/// answers, whatever a port probe of the old simulator said; once the loop ends (here: `clear`, as a
+/// rescue does) and the NOS is up, SSH answers again. `BootProgress` on a server follows the boot phase.
+#[tokio::test]
+async fn a_boot_looping_switch_serves_no_ssh_until_its_nos_runs() {
+    if !have(&["sshpass", "ipmitool"]) {
+        return;
+    }
+    let f = Fleet::start(FleetSpec::generate(1, 1), SimOptions::for_tests()).await.unwrap();
+    let ssh_ep = f.endpoint("leaf1", EndpointKind::Ssh).unwrap().clone();
+    let ipmi_ep = f.endpoint("leaf1", EndpointKind::Ipmi).unwrap().clone();
+    let ssh = || {
+        let c = common::ssh(&ssh_ep, "show version");
+        let mut t = Command::new("timeout");
+        t.arg("4").arg(c.get_program()).args(c.get_args());
+        t
+    };
+    assert!(run(ssh()).await.status.success(), "ssh works before");
+    let info = Client::inject(f.control_url(), "leaf1", "boot-loop").await.unwrap();
+    assert_eq!(info.faults, ["boot-loop"]);
+    assert!(
+        common::eventually(10, async || Client::devices(f.control_url())
+            .await
+            .unwrap()
+            .iter()
+            .any(|d| d.name == "leaf1" && d.phase != "os-up"))
+        .await,
+        "the switch crashes into its loop"
+    );
+    let out = run(ssh()).await;
+    assert!(!out.status.success(), "a looping switch must not answer SSH on its management port");
+    let status = run(common::ipmitool(&ipmi_ep, &["chassis", "power", "status"])).await;
+    assert!(String::from_utf8_lossy(&status.stdout).contains("Chassis Power is on"), "the BMC still answers");
+    Client::clear(f.control_url(), "leaf1").await.unwrap();
+    assert!(
+        common::eventually(30, async || run(ssh()).await.status.success()).await,
+        "the NOS boots once the loop ends, and SSH answers"
+    );
+    tokio::time::timeout(Duration::from_secs(10), f.shutdown()).await.unwrap();
+}

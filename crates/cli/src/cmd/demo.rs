@@ -31,6 +31,8 @@ const SCRIPT: &[(u64, &str, &str)] = &[
     (2, "gpu-node-03", "gpu-ecc=2"),
     (3, "gpu-node-05", "gpu-xid=6:79"),
     (4, "gpu-node-07", "rail-down=mlx5_4"),
+    // A technician reseats the cable; the waiting check passes once someone approves it.
+    (9, "gpu-node-07", "clear"),
     (5, "head-node-02", "bmc-unresponsive"),
     (7, "head-node-02", "clear"),
 ];
@@ -61,6 +63,7 @@ pub async fn run(g: &Global, a: DemoArgs) -> CmdResult {
         export_node_state: Some(scratch.0.join("node-state")),
         ..SimOptions::default()
     };
+    let _ = DEMO_NODE_STATE.set(scratch.0.join("node-state"));
     let fleet = Fleet::start(spec, opts).await.map_err(crate::cmd::sim::start_error)?;
     let res = drive(&g, &a, &inv, &fleet, &scratch.0).await;
     fleet.shutdown().await;
@@ -83,7 +86,27 @@ async fn drive(
         let (running, password) = start_server(g, a, inv, fleet, scratch).await?;
         let l = running.state.engine_as("demo").with_bmc_options(|o| o.fanout = 64);
         l.inventory_sync().await?;
-        let banner = format!("server: {} — user admin, one-time password {password}", running.url);
+        let token = second_shell_token(&running, scratch).await?;
+        if g.json {
+            let line = json!({ "server": {
+                "url": running.url, "user": "admin", "password": password,
+                "data_dir": g.data_dir, "control": fleet.control_url(), "token_file": token,
+            } });
+            outln!("{}", serde_json::to_string(&line)?);
+        }
+        let banner = format!(
+            "server: {url} — user admin, one-time password {password}\n\
+             data directory: {data}\n\
+             from a second shell: inject a fault   lifeline sim fault --control {control} gpu-node-06 gpu-ecc=1\n\
+             \x20                    approve a run    LIFELINE_TOKEN_FILE={token} lifeline --server {url} runbook approve RUN",
+            url = running.url,
+            data = g
+                .data_dir
+                .as_ref()
+                .map_or_else(|| "(the configuration's)".into(), |d| d.display().to_string()),
+            control = fleet.control_url(),
+            token = token.display(),
+        );
         (l, Some(running), Some(banner))
     };
     let more = match &server {
@@ -131,6 +154,7 @@ async fn sweep_loop(
     let sel = BmcSelection { bmcs, skipped: Vec::new() };
     let mut tracker = ChangeTracker::default();
     let mut seen_event = server_events_start(server).await;
+    let mut runs_seen = std::collections::HashMap::new();
     let tty = std::io::stdout().is_terminal() && !g.json;
     let mut recent: Vec<String> = Vec::new();
     let stop = wait_for_shutdown();
@@ -181,8 +205,14 @@ async fn sweep_loop(
                 }
             }
             faults = st.store.faults(Some("open"), 1000).await.map_err(EngineError::from)?;
+            if let Err(e) = in_band(st, l, inv, scratch_state(l), &rows).await {
+                recent.push(format!("in-band checks: {}", e.chain()));
+            }
+            for line in run_lines(st, &mut runs_seen).await {
+                recent.push(line);
+            }
         }
-        let keep = recent.len().saturating_sub(10);
+        let keep = recent.len().saturating_sub(14);
         recent.drain(..keep);
         if g.json {
             let line = json!({ "sweep": n, "rows": rows, "events": recent, "faults": faults });
@@ -224,6 +254,120 @@ async fn sweep_loop(
         }
     }
     Ok(Code::Ok)
+}
+
+/// Where the simulator exports each node's in-band state (what the agent would read on the node).
+fn scratch_state(l: &lifeline_engine::Lifeline) -> Option<std::path::PathBuf> {
+    let _ = l;
+    DEMO_NODE_STATE.get().cloned()
+}
+
+static DEMO_NODE_STATE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The in-band agent's view, as the nodes' agents would report it to the server: every powered GPU node
+/// that no run is recovering is checked from its exported state, and the server's `agent-report` rule
+/// raises (or resolves) its fault. This is what sees a rail that is down, which no BMC reports.
+async fn in_band(
+    st: &lifeline_server::AppState,
+    l: &lifeline_engine::Lifeline,
+    inv: &lifeline_inventory::Inventory,
+    dir: Option<std::path::PathBuf>,
+    rows: &[lifeline_bmc::SweepRow],
+) -> Result<(), EngineError> {
+    let Some(dir) = dir else { return Ok(()) };
+    let busy: std::collections::HashSet<String> =
+        st.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await?.into_iter().map(|r| r.target).collect();
+    let on: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter(|r| r.power == Some(lifeline_types::PowerState::On))
+        .map(|r| r.name.as_str())
+        .collect();
+    let source = lifeline_engine::ops::readmit::ReportSource::NodeState {
+        dir,
+        interval: Some(Duration::from_millis(20)),
+    };
+    let mut nodes = Vec::new();
+    for d in inv.devices.iter().filter(|d| d.role == lifeline_types::Role::GpuNode) {
+        // A node still booting is not failing: its agent is not up yet.
+        if on.contains(d.name.as_str())
+            && !busy.contains(d.name.as_str())
+            && lifeline_engine::ops::wait::agent_up(d, &source).await.0
+        {
+            nodes.push(d.clone());
+        }
+    }
+    for row in l.verify(&nodes, &source, None).await? {
+        let Ok(v) = row.result else { continue };
+        let report = serde_json::to_value(&v).unwrap_or_default();
+        lifeline_server::faults::agent_report(st, &v.node, v.passed(), &report).await?;
+    }
+    Ok(())
+}
+
+/// An API token for the demo's admin in the scratch directory (0600), so a second shell can approve a
+/// run through the server (`LIFELINE_TOKEN_FILE=… lifeline --server URL runbook approve RUN`).
+async fn second_shell_token(
+    running: &lifeline_server::Running,
+    scratch: &std::path::Path,
+) -> Result<std::path::PathBuf, Exit> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let st = &running.state;
+    let audit = lifeline_engine::AuditService::new(st.store.clone(), "demo");
+    let made = lifeline_server::accounts::token_create(&st.store, &audit, "admin", None, None).await?;
+    let path = scratch.join("token");
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+    std::io::Write::write_all(&mut f, format!("{}\n", made.token).as_bytes())?;
+    Ok(path)
+}
+
+/// One line per run whose state changed since the last sweep: how it ended (state, duration, the
+/// evidence that proved the recovery) or what it waits for (and the command that approves it).
+async fn run_lines(
+    st: &lifeline_server::AppState,
+    seen: &mut std::collections::HashMap<String, String>,
+) -> Vec<String> {
+    let Ok(runs) = st.store.runs(50).await else { return Vec::new() };
+    let mut out = Vec::new();
+    for r in runs.iter().rev() {
+        if seen.get(&r.id) == Some(&r.state) {
+            continue;
+        }
+        seen.insert(r.id.clone(), r.state.clone());
+        let at = chrono::Utc::now().format("%H:%M:%S");
+        let head = format!("{at} run {} {} on {}", r.id, r.runbook, r.target);
+        let line = match r.state.as_str() {
+            "running" => format!("{head}: started"),
+            "waiting-approval" => {
+                format!("{head}: WAITING FOR YOU — {}", r.reason.as_deref().unwrap_or("approval needed"))
+            }
+            state => {
+                let took =
+                    r.ended_at_ms.unwrap_or(r.updated_at_ms).saturating_sub(r.created_at_ms) as f64 / 1000.0;
+                let proof = match st.store.journal_since(&r.id, 0).await {
+                    Ok(j) => proof_of(&j),
+                    Err(_) => String::new(),
+                };
+                let why = r.reason.as_deref().unwrap_or_default();
+                format!("{head}: {} in {took:.1} s — {why}{proof}", state.to_uppercase())
+            }
+        };
+        out.push(line);
+    }
+    out
+}
+
+/// The signals that proved (or disproved) a recovery: the boot wait's signal and each post-condition's
+/// message, from the run's journal.
+fn proof_of(journal: &[lifeline_store::JournalRow]) -> String {
+    let mut parts = Vec::new();
+    for j in journal.iter().filter(|j| j.phase == "outcome") {
+        let msg = j.detail.get("message").and_then(|m| m.as_str()).unwrap_or_default();
+        if j.step == "os-up" || j.step == "fault-gone" || j.state != "ok" {
+            parts.push(format!("{} {}: {msg}", j.step, j.state));
+        }
+    }
+    if parts.is_empty() { String::new() } else { format!(" [{}]", parts.join("; ")) }
 }
 
 /// What the terminal view shows besides the sweep: the server's faults and its address.
@@ -306,10 +450,61 @@ power = "on"
 timeout = "5m"
 on-failure = "escalate"
 
+# The OS is up when the node says so (its agent, or a login prompt on its console), not when the BMC
+# reports power on: verifying before the boot ends reads every rail down.
+[[step]]
+name = "os-up"
+kind = "wait-for"
+boot = "os-running"
+timeout = "5m"
+interval = "250ms"
+on-failure = "escalate"
+
 [[step]]
 name = "verify"
 kind = "verify"
 on-failure = "escalate"
+
+# Recovered only when the fault's own rule, evaluated again on a fresh read of the BMC, finds it gone.
+[[verify]]
+name = "fault-gone"
+kind = "fault-cleared"
+"#,
+    ),
+    (
+        "demo-rail-check",
+        r#"# demo-rail-check
+#
+# Fault:       the in-band agent reports a failing check (e.g. a backend rail down) on a simulated node.
+# Touches:     nothing: a rail down is physical; after an operator approves (the hardware was seen to), the
+#              node is verified again.
+# Never:       power, the switches.
+# Worst case:  the node is marked needs-human with the failing report.
+
+name = "demo-rail-check"
+description = "Demo: after an operator approves (cable or optic seen to), verify the node again in band"
+targets = ["gpu-node"]
+fault = "in-band check failing (rail down)"
+touches = "nothing"
+never-touches = "power, switches"
+worst-case = "the node is marked needs-human with the failing report"
+
+[[step]]
+name = "hardware-seen-to"
+kind = "wait-for"
+boot = "os-running"
+approve = "required"
+timeout = "1m"
+on-failure = "escalate"
+
+[[step]]
+name = "verify"
+kind = "verify"
+on-failure = "escalate"
+
+[[verify]]
+name = "fault-gone"
+kind = "fault-cleared"
 "#,
     ),
     (
@@ -334,6 +529,11 @@ name = "bmc-answers"
 kind = "wait-for"
 bmc = "reachable"
 timeout = "10m"
+
+[[verify]]
+name = "fault-gone"
+kind = "fault-cleared"
+fault = "bmc-unreachable"
 "#,
     ),
 ];
@@ -352,6 +552,9 @@ fn demo_policy() -> Vec<lifeline_engine::FaultPolicy> {
         p("health-critical", Some("demo-gpu-node-recover"), PolicyMode::Auto),
         p("sel-critical", Some("demo-gpu-node-recover"), PolicyMode::Auto),
         p("bmc-unreachable", Some("demo-bmc-answers"), PolicyMode::Approve),
+        // A rail down is physical (a cable, an optic, a port): no OOB action fixes it, so a human approves
+        // the check once the hardware is seen to.
+        p("agent-report", Some("demo-rail-check"), PolicyMode::Approve),
         p("*", None, PolicyMode::Notify),
     ]
 }
@@ -465,9 +668,5 @@ async fn start_server(
             lifeline_server::ServeError::Engine(e) => Exit::from(e),
             e => Exit::usage(anyhow::anyhow!("{}", lifeline_engine::error_chain(&e))),
         })?;
-    if g.json {
-        let line = json!({ "server": { "url": running.url, "user": "admin", "password": password } });
-        outln!("{}", serde_json::to_string(&line)?);
-    }
     Ok((running, password))
 }

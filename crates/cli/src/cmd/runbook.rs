@@ -291,12 +291,18 @@ fn parse_vars(vars: &[String]) -> Result<Vec<(String, String)>, Exit> {
 async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
     let lib = library(g, &a.lib)?;
     let (rb, text) = lib.load(&a.name)?;
-    let opts = RunOptions { vars: parse_vars(&a.vars)? };
+    let opts = RunOptions { vars: parse_vars(&a.vars)?, cause: None };
     let env = a.env.env();
+    // The same TARGET forms as every other verb (names, racks, roles, globs, `all`).
+    let targets = executor(g, Env::default())?.targets(&rb, &a.targets)?;
+    if !targets.skipped.is_empty() && !g.json {
+        eprintln!("skipped (roles `{}` does not apply to): {}", rb.name, targets.skipped.join(", "));
+    }
+    let names: Vec<String> = targets.devices.iter().map(|t| t.name.clone()).collect();
     if a.dry_run {
         let x = executor(g, env)?;
         let mut plans = Vec::new();
-        for t in &a.targets {
+        for t in &names {
             plans.push(x.plan(&rb, t, &opts).await?);
         }
         if g.json {
@@ -311,6 +317,7 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
                 for (i, s) in p.steps.iter().enumerate() {
                     let when = s.when.as_ref().map(|w| format!(" when {w}")).unwrap_or_default();
                     let approve = if s.approval_required { " [approval required]" } else { "" };
+                    let approve = if s.post_condition { " [post-condition]" } else { approve };
                     outln!("  {:>2}. {:<20} {}{when}{approve}", i + 1, s.name, s.operation);
                 }
                 match &p.guard.reason {
@@ -321,13 +328,25 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
         }
         return Ok(Code::Ok);
     }
-    crate::prompt::confirm(&format!("run `{}` on {}", rb.name, a.targets.join(", ")), a.yes)?;
+    // Every value checked before the question, so a bad `--var` is refused before anything is touched.
+    {
+        let x = executor(g, Env::default())?;
+        for t in &names {
+            x.plan(&rb, t, &opts).await?;
+        }
+    }
+    let question = format!("run `{}` on {}", rb.name, names.join(", "));
+    if targets.needs_count() {
+        crate::prompt::confirm_count(&question, names.len(), a.yes)?;
+    } else {
+        crate::prompt::confirm(&question, a.yes)?;
+    }
     // One task per target: admission is serialised in the store, the runs proceed side by side. One
     // executor (one store opened once in this process) serves them all.
     let x = std::sync::Arc::new(executor(g, env)?);
     x.base.store().await?;
     let mut tasks = tokio::task::JoinSet::new();
-    for (i, t) in a.targets.iter().enumerate() {
+    for (i, t) in names.iter().enumerate() {
         let x = x.clone();
         let (rb, text, t, opts) = (rb.clone(), text.clone(), t.clone(), opts.clone());
         tasks.spawn(async move { (i, t.clone(), x.start(&rb, &text, &t, &opts).await) });

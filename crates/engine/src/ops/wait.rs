@@ -171,3 +171,48 @@ pub async fn wait_slurm(
     })
     .await)
 }
+
+/// Whether a node's in-band agent answers with its OS up, from the report source the verification uses:
+/// the exported state's GPU snapshot says the host is up (`NodeState`), the written report says so
+/// (`Reports`), or SSH on the node's frontend address sends its banner (`Ssh`). Returns what it saw.
+pub async fn agent_up(
+    d: &lifeline_inventory::Device,
+    source: &crate::ops::readmit::ReportSource,
+) -> (bool, String) {
+    use crate::ops::readmit::ReportSource;
+    let name = d.name.to_string();
+    let host_up_in = |file: std::path::PathBuf| async move {
+        match tokio::fs::read_to_string(&file).await {
+            Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => {
+                    let up =
+                        v.get("host_up").or_else(|| v.pointer("/gpus/host_up")).and_then(|u| u.as_bool());
+                    match up {
+                        Some(true) => (true, format!("agent: host up ({})", file.display())),
+                        Some(false) => (false, format!("agent: host down ({})", file.display())),
+                        None => (false, format!("agent: {} says nothing of the host", file.display())),
+                    }
+                }
+                Err(e) => (false, format!("agent: {}: {e}", file.display())),
+            },
+            Err(e) => (false, format!("agent: {}: {e}", file.display())),
+        }
+    };
+    match source {
+        ReportSource::NodeState { dir, .. } => host_up_in(dir.join(&name).join("gpus.json")).await,
+        ReportSource::Reports(p) => {
+            host_up_in(if p.is_dir() { p.join(format!("{name}.json")) } else { p.clone() }).await
+        }
+        ReportSource::Ssh { .. } => {
+            let Some(addr) = d.frontend.as_ref().and_then(|f| f.address.as_ref()) else {
+                return (false, format!("agent: `{name}` has no frontend address"));
+            };
+            let w =
+                wait_tcp(&format!("{addr}:22"), true, Duration::from_secs(6), Duration::from_secs(1)).await;
+            match w {
+                Ok(w) => (w.reached, format!("agent: {} ({})", w.what, w.observed)),
+                Err(e) => (false, format!("agent: {}", error_chain(&e))),
+            }
+        }
+    }
+}

@@ -114,7 +114,7 @@ fn targets(s: &AppState, req: &RunbookRequest) -> ApiResult<Vec<String>> {
 }
 
 fn options(req: &RunbookRequest) -> RunOptions {
-    RunOptions { vars: req.vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect() }
+    RunOptions { vars: req.vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), cause: None }
 }
 
 async fn plan(

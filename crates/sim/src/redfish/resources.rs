@@ -425,6 +425,7 @@ fn system(bmc: &RedfishBmc) -> Value {
             "ManagedBy": [link(&bmc.manager_path())],
         },
         "Description": format!("{} GPUs, {} rails", node.gpus.len(), node.rails.len()),
+        "BootProgress": boot_progress(h.phase()),
     });
     if has_logs(bmc, Owner::System) {
         v["LogServices"] = link(&collection_path(bmc, Owner::System));
@@ -435,6 +436,21 @@ fn system(bmc: &RedfishBmc) -> Value {
         v["Status"]["HealthRollup"] = v["Status"]["Health"].clone();
     }
     v
+}
+
+/// `BootProgress` (ComputerSystem v1_13+) from the boot phase, as a BMC sees it: it tracks firmware and
+/// the hand-over to the OS, and keeps saying `OSRunning` after the OS hangs or crashes (it cannot tell),
+/// which is why a boot wait never trusts it alone.
+fn boot_progress(phase: crate::host::Phase) -> Value {
+    use crate::host::Phase;
+    let last = match phase {
+        Phase::Off => "None",
+        Phase::Post => "PCIResourceConfigStarted",
+        Phase::Bootloader => "SystemHardwareInitializationComplete",
+        Phase::Kernel => "OSBootStarted",
+        Phase::OsUp | Phase::ShuttingDown | Phase::Halted => "OSRunning",
+    };
+    json!({ "LastState": last })
 }
 
 fn patch_system(bmc: &RedfishBmc, body: &Bytes) -> Response {

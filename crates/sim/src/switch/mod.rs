@@ -68,6 +68,11 @@ pub struct SwitchState {
     /// `mgmt-down`: the management port stops answering SSH (the BMC and its SOL still work).
     mgmt_down: AtomicBool,
     mgmt_changed: Notify,
+    /// The switch's BMC host: the management port answers only while its OS runs (a real switch looping in
+    /// its bootloader or kernel has no management plane, whatever its BMC says).
+    bmc_host: std::sync::OnceLock<std::sync::Weak<crate::host::Host>>,
+    /// `boot-loop` on a switch without a BMC: its OS never comes up, so neither does the port.
+    looping: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -150,6 +155,8 @@ impl SwitchState {
             pfc: counters::PfcStorms::default(),
             mgmt_down: AtomicBool::new(false),
             mgmt_changed: Notify::new(),
+            bmc_host: std::sync::OnceLock::new(),
+            looping: AtomicBool::new(false),
             inner: Mutex::new(Inner {
                 saved: running.clone(),
                 running,
@@ -175,6 +182,25 @@ impl SwitchState {
         self
     }
 
+    /// Ties the management port to the OS phase of the switch's BMC host (see [`SwitchState::answering`]).
+    pub fn set_bmc_host(&self, host: &Arc<crate::host::Host>) {
+        let _ = self.bmc_host.set(Arc::downgrade(host));
+    }
+
+    /// `boot-loop` routed to a switch without a BMC (`false`: cleared).
+    pub fn set_looping(&self, on: bool) {
+        self.looping.store(on, Ordering::Relaxed);
+        self.mgmt_changed.notify_waiters();
+    }
+
+    /// Whether SSH on the management port gets a banner now: the port is up and the NOS runs (the BMC
+    /// host, if any, is in its OS phase; no boot loop).
+    pub fn answering(&self) -> bool {
+        !self.mgmt_down()
+            && !self.looping.load(Ordering::Relaxed)
+            && self.bmc_host.get().and_then(std::sync::Weak::upgrade).is_none_or(|h| h.os_answering())
+    }
+
     /// Whether the management port is down (`mgmt-down`).
     pub fn mgmt_down(&self) -> bool {
         self.mgmt_down.load(Ordering::Relaxed)
@@ -194,6 +220,7 @@ impl SwitchState {
     /// `clear`: the switch-side faults (PFC storms, management port) end.
     pub fn clear_faults(&self) {
         self.pfc.clear();
+        self.looping.store(false, Ordering::Relaxed);
         self.set_mgmt_down(false);
     }
 

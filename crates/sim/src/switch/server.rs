@@ -24,12 +24,13 @@ pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::R
         tokio::select! {
             accepted = listener.accept() => {
                 let (sock, peer) = accepted?;
-                if state.mgmt_down() {
-                    // A dead management port: the connection gets nothing, not even a banner.
+                if !state.answering() {
+                    // A dead management port (or a NOS that is not running: bootloader, kernel, boot
+                    // loop): the connection gets nothing, not even a banner.
                     let st = state.clone();
                     conns.spawn(async move {
                         let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
-                        while st.mgmt_down() && tokio::time::Instant::now() < deadline {
+                        while !st.answering() && tokio::time::Instant::now() < deadline {
                             let _ = tokio::time::timeout(Duration::from_millis(500), st.mgmt_changed()).await;
                         }
                         drop(sock);
