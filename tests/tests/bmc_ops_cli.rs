@@ -189,7 +189,8 @@ fn runbook_bmc_reset_step_uses_redfish_for_a_redfish_bmc() {
         "name = \"bmc-restart\"\ndescription = \"restart a BMC over its own protocol\"\ntargets = [\"gpu-node\"]\n\
          fault = \"a wedged BMC\"\ntouches = \"the BMC (one reset)\"\nnever-touches = \"the host's power\"\n\
          worst-case = \"the BMC stays down; escalated\"\n\n[[step]]\nname = \"restart\"\nkind = \"bmc-reset\"\n\
-         timeout = \"1m\"\non-failure = \"escalate\"\n",
+         timeout = \"1m\"\non-failure = \"escalate\"\n\n[[verify]]\nname = \"answers\"\nkind = \"wait-for\"\n\
+         bmc = \"reachable\"\ntimeout = \"1m\"\n",
     )
     .unwrap();
     let rb = dir.path().to_str().unwrap();

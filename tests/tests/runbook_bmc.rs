@@ -61,7 +61,8 @@ fn bmc_unreachable_resets_over_ipmi_once_and_never_repins() {
             ("ipmi", "skipped"),
             ("bmc-reset", "skipped"),
             ("answers-on-both", "ok"),
-            ("events", "ok")
+            ("events", "ok"),
+            ("bmc-answers", "ok")
         ]
     );
     assert_eq!(executed(&sim, "b1", "bmc-reset"), 0);

@@ -57,6 +57,13 @@ script = [
   { expect = "this text never appears", timeout = "2s" },
 ]
 on-failure = "continue"
+
+[[verify]]
+name = "power-is-on"
+kind = "wait-for"
+power = "on"
+interval = "100ms"
+timeout = "1m"
 "#;
 
 #[test]
@@ -90,7 +97,13 @@ fn wait_for_console_and_an_expect_script_log_in_over_sol() {
         let steps = step_states(run);
         assert_eq!(
             steps,
-            [("cycle", "ok"), ("boot-seen", "ok"), ("login", "ok"), ("never-there", "failed")],
+            [
+                ("cycle", "ok"),
+                ("boot-seen", "ok"),
+                ("login", "ok"),
+                ("never-there", "failed"),
+                ("power-is-on", "ok")
+            ],
             "{run:#}"
         );
         // One cycle: the BMC's own action log has either a cycle or an off then an on (flavours differ).

@@ -25,7 +25,7 @@ kind = "power"
 action = "cycle"
 approve = "required"
 
-[[step]]
+[[verify]]
 name = "power-on"
 kind = "wait-for"
 power = "on"

@@ -21,7 +21,7 @@ name = "cycle"
 kind = "power"
 action = "cycle"
 
-[[step]]
+[[verify]]
 name = "power-on"
 kind = "wait-for"
 power = "on"

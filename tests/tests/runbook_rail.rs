@@ -95,7 +95,8 @@ fn rail_down_restores_a_drifted_leaf_once_and_escalates_without_drift() {
             ("compare", "ok"),
             ("restore-leaf", "skipped"),
             ("verify", "failed"),
-            ("readmit", "pending")
+            ("readmit", "pending"),
+            ("rails-up", "pending")
         ]
     );
     assert_eq!(leaf_writes(&sim), 1, "{:?}", sim.actions("leaf-r01"));

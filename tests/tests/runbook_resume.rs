@@ -51,6 +51,13 @@ kind = "verify"
 name = "clear-sel"
 kind = "sel"
 clear = true
+
+[[verify]]
+name = "power-is-on"
+kind = "wait-for"
+power = "on"
+interval = "100ms"
+timeout = "1m"
 "#;
 
 fn runs(sim: &SimProcess) -> Vec<serde_json::Value> {
@@ -174,7 +181,8 @@ fn hold_runbook() -> String {
     let cycle = RUNBOOK.split("[[step]]\nname = \"power-on\"").next().unwrap();
     cycle.replace("name = \"kill-test\"", "name = \"hold-test\"")
         + "[[step]]\nname = \"hold\"\nkind = \"wait-for\"\npower = \"on\"\ninterval = \"100ms\"\n\
-           timeout = \"1m\"\napprove = \"required\"\n"
+           timeout = \"1m\"\napprove = \"required\"\n\n\
+           [[verify]]\nname = \"power-is-on\"\nkind = \"wait-for\"\npower = \"on\"\ntimeout = \"1m\"\n"
 }
 
 #[test]

@@ -59,7 +59,19 @@ fn pfc_storm_mitigates_once_verifies_notifies_and_keeps_the_node_drained_then_th
     let Some(conf) = slurm_conf() else { return };
     let _lock = lock_slurm_node("gpu-node-02");
     let fleet = nodes(&[("gpu-node-02", "r1", "redfish"), ("head-01", "r2", "redfish")]);
-    let sim = start(&fleet, OFFSET);
+    // The leaf the storm is on: a `device` variable names a device of the inventory.
+    let mut inv = inventory(&fleet, OFFSET);
+    inv.push_str(&format!(
+        "\n[[device]]\nname = \"leaf-r01\"\nrole = \"switch\"\nrack = \"r1\"\nfabric = \"backend\"\ntier = \"leaf\"\n\
+         platform = \"sonic\"\nmanagement = {{ address = \"{}\", port = {} }}\n",
+        lifeline_test_utils::unique_loopback(),
+        22 + OFFSET
+    ));
+    let sim = lifeline_test_utils::SimProcess::start(
+        &inv,
+        OFFSET,
+        &[("LIFELINE_BMC_PASSWORD", "s3cret-pw"), ("LIFELINE_SWITCH_PASSWORD", "sw-pass")],
+    );
     scontrol(&conf, &["update", "nodename=gpu-node-02", "state=resume"]);
     let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls");
@@ -155,7 +167,8 @@ fn pfc_storm_mitigates_once_verifies_notifies_and_keeps_the_node_drained_then_th
             ("reset", "skipped"),
             ("power-on", "ok"),
             ("slurmctld", "ok"),
-            ("drains-still-ours", "ok")
+            ("drains-still-ours", "ok"),
+            ("controller-answers", "ok")
         ]
     );
     assert!(sim.actions("head-01").is_empty(), "{:?}", sim.actions("head-01"));

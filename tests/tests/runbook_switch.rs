@@ -44,7 +44,20 @@ fn switch_boot_loop_cycles_once_rescues_and_restores_the_last_good_config() {
     assert_eq!(v["state"], "waiting-approval", "{v:#}");
     assert!(sim.actions("leaf").is_empty(), "nothing before approval: {:?}", sim.actions("leaf"));
     let id = v["run"].as_str().unwrap().to_owned();
-    let o = sim.lifeline(&["runbook", "approve", &id, "--json"]);
+    // A rescue shell does not mend a looping image: once the run has reached it, the technician repairs
+    // the switch by hand (the simulator's `clear`: the NOS boots again) while the run waits for the
+    // management plane; the run then restores the config and proves both on fresh observations.
+    let approve = sim.spawn_lifeline(&["runbook", "approve", &id, "--json"]);
+    let rescued = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let v = json(&sim.lifeline(&["runbook", "status", &id, "--json"]));
+        v["steps"].as_array().is_some_and(|s| s.iter().any(|s| s["name"] == "rescue" && s["state"] == "ok"))
+    });
+    assert!(rescued, "the run reaches the rescue shell");
+    let looping = sim_device(&sim, "leaf");
+    assert!(looping["faults"].as_array().unwrap().iter().any(|f| f == "boot-loop"), "{looping}");
+    sim.fault("leaf", "clear");
+    let o = approve.wait_with_output().unwrap();
     let v = json(&o);
     assert_eq!(v["state"], "succeeded", "{v:#}\n{}", text(&o));
     let states: Vec<(&str, &str)> = v["steps"]

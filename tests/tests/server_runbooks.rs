@@ -240,6 +240,12 @@ name = "glue"
 kind = "exec"
 command = ["/bin/true"]
 approve = "required"
+
+[[verify]]
+name = "bmc-answers"
+kind = "wait-for"
+bmc = "reachable"
+timeout = "30s"
 "#;
 
 #[test]

@@ -31,7 +31,7 @@ kind = "power"
 action = "on"
 approve = "required"
 
-[[step]]
+[[verify]]
 name = "is-on"
 kind = "wait-for"
 power = "on"

@@ -159,6 +159,11 @@ fn audit_unavailable(store: &Store, action: &str, e: lifeline_store::StoreError)
     EngineError::AuditUnavailable { what, source: Box::new(e) }
 }
 
+/// How long a lease must still run when a BMC command is authorized under it: the command is sent right
+/// after its intent row, so this bounds the window in which a lease could lapse between the check and the
+/// send (a pause longer than this, exactly there, is the one case fencing at the store cannot cover).
+pub const FENCE_MARGIN_MS: i64 = 2_000;
+
 /// The bmc crate's [`AuditSink`] over the audit service; remembers each intent's request id so the outcome
 /// row carries it too.
 struct BmcSink {
@@ -169,10 +174,30 @@ struct BmcSink {
 #[async_trait]
 impl AuditSink for BmcSink {
     async fn intent(&self, rec: &AuditIntent) -> std::result::Result<AuditId, lifeline_bmc::BoxError> {
-        let id = self
-            .audit
-            .write(&rec.action, &rec.bmc, "started", rec.detail.clone(), rec.request_id.as_deref())
-            .await?;
+        // The intent authorizes the BMC command that follows it at once: under a lease (every guarded
+        // action, a runbook step), it is written only while the lease is still ours with time left, so a
+        // process paused past its lease (a replica on a stalled host) sends nothing.
+        let id = match crate::lease::current_fence() {
+            Some(f) => {
+                let entry = AuditEntry {
+                    actor: self.audit.actor.clone(),
+                    action: rec.action.clone(),
+                    target: rec.bmc.clone(),
+                    outcome: "started".into(),
+                    detail: rec.detail.clone(),
+                    request_id: rec.request_id.clone(),
+                };
+                self.audit
+                    .store
+                    .audit_fenced(&entry, (f.target.as_str(), f.holder.as_str(), f.fence), FENCE_MARGIN_MS)
+                    .await?
+            }
+            None => {
+                self.audit
+                    .write(&rec.action, &rec.bmc, "started", rec.detail.clone(), rec.request_id.as_deref())
+                    .await?
+            }
+        };
         self.requests.lock().unwrap_or_else(|p| p.into_inner()).insert(id, rec.request_id.clone());
         Ok(AuditId(id))
     }

@@ -235,7 +235,7 @@ impl Executor {
     async fn guard_now(&self, d: &Device) -> Result<GuardVerdict> {
         let store = self.base.store().await?;
         let active = store.runs_in(ACTIVE_RUN_STATES).await?;
-        let escalated = store.runs_in(&["escalated"]).await?;
+        let escalated = self.open_escalations().await?;
         let inv = self.base.inventory()?;
         Ok(guard::evaluate(&self.base.config.config.runbooks.guard, &inv, d, &active, &escalated))
     }
@@ -383,7 +383,20 @@ impl Executor {
 
     pub async fn status(&self, id: &str) -> Result<RunView> {
         let (run, rb, journal) = self.load(id).await?;
-        Ok(RunView::build(&run, Some(&rb), &journal))
+        let mut v = RunView::build(&run, Some(&rb), &journal);
+        if run.state == "running" {
+            let store = self.base.store().await?;
+            let driven = matches!(
+                store.lease(&run.target).await?,
+                Some(l) if l.holder.starts_with(&format!("runbook:{id} ")) && l.expires_at_ms >= now_ms()
+            );
+            if !driven {
+                v.stalled = Some(format!(
+                    "no process drives this run (its process stopped; a server resumes it at start): lifeline runbook resume {id}"
+                ));
+            }
+        }
+        Ok(v)
     }
 
     /// Records the operator's approval of the step the run waits on, then continues it. `skip`: the
@@ -448,6 +461,49 @@ impl Executor {
         let detail = serde_json::json!({ "message": what, "by": self.base.actor() });
         store.journal(&run_event(id, run.next_step, "interrupted", detail)).await?;
         Ok(())
+    }
+
+    /// Escalated runs that still need a human, as the guard counts them: an escalation is over once a later
+    /// run on the same target succeeded (its post-conditions proved the target back) or an operator
+    /// cleared it ([`Executor::clear`]).
+    pub async fn open_escalations(&self) -> Result<Vec<RunRow>> {
+        let store = self.base.store().await?;
+        let escalated = store.runs_in(&["escalated"]).await?;
+        if escalated.is_empty() {
+            return Ok(escalated);
+        }
+        let succeeded = store.runs_in(&["succeeded"]).await?;
+        let mut open = Vec::new();
+        for r in escalated {
+            if succeeded.iter().any(|s| s.target == r.target && s.created_at_ms > r.created_at_ms) {
+                continue;
+            }
+            let journal = store.journal_since(&r.id, 0).await?;
+            if journal.iter().any(|j| j.phase == "run" && j.state == "cleared") {
+                continue;
+            }
+            open.push(r);
+        }
+        Ok(open)
+    }
+
+    /// An operator says an escalated run's target has been seen to: it no longer counts against its rack's
+    /// guard. The run keeps its end state (history); the clearing is journaled and audited with `why`.
+    pub async fn clear(&self, id: &str, why: &str) -> Result<RunView> {
+        let (run, rb, _) = self.load(id).await?;
+        if run.state != "escalated" {
+            return Err(RunbookError::State {
+                id: id.into(),
+                state: run.state,
+                what: "only an escalated run is cleared".into(),
+            });
+        }
+        let store = self.base.store().await?;
+        let detail = serde_json::json!({ "by": self.base.actor(), "reason": why });
+        store.journal(&run_event(id, run.next_step, "cleared", detail.clone())).await?;
+        self.base.audit().await?.record("runbook.clear", &run.target, Outcome::Ok, Some(id), &detail).await?;
+        let journal = store.journal_since(id, 0).await?;
+        Ok(RunView::build(&run, Some(&rb), &journal))
     }
 
     /// Ends a run: it stops before its next step (a step in flight in another process finishes first).
@@ -528,7 +584,11 @@ impl Executor {
                 });
             }
         };
-        let result = Driver { x: self, l: &l, rb: &rb, run_id: id, target: run.target.clone() }.go().await;
+        let fence = lease.fence_token();
+        let driver =
+            Driver { x: self, l: &l, rb: &rb, run_id: id, target: run.target.clone(), fence: fence.clone() };
+        // Every BMC command a step sends is authorized under the run's lease (see `FENCE_MARGIN_MS`).
+        let result = lifeline_engine::lease::run_fenced(fence, driver.go()).await;
         release(lease).await;
         result?;
         self.status(id).await
@@ -567,6 +627,9 @@ struct Driver<'a> {
     rb: &'a Runbook,
     run_id: &'a str,
     target: String,
+    /// The run's lease on its target: a driver that no longer holds it (paused past its expiry while
+    /// another process took the run over) stops without acting or writing.
+    fence: lifeline_engine::lease::Fence,
 }
 
 /// How the step at hand is to be handled after reading the journal.
@@ -609,10 +672,27 @@ impl Driver<'_> {
         }
     }
 
+    /// Whether this driver still holds the run's lease (unexpired): checked before each step and before
+    /// a step's outcome is written, so a process that lost the run writes nothing for it.
+    async fn still_ours(&self) -> Result<bool> {
+        let store = self.l.store().await?;
+        let ours = matches!(
+            store.lease(&self.fence.target).await?,
+            Some(l) if l.holder == self.fence.holder && l.fence == self.fence.fence && l.expires_at_ms >= now_ms()
+        );
+        if !ours {
+            tracing::warn!(run = self.run_id, target = %self.target, "the run's lease was lost; stopping without acting or writing");
+        }
+        Ok(ours)
+    }
+
     async fn go(&self) -> Result<()> {
         let store = self.l.store().await?.clone();
         let mut visits = vec![0usize; self.rb.steps.len() + self.rb.post.len()];
         loop {
+            if !self.still_ours().await? {
+                return Ok(());
+            }
             let run = store
                 .run(self.run_id)
                 .await?
@@ -734,6 +814,11 @@ impl Driver<'_> {
                     } else {
                         run.await
                     };
+                    if !self.still_ours().await? {
+                        // Another process owns the run now: its resume reads this attempt's intent and
+                        // finds out what happened; an outcome from here would race it.
+                        return Ok(());
+                    }
                     (r, attempt)
                 }
             };

@@ -23,6 +23,10 @@ pub struct RunView {
     pub updated: DateTime<Utc>,
     pub ended: Option<DateTime<Utc>>,
     pub steps: Vec<StepView>,
+    /// Set for a `running` run that no live process drives (its process was killed; no one holds its
+    /// target's lease): what to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<String>,
 }
 
 /// One step's state.
@@ -113,6 +117,7 @@ impl RunView {
             updated: ts(run.updated_at_ms),
             ended: run.ended_at_ms.map(ts),
             steps,
+            stalled: None,
         }
     }
 }

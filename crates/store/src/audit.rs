@@ -49,6 +49,43 @@ impl Store {
         row.try_get::<i64, _>("id").op("audit.id")
     }
 
+    /// [`Store::audit`] for the row that authorizes an external action (a BMC command's intent), under a
+    /// lease: inserted only if the lease on `fence.0` is still held by `fence.1` with token `fence.2` and
+    /// has at least `margin_ms` left, in the same statement. A holder paused past its expiry (another
+    /// replica took the target) writes nothing, gets [`StoreError::Fenced`], and must not act.
+    pub async fn audit_fenced(
+        &self,
+        e: &AuditEntry,
+        fence: (&str, &str, i64),
+        margin_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let q = self.sql(
+            "INSERT INTO audit_log (at, actor, action, target, outcome, detail_json, request_id) \
+             SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM leases \
+             WHERE target = ? AND holder = ? AND fence = ? AND expires_at >= ?) RETURNING id",
+        );
+        let now = now_ms();
+        let row = sqlx::query(&q)
+            .bind(now)
+            .bind(&e.actor)
+            .bind(&e.action)
+            .bind(&e.target)
+            .bind(&e.outcome)
+            .bind(e.detail.to_string())
+            .bind(&e.request_id)
+            .bind(fence.0.to_owned())
+            .bind(fence.1.to_owned())
+            .bind(fence.2)
+            .bind(now.saturating_add(margin_ms))
+            .fetch_optional(&self.pool)
+            .await
+            .op("audit.insert_fenced")?;
+        match row {
+            Some(r) => r.try_get::<i64, _>("id").op("audit.id"),
+            None => Err(StoreError::Fenced { target: fence.0.to_owned(), fence: fence.2 }),
+        }
+    }
+
     /// Newest first; `target` filters to one device.
     pub async fn audit_log(&self, target: Option<&str>, limit: i64) -> Result<Vec<AuditRow>, StoreError> {
         let base = "SELECT id, at, actor, action, target, outcome, detail_json, request_id FROM audit_log";

@@ -57,6 +57,24 @@ async fn lease_suite(store: &Store) {
     assert_eq!(store.lease("sw-1").await.unwrap().unwrap().holder, "alive");
     assert_eq!(store.live_leases().await.unwrap().len(), 1);
 
+    // The row that authorizes a BMC command: written only under the current, unexpired lease with time
+    // left. The holder that lost `sw-1` (paused past its expiry) writes nothing and is told so.
+    let entry = lifeline_store::AuditEntry {
+        actor: "runbook:rb-1".into(),
+        action: "power.cycle".into(),
+        target: "sw-1".into(),
+        outcome: "started".into(),
+        detail: json!({}),
+        request_id: None,
+    };
+    let before = store.audit_log(Some("sw-1"), 100).await.unwrap().len();
+    let lost = store.audit_fenced(&entry, ("sw-1", "dead", a.fence), 0).await;
+    assert!(matches!(lost, Err(lifeline_store::StoreError::Fenced { .. })), "{lost:?}");
+    assert!(store.audit_fenced(&entry, ("sw-1", "alive", b.fence), 0).await.is_ok());
+    let late = store.audit_fenced(&entry, ("sw-1", "alive", b.fence), 120_000).await;
+    assert!(late.is_err(), "a lease with less time left than the margin authorizes nothing: {late:?}");
+    assert_eq!(store.audit_log(Some("sw-1"), 100).await.unwrap().len(), before + 1, "one row: the holder's");
+
     // Requests: the first registration wins; a replay sees the first outcome.
     assert!(store.begin_request("req-1", "bmc-1", "power.cycle", "cli:a").await.unwrap().is_none());
     let again = store.begin_request("req-1", "bmc-1", "power.cycle", "cli:b").await.unwrap().unwrap();

@@ -162,7 +162,7 @@ kind = "power"
 action = "cycle"
 timeout = "2m"
 
-[[step]]
+[[verify]]
 name = "is-on"
 kind = "wait-for"
 power = "on"

@@ -78,6 +78,7 @@ async fn drive(
     fleet: &RunningFleet,
     scratch: &std::path::Path,
 ) -> CmdResult {
+    let mut approve = None;
     let (l, server, banner) = if a.no_server {
         let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
         l.inventory_sync().await?;
@@ -87,6 +88,11 @@ async fn drive(
         let l = running.state.engine_as("demo").with_bmc_options(|o| o.fanout = 64);
         l.inventory_sync().await?;
         let token = second_shell_token(&running, scratch).await?;
+        approve = Some(format!(
+            "LIFELINE_TOKEN_FILE={} lifeline --server {} runbook approve",
+            token.display(),
+            running.url
+        ));
         if g.json {
             let line = json!({ "server": {
                 "url": running.url, "user": "admin", "password": password,
@@ -98,14 +104,14 @@ async fn drive(
             "server: {url} — user admin, one-time password {password}\n\
              data directory: {data}\n\
              from a second shell: inject a fault   lifeline sim fault --control {control} gpu-node-06 gpu-ecc=1\n\
-             \x20                    approve a run    LIFELINE_TOKEN_FILE={token} lifeline --server {url} runbook approve RUN",
+             \x20                    approve a run    {approve} RUN",
+            approve = approve.as_deref().unwrap_or_default(),
             url = running.url,
             data = g
                 .data_dir
                 .as_ref()
                 .map_or_else(|| "(the configuration's)".into(), |d| d.display().to_string()),
             control = fleet.control_url(),
-            token = token.display(),
         );
         (l, Some(running), Some(banner))
     };
@@ -114,7 +120,12 @@ async fn drive(
         _ => Vec::new(),
     };
     let urls: Vec<String> = server.iter().chain(&more).map(|r| r.url.clone()).collect();
-    let view = View { server: server.as_ref().map(|r| &r.state), banner: banner.as_deref(), urls: &urls };
+    let view = View {
+        server: server.as_ref().map(|r| &r.state),
+        banner: banner.as_deref(),
+        urls: &urls,
+        approve: approve.as_deref(),
+    };
     let res = sweep_loop(g, a, inv, fleet, &l, view).await;
     l.close().await;
     for r in more {
@@ -208,7 +219,7 @@ async fn sweep_loop(
             if let Err(e) = in_band(st, l, inv, scratch_state(l), &rows).await {
                 recent.push(format!("in-band checks: {}", e.chain()));
             }
-            for line in run_lines(st, &mut runs_seen).await {
+            for line in run_lines(st, &mut runs_seen, view.approve).await {
                 recent.push(line);
             }
         }
@@ -326,6 +337,7 @@ async fn second_shell_token(
 async fn run_lines(
     st: &lifeline_server::AppState,
     seen: &mut std::collections::HashMap<String, String>,
+    approve: Option<&str>,
 ) -> Vec<String> {
     let Ok(runs) = st.store.runs(50).await else { return Vec::new() };
     let mut out = Vec::new();
@@ -338,9 +350,14 @@ async fn run_lines(
         let head = format!("{at} run {} {} on {}", r.id, r.runbook, r.target);
         let line = match r.state.as_str() {
             "running" => format!("{head}: started"),
-            "waiting-approval" => {
-                format!("{head}: WAITING FOR YOU — {}", r.reason.as_deref().unwrap_or("approval needed"))
-            }
+            "waiting-approval" => match approve {
+                Some(cmd) => {
+                    format!("{head}: WAITING FOR YOU — approve it from a second shell: {cmd} {}", r.id)
+                }
+                None => {
+                    format!("{head}: WAITING FOR YOU — {}", r.reason.as_deref().unwrap_or("approval needed"))
+                }
+            },
             state => {
                 let took =
                     r.ended_at_ms.unwrap_or(r.updated_at_ms).saturating_sub(r.created_at_ms) as f64 / 1000.0;
@@ -378,6 +395,8 @@ struct View<'a> {
     banner: Option<&'a str>,
     /// Every replica's URL (`--replicas`).
     urls: &'a [String],
+    /// The command that approves a run from a second shell (without its run id).
+    approve: Option<&'a str>,
 }
 
 /// The demo's scratch directory (store, credential files), removed when the demo ends however it ends.

@@ -53,6 +53,14 @@ pub enum RunbookCmd {
     },
     /// Stop a run before its next step.
     Abort { run: String },
+    /// An escalated run's target has been seen to: it no longer holds its rack's blast-radius guard
+    /// (journaled and audited; the run keeps its end state).
+    Clear {
+        run: String,
+        /// What was done about it (kept in the audit log).
+        #[arg(long)]
+        reason: String,
+    },
     /// Continue a run whose process stopped (killed, crashed, rebooted) from its journal.
     Resume {
         run: String,
@@ -270,6 +278,11 @@ pub async fn run(g: &Global, c: RunbookCmd) -> CmdResult {
             show(g, &v)?;
             Ok(Code::Ok)
         }
+        RunbookCmd::Clear { run, reason } => {
+            let v = executor(g, Env::default())?.clear(&run, &reason).await?;
+            show(g, &v)?;
+            Ok(Code::Ok)
+        }
         RunbookCmd::Resume { run, env } => {
             let v = executor(g, env.env())?.resume(&run).await?;
             show(g, &v)?;
@@ -394,6 +407,9 @@ fn show(g: &Global, v: &RunView) -> Result<(), Exit> {
     outln!("run {} — {} on {}: {}", v.run, v.runbook, v.target, v.state);
     if let Some(r) = &v.reason {
         outln!("  {r}");
+    }
+    if let Some(s) = &v.stalled {
+        outln!("  STALLED: {s}");
     }
     for s in &v.steps {
         let took = match (s.started, s.ended) {

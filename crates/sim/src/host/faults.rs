@@ -227,6 +227,11 @@ impl Host {
         st.faults.clear();
         if let Some(bc) = &st.boot_console {
             bc.set_boot_loop(false);
+            // Repaired by hand (the image or config that looped is fixed): a switch left in its bootloader
+            // or rescue shell is rebooted into its NOS, as the technician would.
+            if matches!(st.phase, Phase::Bootloader | Phase::Halted) {
+                bc.reset();
+            }
         }
         st.node.reboot();
         let up = st.phase == Phase::OsUp;
