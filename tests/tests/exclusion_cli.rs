@@ -216,3 +216,24 @@ fn a_wide_power_action_wants_the_count_typed() {
     }
     assert!(sim.actions("rf").is_empty() && sim.actions("ip").is_empty(), "nothing may have been sent");
 }
+
+/// A retry with the same request id while the first is still at work is told to wait for it with the
+/// same id — never to use a new one, which would cycle the node a second time. Once the first finished,
+/// the retry replays its outcome. One cycle in the BMC's own log.
+#[test]
+fn a_retry_of_a_request_in_flight_waits_for_it_and_then_replays_it() {
+    let sim = start();
+    sim.fault("rf", "bmc-slow=1500");
+    let args = ["power", "cycle", "rf", "--yes", "--json", "--request-id", "retry-1"];
+    let first = sim.spawn_lifeline(&args);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let o = sim.lifeline(&args);
+    let t = output_text(&o);
+    assert!(t.contains("still in progress") && t.contains("retry with the same request id"), "{t}");
+    assert!(!t.contains("use a new request id"), "{t}");
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", output_text(&first));
+    let again = sim.lifeline(&args);
+    assert_eq!(again.status.code(), Some(0), "{}", output_text(&again));
+    assert_eq!(executed(&sim, "rf", "power-cycle"), 1, "{:?}", sim.actions("rf"));
+}

@@ -87,6 +87,11 @@ pub enum EngineError {
     )]
     Busy { target: String, holder: Holder },
     #[error(
+        "request {request_id} ({action} on {target}) is still in progress (started at {started}); retry with \
+         the same request id to get its outcome"
+    )]
+    InProgress { request_id: String, target: String, action: String, started: chrono::DateTime<chrono::Utc> },
+    #[error(
         "request {request_id} ({action} on {target}) was started at {started} and its outcome is unknown \
          (the process that ran it stopped); check the target's state and use a new request id"
     )]
@@ -140,7 +145,7 @@ impl EngineError {
             Select(_) | UnknownDevice { .. } | NotFound { .. } => ErrorClass::NotFound,
             InventoryInvalid(_) | Bmc { .. } | Failed { .. } => ErrorClass::Failed,
             Refused { .. } => ErrorClass::Refused,
-            Busy { .. } | UnknownOutcome { .. } => ErrorClass::Conflict,
+            Busy { .. } | UnknownOutcome { .. } | InProgress { .. } => ErrorClass::Conflict,
             Store(_) | AuditUnavailable { .. } | Internal { .. } => ErrorClass::Unavailable,
         }
     }

@@ -104,6 +104,10 @@ impl IntoResponse for ApiError {
         {
             resp.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
         }
+        if let ApiError::Engine(EngineError::InProgress { .. }) = &self {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("2"));
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
                 .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));

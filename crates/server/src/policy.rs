@@ -45,7 +45,8 @@ pub struct Decision {
 /// What the responder did with a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Response {
-    /// `recorded` (nothing acted), `started`, `queued`, `notified`, `refused`.
+    /// `recorded` (nothing acted), `started`, `queued`, `notified`, `refused`, `linked` (a run already
+    /// answers the device).
     pub state: String,
     /// e.g. the runbook run's id, or why it was refused (blast-radius guard).
     pub detail: serde_json::Value,

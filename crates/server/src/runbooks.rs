@@ -238,6 +238,21 @@ impl FaultResponder for PolicyResponder {
                 RunbookError::Engine(e) => e,
                 other => EngineError::Refused { target: fault.device.clone(), reason: other.chain() },
             };
+            // One recovery per device at a time: a second fault on a device a run already answers (an
+            // ECC error shows as both a critical rollup and a critical event) is linked to that run, not
+            // answered by another run the guard would refuse.
+            if let Some(r) = s
+                .store
+                .runs_in(lifeline_store::ACTIVE_RUN_STATES)
+                .await?
+                .into_iter()
+                .find(|r| r.target == fault.device)
+            {
+                return Ok(Response {
+                    state: "linked".into(),
+                    detail: serde_json::json!({ "run": r.id, "runbook": r.runbook, "reason": "a run already answers this device" }),
+                });
+            }
             let (rb, text) = load(s, name).map_err(engine_err)?;
             let base = s.base.with_identity(Identity::new(POLICY_ACTOR));
             let approve_first = d.action == Action::AwaitApproval;

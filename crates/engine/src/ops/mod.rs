@@ -203,19 +203,19 @@ async fn replay<T>(
             Ok(Acted::Replayed { request_id: request_id.into(), outcome, coalesced: false })
         }
         _ => {
-            if let Some(l) = store.lease(target).await?
-                && l.request_id == request_id
-                && l.expires_at_ms >= lifeline_store::now_ms()
-            {
-                return Err(EngineError::Busy {
+            // The first request is still at work (it holds the target's lease, or it registered recently
+            // enough to be waiting for that lease): a retry with the same id must wait for its outcome,
+            // never be told to use a new id, which would act a second time.
+            let live = store
+                .lease(target)
+                .await?
+                .is_some_and(|l| l.request_id == request_id && l.expires_at_ms >= lifeline_store::now_ms());
+            if live || lifeline_store::now_ms().saturating_sub(prev.started_at_ms) < IN_PROGRESS_FOR_MS {
+                return Err(EngineError::InProgress {
+                    request_id: request_id.into(),
                     target: target.into(),
-                    holder: crate::error::Holder {
-                        holder: l.holder,
-                        action: l.action,
-                        request_id: l.request_id,
-                        since: ms(l.acquired_at_ms),
-                        expires: ms(l.expires_at_ms),
-                    },
+                    action: action.into(),
+                    started: ms(prev.started_at_ms),
                 });
             }
             Err(EngineError::UnknownOutcome {
@@ -227,6 +227,10 @@ async fn replay<T>(
         }
     }
 }
+
+/// How long after it registered a request without an outcome counts as still running, when it holds no
+/// lease yet (it may be waiting for one: `--wait`, a runbook's admission): longer than any such wait.
+const IN_PROGRESS_FOR_MS: i64 = 120_000;
 
 fn ms(v: i64) -> chrono::DateTime<chrono::Utc> {
     use chrono::TimeZone;
