@@ -230,7 +230,7 @@ fn health_check(args: HealthArgs) -> anyhow::Result<u8> {
         let state = sc.node(&node).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
         if !passed && !state.drained() {
             sc.drain(&node, &slurm::reason(&bad)).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
-        } else if passed && state.drained_by_us() {
+        } else if passed && state.drained_by_lifeline() {
             sc.resume(&node).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
         }
     }

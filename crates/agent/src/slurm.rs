@@ -1,13 +1,14 @@
 //! Slurm `HealthCheckProgram` mode, NHC-style: slurmd runs `lifeline-agent health-check` every
 //! `HealthCheckInterval`; a failing node is drained with a reason starting `lifeline:` (so people and
 //! `lifeline readmit` can tell who drained it), and a node that passes again is resumed — but only when
-//! the drain was ours, never one an admin or another tool set.
+//! the drain was ours, never one an admin or another tool set. "Ours" and the parsing of `scontrol show
+//! node` are `lifeline_readmit::drain`'s, the same rule the server and the CLI re-admit by.
 
 use std::path::Path;
 use std::process::Command;
 
-/// The prefix of every drain reason the agent sets.
-pub const REASON_PREFIX: &str = "lifeline:";
+use lifeline_readmit::REASON_PREFIX;
+pub use lifeline_readmit::drain::SlurmNode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
@@ -19,6 +20,8 @@ pub enum SlurmError {
     },
     #[error("{program} {args} failed ({status}): {stderr}")]
     Failed { program: String, args: String, status: String, stderr: String },
+    #[error(transparent)]
+    Parse(#[from] lifeline_readmit::drain::NoState),
 }
 
 /// `scontrol`, found on PATH unless named.
@@ -46,8 +49,9 @@ impl Scontrol<'_> {
     }
 
     /// The node's state and reason (`scontrol show node -o NAME`).
-    pub fn node(&self, node: &str) -> Result<NodeState, SlurmError> {
-        Ok(NodeState::parse(&self.run(&["show", "node", "-o", node])?))
+    pub fn node(&self, node: &str) -> Result<SlurmNode, SlurmError> {
+        let text = self.run(&["show", "node", "-o", node])?;
+        Ok(lifeline_readmit::drain::parse_show_node(node, &text)?)
     }
 
     pub fn drain(&self, node: &str, reason: &str) -> Result<(), SlurmError> {
@@ -57,54 +61,6 @@ impl Scontrol<'_> {
 
     pub fn resume(&self, node: &str) -> Result<(), SlurmError> {
         self.run(&["update", &format!("nodename={node}"), "state=resume"]).map(drop)
-    }
-}
-
-/// What `scontrol show node -o` says about a node.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeState {
-    /// e.g. `IDLE+DRAIN`.
-    pub state: String,
-    pub reason: Option<String>,
-}
-
-impl NodeState {
-    /// Lenient: `Key=Value` pairs separated by spaces, except `Reason=` which runs to the next
-    /// ` Key=` that Slurm prints after it (`Reason=lifeline: gpu ECC [root@2024-…]`).
-    pub fn parse(text: &str) -> NodeState {
-        let mut out = NodeState::default();
-        for tok in text.split_whitespace() {
-            if let Some(v) = tok.strip_prefix("State=") {
-                out.state = v.to_owned();
-            }
-        }
-        if let Some(i) = text.find("Reason=") {
-            let rest = &text[i + "Reason=".len()..];
-            // The reason ends where the next `Word=` field starts.
-            let end = rest
-                .match_indices(' ')
-                .map(|(j, _)| j)
-                .find(|&j| {
-                    let next = rest[j + 1..].split_whitespace().next().unwrap_or("");
-                    next.split_once('=')
-                        .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric()))
-                })
-                .unwrap_or(rest.len());
-            let r = rest[..end].trim();
-            if !r.is_empty() && r != "(null)" {
-                out.reason = Some(r.to_owned());
-            }
-        }
-        out
-    }
-
-    pub fn drained(&self) -> bool {
-        self.state.contains("DRAIN")
-    }
-
-    /// Drained by this agent (its reason starts `lifeline:`).
-    pub fn drained_by_us(&self) -> bool {
-        self.drained() && self.reason.as_deref().is_some_and(|r| r.starts_with(REASON_PREFIX))
     }
 }
 
@@ -124,22 +80,22 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The reason this agent writes is one the re-admission side recognises as Lifeline's, read back
+    /// through either layout of `scontrol show node`; an admin's reason never is.
     #[test]
-    fn parses_state_and_reason() {
-        let s = NodeState::parse(
-            "NodeName=gpu-node-04 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 \
-             Reason=lifeline: 2 check(s) failing: gpu.ecc, rail [root@2024-05-01T10:00:00] Comment=(null)",
-        );
-        assert_eq!(s.state, "IDLE+DRAIN");
-        assert_eq!(
-            s.reason.as_deref(),
-            Some("lifeline: 2 check(s) failing: gpu.ecc, rail [root@2024-05-01T10:00:00]")
-        );
-        assert!(s.drained_by_us());
-        let s = NodeState::parse("NodeName=n State=IDLE Reason=(null)");
-        assert_eq!((s.drained(), s.reason), (false, None));
-        let s = NodeState::parse("NodeName=n State=DRAIN Reason=admin maintenance [ops@x]");
-        assert!(s.drained() && !s.drained_by_us());
+    fn agent_drains_are_ours_to_readmit_and_admin_drains_are_not() {
+        let ours = reason(&["gpu.ecc".into(), "rail".into()]);
+        for (reason, expect) in [(ours.as_str(), true), ("admin: bad DIMM", false), ("lifeline-ish", false)] {
+            let one =
+                format!("NodeName=n State=IDLE+DRAIN Reason={reason} [root@2024-05-01T10:00:00] Comment=x");
+            let multi =
+                format!("NodeName=n\n   State=IDLE+DRAIN ThreadsPerCore=1\n   Reason={reason} [root@x]\n");
+            for text in [one, multi] {
+                let n = lifeline_readmit::drain::parse_show_node("n", &text).unwrap();
+                assert_eq!(n.drained_by_lifeline(), expect, "{text}");
+                assert_eq!(lifeline_readmit::drain::is_lifeline_reason(reason), expect);
+            }
+        }
     }
 
     #[test]
@@ -150,8 +106,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_scontrol_output_parses(text in ".{0,400}") {
-            let _ = NodeState::parse(&text);
+        fn every_agent_reason_is_ours(names in proptest::collection::vec("[a-z0-9._]{1,20}", 0..6)) {
+            prop_assert!(lifeline_readmit::drain::is_lifeline_reason(&reason(&names)));
         }
     }
 }

@@ -10,6 +10,8 @@
 //!   with the gap marked in the log, bounded buffers (a slow viewer lags, the session never waits).
 //! - [`log`]: every byte, timestamped, in size-rotated files, indexed via [`ConsoleLogIndex`].
 //! - [`attach`]: `lifeline console TARGET` (raw mode restored on every exit path, `~.` `~B` `~W` `~?`).
+//! - [`scan`]: the console as a sensor — rules as data find panics, Xids, lockups, link-downs and boot
+//!   loops in every console's output as it arrives, published as typed findings.
 //! - [`expect`] and [`profiles`]: a `vt100` screen model, waits on screen or stream, keys, transcripts,
 //!   runbook steps, and bootloader profiles (ONIE, U-Boot, GRUB, Aboot) that look before they type.
 
@@ -23,6 +25,7 @@ pub mod log;
 pub mod manager;
 pub mod profiles;
 pub mod replay;
+pub mod scan;
 pub mod transport;
 pub mod utf8_carry;
 
@@ -36,6 +39,7 @@ pub use manager::{
 };
 pub use profiles::{Bootloader, RescueOptions, RescueReport, break_into_rescue};
 pub use replay::Replay;
+pub use scan::{ConsoleFinding, ConsoleScanner, Finding, FindingKind, RuleSet, Severity};
 pub use transport::memory::{HostInput, MemoryHost, MemoryHostWriter, MemoryTransport, memory_line};
 pub use transport::sol::SolTransport;
 pub use transport::ssh::{SshLogin, SshTransport};

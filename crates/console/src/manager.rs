@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 use crate::error::{ConsoleError, TransportError};
 use crate::log::writer::{self, IndexUpdate, LogSender};
 use crate::log::{ConsoleLogIndex, LogConfig, LogReader};
+use crate::scan::{ConsoleFinding, RuleSet};
 use crate::transport::{ConsoleTransport, OpenOptions, OpenReport};
 
 mod run;
@@ -45,6 +46,11 @@ pub struct ManagerConfig {
     pub reconnect_max: Duration,
     pub max_queued_log_bytes: usize,
     pub max_open_log_files: usize,
+    /// Console rules every session's output is scanned with (`None`: no scanning). Findings are
+    /// published on [`ConsoleManager::findings`].
+    pub scan: Option<Arc<RuleSet>>,
+    /// Findings buffered per subscriber before it lags (it is told how many it missed).
+    pub finding_buffer: usize,
 }
 
 impl ManagerConfig {
@@ -59,6 +65,8 @@ impl ManagerConfig {
             reconnect_max: Duration::from_secs(30),
             max_queued_log_bytes: 64 << 20,
             max_open_log_files: 512,
+            scan: None,
+            finding_buffer: 4096,
         }
     }
 
@@ -166,6 +174,7 @@ struct Inner {
     consoles: StdMutex<HashMap<String, Arc<Entry>>>,
     log: LogSender,
     index: Arc<dyn ConsoleLogIndex>,
+    findings: broadcast::Sender<ConsoleFinding>,
     next_viewer: AtomicU64,
     index_task: JoinHandle<()>,
     log_thread: StdMutex<Option<std::thread::JoinHandle<()>>>,
@@ -234,12 +243,14 @@ impl ConsoleManager {
                 }
             }
         });
+        let findings = broadcast::channel(cfg.finding_buffer.max(1)).0;
         Ok(ConsoleManager {
             inner: Arc::new(Inner {
                 cfg,
                 consoles: StdMutex::new(HashMap::new()),
                 log,
                 index,
+                findings,
                 next_viewer: AtomicU64::new(1),
                 index_task,
                 log_thread: StdMutex::new(Some(thread)),
@@ -249,6 +260,13 @@ impl ConsoleManager {
 
     pub fn config(&self) -> &ManagerConfig {
         &self.inner.cfg
+    }
+
+    /// Findings from every console's output (when [`ManagerConfig::scan`] is set), in the order each
+    /// console printed them. A subscriber that falls behind is told how many it missed (`Lagged`); the
+    /// sessions never wait for it.
+    pub fn findings(&self) -> broadcast::Receiver<ConsoleFinding> {
+        self.inner.findings.subscribe()
     }
 
     fn consoles(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry>>> {
@@ -354,7 +372,8 @@ impl ConsoleManager {
             .await
             .map_err(|source| ConsoleError::Open { console: e.name.to_string(), source })?;
         let (cmds, cmd_rx) = mpsc::channel(64);
-        let run = Run::new(e.clone(), self.inner.log.clone(), self.inner.cfg.clone());
+        let run =
+            Run::new(e.clone(), self.inner.log.clone(), self.inner.cfg.clone(), self.inner.findings.clone());
         let task = tokio::spawn(run.run(link, report.clone(), cmd_rx));
         *slot = Some(Session { cmds, task });
         Ok(Some(report))

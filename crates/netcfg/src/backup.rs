@@ -237,7 +237,8 @@ async fn backup_inner(ctx: &BackupContext, target: &BackupTarget) -> Result<Back
     let device = target.device().clone();
     let driver = target.driver();
     let fetched = fetch(target, ctx.pins.clone()).await?;
-    let normalised = normalise(driver.as_ref(), &fetched.raw);
+    let key = ctx.blobs.tag_key().map_err(|source| BackupError::Blob { device: device.clone(), source })?;
+    let normalised = normalise(driver.as_ref(), &fetched.raw, &key);
     let id = BlobId::of(normalised.as_bytes());
     let index_err = |source| BackupError::Index { device: device.clone(), source };
     let latest = ctx.index.latest(&device).await.map_err(index_err)?;

@@ -8,8 +8,15 @@
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
+
+use crate::scrub::TagKey;
+
+/// The file, in the blob directory, that holds the key of the scrub tags (`<removed:xxxx>`): one key
+/// per config store, so tags are stable across runs and restarts and differ between installations.
+pub const TAG_KEY_FILE: &str = "scrub-tag.key";
 
 /// SHA-256 of a blob's bytes, hex.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -53,6 +60,12 @@ pub enum BlobError {
     },
     #[error("blob {id} under {dir} is corrupted: its content hashes to {actual}")]
     Corrupted { id: BlobId, dir: PathBuf, actual: BlobId },
+    #[error("cannot read or create the scrub tag key {path}")]
+    TagKey {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("blob task panicked or was cancelled")]
     Join(#[source] tokio::task::JoinError),
 }
@@ -61,11 +74,22 @@ pub enum BlobError {
 #[derive(Debug, Clone)]
 pub struct BlobStore {
     dir: PathBuf,
+    tag_key: Arc<OnceLock<TagKey>>,
 }
 
 impl BlobStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        BlobStore { dir: dir.into() }
+        BlobStore { dir: dir.into(), tag_key: Arc::default() }
+    }
+
+    /// The key of this store's scrub tags ([`TAG_KEY_FILE`], created on first use).
+    pub fn tag_key(&self) -> Result<TagKey, BlobError> {
+        if let Some(k) = self.tag_key.get() {
+            return Ok(k.clone());
+        }
+        let path = self.dir.join(TAG_KEY_FILE);
+        let key = TagKey::load_or_create(&path).map_err(|source| BlobError::TagKey { path, source })?;
+        Ok(self.tag_key.get_or_init(|| key).clone())
     }
 
     pub fn dir(&self) -> &Path {

@@ -14,6 +14,7 @@ use crate::blobs::BlobError;
 use crate::diff;
 use crate::index::{IndexError, VersionRecord};
 use crate::platform::{Step, cli_error, normalise};
+use crate::scrub::TagKey;
 use crate::ssh::{PinPolicy, Session, SshError};
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +120,20 @@ pub struct RestoreReport {
     pub steps: Vec<String>,
 }
 
+fn tag_key(ctx: &BackupContext, device: &DeviceName) -> Result<TagKey, RestoreError> {
+    ctx.blobs.tag_key().map_err(|source| RestoreError::Blob { device: device.clone(), source })
+}
+
+/// What the device must run once `version` is restored, as the running config normalises now: the
+/// sealed raw copy normalised with today's rules (so a version stored before a scrub rule changed
+/// still verifies), else the stored scrubbed copy.
+fn expected(driver: &dyn crate::platform::Driver, version: &LoadedVersion, key: &TagKey) -> String {
+    match &version.raw {
+        Some(raw) => normalise(driver, raw, key),
+        None => version.normalised.clone(),
+    }
+}
+
 /// Diff of the device's running config (normalised) against the version.
 pub async fn preview(
     ctx: &BackupContext,
@@ -129,10 +144,11 @@ pub async fn preview(
     let running = fetch(target, ctx.pins.clone())
         .await
         .map_err(|source| RestoreError::Fetch { device: target.device().clone(), source })?;
-    let running = normalise(driver.as_ref(), &running.raw);
+    let key = tag_key(ctx, target.device())?;
+    let running = normalise(driver.as_ref(), &running.raw, &key);
     Ok(diff::unified(
         &running,
-        &version.normalised,
+        &expected(driver.as_ref(), version, &key),
         &format!("{} running", target.device()),
         &format!("{} v{}", version.record.device, version.record.version),
     ))
@@ -240,11 +256,13 @@ async fn restore_inner(
             Err(source) => return Err(RestoreError::Fetch { device, source }),
         }
     };
-    let now = normalise(driver.as_ref(), &fetched.raw);
-    if now != version.normalised {
+    let key = tag_key(ctx, &device)?;
+    let now = normalise(driver.as_ref(), &fetched.raw, &key);
+    let want = expected(driver.as_ref(), version, &key);
+    if now != want {
         return Err(RestoreError::VerifyMismatch {
             device,
-            diff: diff::unified(&version.normalised, &now, "version", "running after restore"),
+            diff: diff::unified(&want, &now, "version", "running after restore"),
         });
     }
     report.verified = true;

@@ -9,10 +9,20 @@ use std::path::Path;
 use lifeline_netcfg::blobs::BlobStore;
 use lifeline_netcfg::index::{MemoryIndex, VersionIndex};
 use lifeline_netcfg::platform::normalise;
-use lifeline_netcfg::scrub::{MASK, scrub};
+use lifeline_netcfg::scrub::{MASK, TagKey, untagged};
 use lifeline_netcfg::{diff, driver_for, git_export};
 use lifeline_types::{DeviceName, Platform};
 use proptest::prelude::*;
+
+fn key() -> TagKey {
+    TagKey::from_bytes([5; 32])
+}
+
+/// Scrubbed, tags dropped: the expectations are written with `<removed>` (tags are checked where a
+/// diff must show that a secret changed).
+fn scrub(p: Platform, config: &str) -> String {
+    untagged(&lifeline_netcfg::scrub::scrub(p, config, &key()))
+}
 
 const OPEN: char = '⟦';
 const CLOSE: char = '⟧';
@@ -76,7 +86,12 @@ fn line_corpora_scrub_exactly_the_secrets() {
         for s in &c.secrets {
             assert!(!got.contains(s.as_str()), "{p}: `{s}` leaked");
         }
-        assert_eq!(scrub(*p, &got), got, "{p}: scrubbing is idempotent");
+        let tagged = lifeline_netcfg::scrub::scrub(*p, &c.config, &key());
+        assert_eq!(
+            lifeline_netcfg::scrub::scrub(*p, &tagged, &key()),
+            tagged,
+            "{p}: scrubbing is idempotent"
+        );
     }
 }
 
@@ -107,7 +122,8 @@ fn sonic_corpus_masks_secrets_and_keeps_every_other_string() {
     for s in all.iter().filter(|s| !c.secrets.contains(s)) {
         assert!(got.contains(&format!("\"{s}\"")), "non-secret `{s}` lost:\n{got}");
     }
-    assert_eq!(scrub(Platform::Sonic, &got), got);
+    let tagged = lifeline_netcfg::scrub::scrub(Platform::Sonic, &c.config, &key());
+    assert_eq!(lifeline_netcfg::scrub::scrub(Platform::Sonic, &tagged, &key()), tagged);
 }
 
 /// The same config with every secret changed (a rotated key) and one real change.
@@ -130,12 +146,19 @@ async fn secrets_never_reach_the_diff_or_the_git_export() {
         let c = load(name);
         let d = driver_for(p);
         let device = DeviceName::new(format!("sw-{p}")).unwrap();
-        let v1 = normalise(d.as_ref(), &c.config);
+        let v1 = normalise(d.as_ref(), &c.config, &key());
         let v2_raw = rotated(&c);
-        let v2 = normalise(d.as_ref(), &v2_raw);
+        let v2 = normalise(d.as_ref(), &v2_raw, &key());
         let secrets: Vec<String> = c.secrets.iter().flat_map(|s| [s.clone(), format!("{s}R0t")]).collect();
         let u = diff::unified(&v1, &v2, "v1", "v2");
         assert!(!u.is_empty(), "{p}: the real change shows");
+        // Every rotated secret changes its tag, so the diff shows that the secrets changed.
+        let changed = diff::hunks(&v1, &v2)
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|(k, _)| *k != diff::LineKind::Context)
+            .count();
+        assert!(changed > 2, "{p}: rotated secrets do not show in the diff:\n{u}");
         for s in &secrets {
             assert!(!v1.contains(s.as_str()) && !v2.contains(s.as_str()), "{p}: `{s}` stored");
             assert!(!u.contains(s.as_str()), "{p}: `{s}` in the diff:\n{u}");

@@ -291,7 +291,7 @@ async fn pager_prompts_are_removed_only_where_the_pager_stopped() {
     // Put the config on the switch with our own restore (from a raw copy, so byte-exact).
     let raw = tricky_ios_config();
     let driver = Ios::new(Platform::Ios);
-    let normalised = normalise(&driver, &raw);
+    let normalised = normalise(&driver, &raw, &ctx.blobs.tag_key().unwrap());
     let version = LoadedVersion {
         record: VersionRecord {
             device: DeviceName::new("leaf10").unwrap(),

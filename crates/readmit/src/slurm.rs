@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::process::Command;
 
+pub use crate::drain::{SlurmNode, lifeline_reason, parse_show_node};
 use crate::{Action, Decision, Justification, Outcome, REASON_PREFIX};
 
 /// How to reach a Slurm controller.
@@ -53,47 +54,6 @@ pub struct RestConfig {
     pub timeout: Duration,
 }
 
-/// A node as Slurm reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlurmNode {
-    pub name: String,
-    /// Base state, lowercase: `idle`, `allocated`, `mixed`, `down`, ...
-    pub state: String,
-    /// Upper-case flags: `DRAIN`, `NOT_RESPONDING`, ...
-    pub flags: Vec<String>,
-    /// The reason without scontrol's ` [user@time]` suffix.
-    pub reason: Option<String>,
-}
-
-impl SlurmNode {
-    pub fn drained(&self) -> bool {
-        self.flags.iter().any(|f| f == "DRAIN") || self.state == "drained" || self.state == "draining"
-    }
-
-    /// Lifeline's drain: DRAIN flag and a reason with our prefix.
-    pub fn drained_by_lifeline(&self) -> bool {
-        self.drained() && self.reason.as_deref().is_some_and(|r| r.starts_with(REASON_PREFIX))
-    }
-
-    /// Schedulable and answering: `idle` (or running jobs) without DRAIN / NOT_RESPONDING / DOWN flags.
-    pub fn in_service(&self) -> bool {
-        matches!(self.state.as_str(), "idle" | "mixed" | "allocated")
-            && !self.flags.iter().any(|f| matches!(f.as_str(), "DRAIN" | "NOT_RESPONDING" | "DOWN" | "FAIL"))
-    }
-
-    pub fn describe(&self) -> String {
-        let mut s = self.state.clone();
-        for f in &self.flags {
-            s.push('+');
-            s.push_str(&f.to_lowercase());
-        }
-        if let Some(r) = &self.reason {
-            s.push_str(&format!(" reason={r:?}"));
-        }
-        s
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
     #[error("cannot run {command}")]
@@ -122,45 +82,6 @@ pub enum SlurmError {
     NotIdle { node: String, after: Duration, last: String },
     #[error("refusing to drain without a reason")]
     EmptyReason,
-}
-
-/// Parses `scontrol show node NAME` output.
-pub fn parse_show_node(name: &str, text: &str) -> Result<SlurmNode, SlurmError> {
-    let mut state = None;
-    let mut reason = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("Reason=") {
-            // `Reason=admin: bad DIMM [root@2026-11-21T02:50:02]`: the bracket suffix is scontrol's.
-            let r = match rest.rfind(" [") {
-                Some(i) if rest.ends_with(']') => &rest[..i],
-                _ => rest,
-            };
-            reason = Some(r.to_owned());
-            continue;
-        }
-        for token in line.split_whitespace() {
-            if let Some(s) = token.strip_prefix("State=") {
-                state = Some(s.to_owned());
-            }
-        }
-    }
-    let state =
-        state.ok_or_else(|| SlurmError::Parse { node: name.to_owned(), detail: "no State= field".into() })?;
-    let mut parts = state.split('+');
-    let base = parts.next().unwrap_or("").trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']);
-    let mut flags: Vec<String> = parts.map(|f| f.to_uppercase()).collect();
-    if state.split('+').next().is_some_and(|b| b.ends_with('*'))
-        && !flags.iter().any(|f| f == "NOT_RESPONDING")
-    {
-        flags.push("NOT_RESPONDING".into());
-    }
-    Ok(SlurmNode {
-        name: name.to_owned(),
-        state: base.to_lowercase(),
-        flags,
-        reason: reason.filter(|r| !r.is_empty()),
-    })
 }
 
 /// Parses slurmrestd's `GET /node/{name}` body (v0.0.38: `state` string + `state_flags`; later versions:
@@ -196,14 +117,6 @@ pub fn parse_rest_node(name: &str, body: &Value) -> Result<SlurmNode, SlurmError
     }
     let reason = node.get("reason").and_then(Value::as_str).filter(|r| !r.is_empty()).map(str::to_owned);
     Ok(SlurmNode { name: name.to_owned(), state, flags, reason })
-}
-
-/// The reason Lifeline writes: prefix, the operator-facing text, and the report digest.
-pub fn lifeline_reason(text: &str, digest: &str) -> String {
-    let text = text.trim().trim_start_matches(REASON_PREFIX).trim();
-    // Slurm stores the reason verbatim; keep it on one line.
-    let text: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    format!("{REASON_PREFIX} {text} [report {digest}]")
 }
 
 /// A Slurm cluster.
@@ -251,7 +164,8 @@ impl Slurm {
     /// The node via `scontrol show node`.
     pub async fn node_via_scontrol(&self, name: &str) -> Result<SlurmNode, SlurmError> {
         match self.scontrol(&["show".into(), "node".into(), name.to_owned()]).await {
-            Ok(text) => parse_show_node(name, &text),
+            Ok(text) => parse_show_node(name, &text)
+                .map_err(|e| SlurmError::Parse { node: e.node, detail: "no State= field".into() }),
             Err(SlurmError::Command { stderr, .. }) if stderr.contains("not found") => {
                 Err(SlurmError::UnknownNode { node: name.to_owned() })
             }
@@ -386,20 +300,6 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn parses_scontrol_show_node() {
-        let t = "NodeName=gpu-node-02 Arch=x86_64 CoresPerSocket=1\n   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0\n   \
-                 Reason=admin: bad DIMM [root@2026-11-21T02:50:02]\n";
-        let n = parse_show_node("gpu-node-02", t).unwrap();
-        assert_eq!(n.state, "idle");
-        assert_eq!(n.flags, vec!["DRAIN"]);
-        assert_eq!(n.reason.as_deref(), Some("admin: bad DIMM"));
-        assert!(n.drained() && !n.drained_by_lifeline());
-        let n = parse_show_node("x", "   State=IDLE* ThreadsPerCore=1").unwrap();
-        assert_eq!(n.flags, vec!["NOT_RESPONDING"]);
-        assert!(!n.in_service());
-    }
-
-    #[test]
     fn parses_rest_node() {
         let body = serde_json::json!({"meta": {}, "errors": [], "nodes": [{"name": "gpu-node-02", "state": "idle",
             "state_flags": ["DRAIN"], "reason": "lifeline: rail down [report sha256:ab]", "reason_set_by_user": "root"}]});
@@ -410,26 +310,10 @@ mod tests {
         assert_eq!((n.state.as_str(), n.flags.clone(), n.reason), ("idle", vec!["DRAIN".to_string()], None));
     }
 
-    #[test]
-    fn reason_is_prefixed_once_and_single_line() {
-        assert_eq!(
-            lifeline_reason("lifeline: rail\ndown", "sha256:ab"),
-            "lifeline: rail down [report sha256:ab]"
-        );
-    }
-
     proptest! {
         #[test]
         fn parsers_never_panic(s in "(?s).{0,300}") {
-            let _ = parse_show_node("n", &s);
             let _ = parse_rest_node("n", &serde_json::Value::String(s.clone()));
-        }
-
-        #[test]
-        fn our_reason_is_always_recognised(text in "[ -~]{1,60}", hex in "[0-9a-f]{64}") {
-            let reason = lifeline_reason(&text, &format!("sha256:{hex}"));
-            let n = SlurmNode { name: "n".into(), state: "idle".into(), flags: vec!["DRAIN".into()], reason: Some(reason) };
-            prop_assert!(n.drained_by_lifeline());
         }
     }
 }

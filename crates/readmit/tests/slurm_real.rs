@@ -6,6 +6,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use lifeline_readmit::drain::parse_show_node;
 use lifeline_readmit::slurm::{RestConfig, Slurm, SlurmConfig, SlurmError};
 use lifeline_readmit::{Justification, Outcome};
 
@@ -60,6 +61,13 @@ fn sinfo(conf: &str, node: &str) -> (String, String) {
 
 fn scontrol(conf: &str, args: &[&str]) -> bool {
     Command::new("scontrol").env("SLURM_CONF", conf).args(args).status().unwrap().success()
+}
+
+/// `scontrol ARGS` output.
+fn scontrol_out(conf: &str, args: &[&str]) -> String {
+    let o = Command::new("scontrol").env("SLURM_CONF", conf).args(args).output().unwrap();
+    assert!(o.status.success(), "scontrol {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn wait_idle(conf: &str, node: &str) {
@@ -123,6 +131,17 @@ async fn real_slurm_drain_and_resume_only_our_own() {
         assert_eq!(d.outcome, Outcome::RefusedForeignHold { holder: "admin: bad DIMM".into() }, "{d:?}");
     }
     assert_eq!(sinfo(&c.conf, admins), ("drained".into(), "admin: bad DIMM".into()));
+
+    // One rule for "ours", whichever layout real Slurm prints (lifeline-agent reads `-o`, the adapter
+    // the multi-line one) and through slurmrestd.
+    for (n, expect) in [(ours, true), (admins, false)] {
+        let multi = parse_show_node(n, &scontrol_out(&c.conf, &["show", "node", n])).unwrap();
+        let one = parse_show_node(n, &scontrol_out(&c.conf, &["show", "node", "-o", n])).unwrap();
+        assert_eq!(multi, one, "{n}");
+        assert_eq!(multi.drained_by_lifeline(), expect, "{n}: {multi:?}");
+        let via_rest = rest.node(n).await.unwrap();
+        assert_eq!((via_rest.drained_by_lifeline(), via_rest.reason), (expect, multi.reason), "{n}");
+    }
 
     // 3. A failing report never resumes, even Lifeline's own drain.
     let d = rest.resume(ours, &just(false)).await.unwrap();

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::{Cmd, ConsoleEvent, ConsoleStatus, Entry, ManagerConfig};
 use crate::error::TransportError;
 use crate::log::writer::LogSender;
 use crate::log::{LogRecord, RecordKind};
+use crate::scan::{ConsoleFinding, ConsoleScanner, Finding};
 use crate::transport::{ConsoleLink, LinkEvent, OpenOptions, OpenReport};
 
 /// The per-console session task.
@@ -21,6 +22,10 @@ pub(super) struct Run {
     cfg: ManagerConfig,
     /// Bytes the log queue refused since the last successful record.
     lost_log_bytes: u64,
+    /// The console as a sensor: every complete line of output, as it is logged (when configured).
+    scanner: Option<ConsoleScanner>,
+    findings: broadcast::Sender<ConsoleFinding>,
+    found: Vec<Finding>,
 }
 
 enum Ended {
@@ -30,8 +35,24 @@ enum Ended {
 }
 
 impl Run {
-    pub(super) fn new(entry: Arc<Entry>, log: LogSender, cfg: ManagerConfig) -> Run {
-        Run { entry, log, cfg, lost_log_bytes: 0 }
+    pub(super) fn new(
+        entry: Arc<Entry>,
+        log: LogSender,
+        cfg: ManagerConfig,
+        findings: broadcast::Sender<ConsoleFinding>,
+    ) -> Run {
+        let scanner = cfg.scan.clone().map(ConsoleScanner::new);
+        Run { entry, log, cfg, lost_log_bytes: 0, scanner, findings, found: Vec::new() }
+    }
+
+    fn scan(&mut self, ts: DateTime<Utc>, bytes: &[u8]) {
+        let Some(scanner) = self.scanner.as_mut() else { return };
+        scanner.feed(ts, bytes, &mut self.found);
+        for finding in self.found.drain(..) {
+            tracing::debug!(console = %self.entry.name, rule = %finding.rule, line = %finding.line, "console finding");
+            // No subscriber is not an error: findings are events, not state.
+            let _ = self.findings.send(ConsoleFinding { console: self.entry.name.to_string(), finding });
+        }
     }
 
     fn set_status(&self, s: ConsoleStatus) {
@@ -94,6 +115,10 @@ impl Run {
                 }
                 Ended::Lost(reason) => reason,
             };
+            // What follows the gap does not continue the half line before it.
+            if let Some(s) = self.scanner.as_mut() {
+                s.link_lost();
+            }
             let lost_at = tokio::time::Instant::now();
             self.marker(format!("console link lost: {reason}; reconnecting"));
             self.set_status(ConsoleStatus::Reconnecting { reason });
@@ -128,6 +153,7 @@ impl Run {
                     LinkEvent::Data(bytes) => {
                         let ts = Utc::now();
                         self.log(RecordKind::Output, ts, bytes.to_vec());
+                        self.scan(ts, &bytes);
                         let _ = self.entry.events.send(ConsoleEvent::Data { ts, bytes });
                     }
                     LinkEvent::BreakDetected => self.marker("the host's serial line sent a break".into()),

@@ -12,8 +12,9 @@
 //! Resuming decides a `pending` generation by logins, one attempt each (lockout counters): the pending
 //! password logs in → it is activated (rolled forward); it is refused → it was never set (`failed`, rolled
 //! back) and the active one must log in. Neither is ever deleted before one of them is proven, so no crash
-//! locks Lifeline out. `LIFELINE_TEST_ROTATE_KILL_AT=N` (tests only) makes the process SIGKILL itself at
-//! step N (1: generated, 2: sealed pending, 3: set on the BMC, 4: verified, 5: activated).
+//! locks Lifeline out. Built with the `test-hooks` feature (the end-to-end tests enable it; a release build
+//! has no such code), `LIFELINE_TEST_ROTATE_KILL_AT=N` makes the process SIGKILL itself at step N
+//! (1: generated, 2: sealed pending, 3: set on the BMC, 4: verified, 5: activated).
 
 use lifeline_bmc::{Bmc, LoginCheck};
 use lifeline_inventory::credentials;
@@ -31,7 +32,8 @@ use crate::targets::{BmcSelection, bmc_target};
 
 /// Where the first rotation of a `sealed:` reference reads the current password.
 pub const BOOTSTRAP_ENV: &str = "LIFELINE_BMC_PASSWORD";
-/// Test-only: SIGKILL this process at rotation step N.
+/// Test-only (`test-hooks` feature): SIGKILL this process at rotation step N.
+#[cfg(feature = "test-hooks")]
 pub const KILL_AT_ENV: &str = "LIFELINE_TEST_ROTATE_KILL_AT";
 const PASSWORD_LEN: usize = 16;
 
@@ -98,12 +100,17 @@ pub fn generate_password() -> Result<String> {
     }
 }
 
+/// A crash injected between two durable steps; compiled only for the tests that prove every step resumable.
+#[cfg(feature = "test-hooks")]
 fn kill_point(step: u32) {
     if std::env::var(KILL_AT_ENV).ok().and_then(|v| v.parse::<u32>().ok()) == Some(step) {
         tracing::warn!(step, "{KILL_AT_ENV}: killing this process");
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     }
 }
+
+#[cfg(not(feature = "test-hooks"))]
+fn kill_point(_step: u32) {}
 
 impl Lifeline {
     fn sealer(&self) -> SealedFiles {

@@ -9,7 +9,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use lifeline_netcfg::platform::normalise;
-use lifeline_netcfg::scrub::scrub;
+use lifeline_netcfg::scrub::{TagKey, scrub};
 use lifeline_netcfg::{diff, driver_for};
 use lifeline_types::Platform;
 
@@ -122,11 +122,12 @@ fuzz_target!(|input: Input| {
         c
     };
 
-    let scrubbed = scrub(platform, &config);
+    let key = TagKey::from_bytes([9; 32]);
+    let scrubbed = scrub(platform, &config, &key);
     let d = driver_for(platform);
-    let normalised = normalise(d.as_ref(), &config);
+    let normalised = normalise(d.as_ref(), &config, &key);
     let rotated = config.replace(&secret, &format!("{secret}R0t"));
-    let normalised2 = normalise(d.as_ref(), &rotated);
+    let normalised2 = normalise(d.as_ref(), &rotated, &key);
     let unified = diff::unified(&normalised, &normalised2, "v1", "v2");
     for s in &secrets {
         assert!(
@@ -139,5 +140,5 @@ fuzz_target!(|input: Input| {
     if !json {
         assert_eq!(scrubbed.lines().count(), config.lines().count(), "{platform}: line count changed");
     }
-    assert_eq!(scrub(platform, &scrubbed), scrubbed, "{platform}: scrubbing is not idempotent");
+    assert_eq!(scrub(platform, &scrubbed, &key), scrubbed, "{platform}: scrubbing is not idempotent");
 });

@@ -69,13 +69,15 @@ impl Driver for Eos {
 mod tests {
     use super::*;
     use crate::platform::normalise;
+    use crate::scrub::TagKey;
 
     #[test]
     fn header_is_volatile() {
         let d = Eos::new();
+        let k = TagKey::random();
         let a = "! Command: show running-config\n! device: spine1 (DCS-7050, EOS-4.30)\n! Time: Mon Jan 1 10:00:00 2024\n!\nhostname spine1\nend\n";
         let b = a.replace("10:00:00", "11:11:11");
-        assert_eq!(normalise(&d, a), normalise(&d, &b));
+        assert_eq!(normalise(&d, a, &k), normalise(&d, &b, &k));
         assert!(d.validate(a).is_ok());
         assert!(d.prompt().is_match("spine1-eos(config-s-lifel)#"));
     }

@@ -123,6 +123,7 @@ impl Driver for Ios {
 mod tests {
     use super::*;
     use crate::platform::normalise;
+    use crate::scrub::TagKey;
 
     #[test]
     fn prompt_and_validation() {
@@ -143,9 +144,10 @@ mod tests {
     #[test]
     fn volatile_lines_do_not_count() {
         let d = Ios::new(Platform::Ios);
+        let k = TagKey::random();
         let a = "Building configuration...\n\nCurrent configuration : 100 bytes\n! Last configuration change at 10:00:01 UTC Mon\nhostname x\nend\n";
         let b = "Building configuration...\n\nCurrent configuration : 104 bytes\n! Last configuration change at 11:22:33 UTC Tue\nhostname x\nend\n";
-        assert_eq!(normalise(&d, a), normalise(&d, b));
-        assert_eq!(normalise(&d, a), "hostname x\nend\n");
+        assert_eq!(normalise(&d, a, &k), normalise(&d, b, &k));
+        assert_eq!(normalise(&d, a, &k), "hostname x\nend\n");
     }
 }

@@ -21,7 +21,7 @@ pub use eos::Eos;
 pub use ios::Ios;
 pub use sonic::{Sonic, SonicSource};
 
-use crate::scrub;
+use crate::scrub::{self, TagKey};
 
 /// One step of a restore, run in an interactive shell.
 #[derive(Debug, Clone)]
@@ -112,17 +112,18 @@ pub fn driver_for(platform: Platform) -> Box<dyn Driver> {
     }
 }
 
-/// The config as compared and stored: canonical, volatile lines removed, secrets masked.
-pub fn normalise(driver: &dyn Driver, config: &str) -> String {
-    let once = normalise_once(driver, config);
+/// The config as compared and stored: canonical, volatile lines removed, secrets masked (each with
+/// its tag under `key`, the store's [`crate::BlobStore::tag_key`]).
+pub fn normalise(driver: &dyn Driver, config: &str, key: &TagKey) -> String {
+    let once = normalise_once(driver, config, key);
     // Scrubbing can turn text the platform could not read into text it can (a SONiC secret with a raw tab
     // is invalid JSON until it becomes `<removed>`); one more pass makes what is stored a fixed point, so
     // a version always compares equal to itself normalised again (found by the `text` fuzz target).
-    let twice = normalise_once(driver, &once);
+    let twice = normalise_once(driver, &once, key);
     if twice == once { once } else { twice }
 }
 
-fn normalise_once(driver: &dyn Driver, config: &str) -> String {
+fn normalise_once(driver: &dyn Driver, config: &str, key: &TagKey) -> String {
     let canonical = driver.canonical(config);
     let mut kept = String::with_capacity(canonical.len());
     for line in canonical.lines() {
@@ -132,7 +133,7 @@ fn normalise_once(driver: &dyn Driver, config: &str) -> String {
         }
     }
     // Removing a header can leave blank lines at the top; they are not part of the config.
-    scrub::scrub(driver.platform(), kept.trim_start_matches(['\n', ' ', '\t']))
+    scrub::scrub(driver.platform(), kept.trim_start_matches(['\n', ' ', '\t']), key)
 }
 
 /// First line of the output that looks like a CLI error (`% Invalid input`, `Error:`), if any.
@@ -173,12 +174,13 @@ mod tests {
     proptest! {
         #[test]
         fn drivers_never_panic(s in any::<String>()) {
+            let key = TagKey::from_bytes([3; 32]);
             for p in Platform::ALL {
                 let d = driver_for(*p);
                 let _ = d.validate(&s);
-                let n = normalise(d.as_ref(), &s);
+                let n = normalise(d.as_ref(), &s, &key);
                 // Normalising is idempotent: a stored version compares equal to itself.
-                prop_assert_eq!(normalise(d.as_ref(), &n), n.clone());
+                prop_assert_eq!(normalise(d.as_ref(), &n, &key), n.clone());
                 let _ = d.prompt().is_match(&s);
             }
         }

@@ -131,13 +131,15 @@ impl Driver for Sonic {
 mod tests {
     use super::*;
     use crate::platform::normalise;
+    use crate::scrub::TagKey;
 
     #[test]
     fn json_is_canonical_and_validated() {
         let d = Sonic::new(SonicSource::Running);
+        let k = TagKey::random();
         let a = r#"{"PORT": {"Ethernet0": {"mtu": "9100", "admin_status": "up"}}, "DEVICE_METADATA": {"localhost": {"hostname": "leaf1"}}}"#;
         let b = r#"{"DEVICE_METADATA": {"localhost": {"hostname": "leaf1"}}, "PORT": {"Ethernet0": {"admin_status": "up", "mtu": "9100"}}}"#;
-        assert_eq!(normalise(&d, a), normalise(&d, b));
+        assert_eq!(normalise(&d, a, &k), normalise(&d, b, &k));
         assert!(d.validate(a).is_ok());
         assert!(matches!(d.validate(&a[..40]), Err(Incomplete::BadJson { .. })));
         assert!(matches!(d.validate("{}"), Err(Incomplete::NotTables)));

@@ -11,6 +11,8 @@
 //! - `<any>` one token; `<n>` a number; `<type>` an encryption/hash type (`0 3 4 5 6 7 8 8a 9 sha512`);
 //!   `<hash>` an authentication algorithm (`md5`, `sha`, `sha256`, `hmac-sha-256`, …);
 //! - `SECRET` the token to mask; `SECRET...` the rest of the line (a passphrase with spaces);
+//!   `text,SECRET` (a word ending in `SECRET`) a token containing `text,` whose remainder is masked
+//!   (`-cvauth=key,S` inside a TerminAttr command line);
 //! - `[ … ]` optional (tried first), `{ a | b c }` alternatives (tried in order), `*` any number of
 //!   tokens (fewest first), `$` the end of the line.
 //!
@@ -29,6 +31,7 @@ enum Node {
     Type,
     Hash,
     Secret { rest: bool },
+    SecretAfter(String),
     Opt(Vec<Node>),
     Alt(Vec<Vec<Node>>),
     Skip,
@@ -36,10 +39,10 @@ enum Node {
 }
 
 /// Encryption / hash type tokens that may sit between a keyword and its secret.
-const TYPES: &[&str] = &["0", "3", "4", "5", "6", "7", "8", "8a", "9", "sha512"];
+pub(super) const TYPES: &[&str] = &["0", "3", "4", "5", "6", "7", "8", "8a", "9", "sha512"];
 
 /// Authentication algorithm names seen in the vendors' command references.
-const HASHES: &[&str] = &[
+pub(super) const HASHES: &[&str] = &[
     "md5",
     "sha",
     "sha1",
@@ -99,7 +102,7 @@ impl Pattern {
     pub fn has_secret(&self) -> bool {
         fn any(nodes: &[Node]) -> bool {
             nodes.iter().any(|n| match n {
-                Node::Secret { .. } => true,
+                Node::Secret { .. } | Node::SecretAfter(_) => true,
                 Node::Opt(v) => any(v),
                 Node::Alt(a) => a.iter().any(|v| any(v)),
                 _ => false,
@@ -176,6 +179,9 @@ fn parse_seq(items: &[&str], pos: &mut usize, src: &'static str) -> Result<Vec<N
                     "*" => Node::Skip,
                     "$" => Node::End,
                     w if w.starts_with('<') => return Err(err("unknown token class")),
+                    w if w.len() > "SECRET".len() && w.ends_with("SECRET") => {
+                        Node::SecretAfter(w[..w.len() - "SECRET".len()].to_ascii_lowercase())
+                    }
                     w => Node::Word(w.to_owned()),
                 });
             }
@@ -224,6 +230,16 @@ fn run(c: Option<&Cont<'_>>, line: &str, toks: &[Span], pos: usize, out: &mut Ve
                 run(Some(&after), line, toks, toks.len(), out)
             }
         }
+        Node::SecretAfter(prefix) => tok.is_some_and(|t| {
+            let at = t.to_ascii_lowercase().find(prefix.as_str());
+            at.is_some_and(|i| {
+                let start = toks[pos].0 + i + prefix.len();
+                if start < toks[pos].1 {
+                    out.push((start, toks[pos].1));
+                }
+                run(Some(&after), line, toks, pos + 1, out)
+            })
+        }),
         Node::Opt(inner) => {
             let with = Cont { nodes: inner, next: Some(&after) };
             run(Some(&with), line, toks, pos, out) || {
@@ -305,6 +321,8 @@ mod tests {
         assert_eq!(masked(p, "snmp-server user u g v3 auth md5 A").unwrap(), ["A"]);
         assert_eq!(masked("enable secret [level <n>] [<type>] SECRET", "enable secret 5").unwrap(), ["5"]);
         assert_eq!(masked("a $", "a b"), None);
+        assert_eq!(masked("exec * auth=key,SECRET", "exec x -cvauth=key,K3y -y").unwrap(), ["K3y"]);
+        assert_eq!(masked("exec * auth=key,SECRET", "exec x -cvauth=token,/f"), None);
         assert_eq!(
             masked("wpa-psk ascii [<type>] SECRET...", "wpa-psk ascii 0 two  words ").unwrap(),
             ["two  words"]

@@ -1,66 +1,130 @@
 //! SONiC config_db scrubbing: secrets are string fields of tables (and, for SNMP communities, row
-//! keys), so the JSON is walked with its table names in hand rather than matched as text.
+//! keys), so the JSON is walked with its table names in hand rather than matched as text. After the
+//! listed fields, the fallback masks any other field whose name is secret-like (`*_password`,
+//! `*_key`, `*secret*`) and any string that looks like a secret by itself.
 //!
 //! Why table-aware: a field name such as `value` is a secret in `NTP_KEY` and nothing special
-//! elsewhere; the table says which.
+//! elsewhere; the table says which. Empty strings stay empty: a user without a password must not
+//! look like a user with one.
 
 use serde_json::Value;
 
-use super::MASK;
-use super::rules::{SONIC_FIELDS, SONIC_SECRET_ROW_TABLES};
+use super::fallback::{Reason, is_secret_keyword, secret_like_value};
+use super::rules::{SONIC_FIELDS, SONIC_SAFE_FIELDS, SONIC_SECRET_ROW_TABLES};
+use super::tag::{TagKey, is_mask};
+use super::{Kind, Masked, MaskedBy, Place};
 
-/// Whether `field` of a row in `table` is a secret.
-fn is_secret_field(table: Option<&str>, field: &str) -> bool {
-    SONIC_FIELDS.iter().any(|f| {
-        f.field.eq_ignore_ascii_case(field)
-            && f.table.is_none_or(|t| table.is_some_and(|x| x.eq_ignore_ascii_case(t)))
-    })
+/// Whether `field` of a row in `table` is a listed secret, and its kind.
+fn secret_field(table: Option<&str>, field: &str) -> Option<Kind> {
+    SONIC_FIELDS
+        .iter()
+        .find(|f| {
+            f.field.eq_ignore_ascii_case(field)
+                && f.table.is_none_or(|t| table.is_some_and(|x| x.eq_ignore_ascii_case(t)))
+        })
+        .map(|f| f.kind)
 }
 
-/// A string that holds a PEM private key or certificate is masked whatever its field.
 fn is_pem(s: &str) -> bool {
     s.contains("-----BEGIN ") && (s.contains("PRIVATE KEY") || s.contains("CERTIFICATE"))
 }
 
+struct Walk<'a> {
+    key: &'a TagKey,
+    report: &'a mut Vec<Masked>,
+    path: Vec<String>,
+}
+
+impl Walk<'_> {
+    fn mask(&mut self, s: &mut String, by: MaskedBy) {
+        if s.is_empty() || is_mask(s) {
+            return;
+        }
+        *s = self.key.mask(s);
+        self.report.push(Masked { at: Place::Json(format!("/{}", self.path.join("/"))), by, tag: s.clone() });
+    }
+
+    fn walk(&mut self, table: Option<&str>, v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, val) in map.iter_mut() {
+                    self.path.push(k.clone());
+                    match val {
+                        Value::String(s) => {
+                            let by = if let Some(kind) = secret_field(table, k) {
+                                Some(MaskedBy::Rule(kind))
+                            } else if is_pem(s) {
+                                Some(MaskedBy::Rule(Kind::PrivateKey))
+                            } else if SONIC_SAFE_FIELDS.iter().any(|f| f.eq_ignore_ascii_case(k)) {
+                                None
+                            } else if is_secret_keyword(k) {
+                                Some(MaskedBy::Fallback(Reason::Keyword(k.to_ascii_lowercase())))
+                            } else {
+                                secret_like_value(s).map(|w| MaskedBy::Fallback(Reason::Value(w)))
+                            };
+                            if let Some(by) = by {
+                                self.mask(s, by);
+                            }
+                        }
+                        _ => self.walk(table, val),
+                    }
+                    self.path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    self.path.push(i.to_string());
+                    match item {
+                        Value::String(s) if is_pem(s) => self.mask(s, MaskedBy::Rule(Kind::PrivateKey)),
+                        Value::String(s) => {
+                            if let Some(w) = secret_like_value(s) {
+                                self.mask(s, MaskedBy::Fallback(Reason::Value(w)));
+                            }
+                        }
+                        _ => self.walk(table, item),
+                    }
+                    self.path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Mask the secrets of a parsed config_db document in place.
-pub fn scrub_value(v: &mut Value) {
+pub fn scrub_value(v: &mut Value, key: &TagKey, report: &mut Vec<Masked>) {
+    let mut w = Walk { key, report, path: Vec::new() };
     if let Value::Object(tables) = v {
         for (name, table) in tables.iter_mut() {
-            walk(Some(name.as_str()), table);
+            w.path.push(name.clone());
+            w.walk(Some(name.as_str()), table);
+            w.path.pop();
         }
-        for (_, name) in SONIC_SECRET_ROW_TABLES {
+        for (kind, name) in SONIC_SECRET_ROW_TABLES {
             if let Some(Value::Object(rows)) = tables.get_mut(*name) {
                 let old = std::mem::take(rows);
-                for (i, (key, row)) in old.into_iter().enumerate() {
-                    // Already masked rows keep their name, so scrubbing is idempotent.
-                    let key = if key.starts_with(MASK) { key } else { format!("{MASK}-{}", i + 1) };
-                    rows.insert(key, row);
+                for (row_key, row) in old {
+                    // Already masked rows keep their name, so scrubbing is idempotent; two communities
+                    // whose tags collide keep both rows.
+                    let mut masked = if is_mask(row_key.trim_end_matches('\'')) || row_key.is_empty() {
+                        row_key.clone()
+                    } else {
+                        let tag = key.mask(&row_key);
+                        w.report.push(Masked {
+                            at: Place::Json(format!("/{name} (a row key)")),
+                            by: MaskedBy::Rule(*kind),
+                            tag: tag.clone(),
+                        });
+                        tag
+                    };
+                    while rows.contains_key(&masked) {
+                        masked.push('\'');
+                    }
+                    rows.insert(masked, row);
                 }
             }
         }
     } else {
-        walk(None, v);
-    }
-}
-
-fn walk(table: Option<&str>, v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, val) in map.iter_mut() {
-                match val {
-                    Value::String(s) if is_secret_field(table, k) || is_pem(s) => *s = MASK.to_owned(),
-                    _ => walk(table, val),
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                match item {
-                    Value::String(s) if is_pem(s) => *s = MASK.to_owned(),
-                    _ => walk(table, item),
-                }
-            }
-        }
-        _ => {}
+        w.walk(None, v);
     }
 }

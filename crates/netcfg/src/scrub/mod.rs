@@ -9,10 +9,17 @@
 //! whitespace included), idempotent, and tested against a per-platform corpus of secret-bearing
 //! lines plus generated variants. The raw text is kept only when the operator enables sealed raw
 //! storage (see [`crate::index::RawStore`]).
+//!
+//! After the rules, a fail-closed pass ([`fallback`]) masks what the rules do not know about but
+//! looks secret, and says so ([`MaskedBy::Fallback`]); known-safe forms are data beside the rules.
+//! Each masked value becomes `<removed:xxxx>` with a keyed per-secret tag ([`tag`]).
 
+pub mod fallback;
 pub mod grammar;
 mod json;
+mod lines;
 pub mod rules;
+pub mod tag;
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -21,14 +28,63 @@ use lifeline_types::Platform;
 use regex::Regex;
 use serde_json::Value;
 
-use grammar::{Pattern, Span, tokens};
-use rules::{BlockRule, LineRule, RuleSet};
+use grammar::{Pattern, Span};
+pub use tag::{MASK, TagKey, is_mask, untagged};
 
-/// What every secret is replaced with (Oxidized uses the same word, so operators recognise it).
-pub const MASK: &str = "<removed>";
+/// Where a masking happened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    /// 1-based line of the config.
+    Line(usize),
+    /// JSON pointer into a SONiC document (row keys are named as such).
+    Json(String),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Line(n) => write!(f, "line {n}"),
+            Place::Json(p) => f.write_str(p),
+        }
+    }
+}
+
+/// Which pass masked a value.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskedBy {
+    /// A platform rule of this kind.
+    Rule(Kind),
+    /// The fail-closed pass: no rule knew the form (a rule should be written for it).
+    Fallback(fallback::Reason),
+}
+
+/// One masked value (never the value itself: its tag).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Masked {
+    pub at: Place,
+    pub by: MaskedBy,
+    pub tag: String,
+}
+
+/// A scrubbed config and what was masked in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scrubbed {
+    pub text: String,
+    pub masked: Vec<Masked>,
+}
+
+impl Scrubbed {
+    /// The maskings the fallback pass made.
+    pub fn by_fallback(&self) -> impl Iterator<Item = &Masked> {
+        self.masked.iter().filter(|m| matches!(m.by, MaskedBy::Fallback(_)))
+    }
+}
 
 /// The kinds of secret the rules cover (for the coverage table and test reports).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     EnableSecret,
     UserSecret,
@@ -108,50 +164,8 @@ impl Kind {
     }
 }
 
-struct CompiledLine {
-    section: Option<Pattern>,
-    pattern: Pattern,
-}
-
-struct CompiledBlock {
-    section: Option<Pattern>,
-    start: Pattern,
-    end: Pattern,
-}
-
-struct Compiled {
-    lines: Vec<CompiledLine>,
-    blocks: Vec<CompiledBlock>,
-}
-
-fn compile(set: &RuleSet) -> Compiled {
-    let p = |s| Pattern::parse(s).unwrap_or_else(|e| panic!("{e}"));
-    Compiled {
-        lines: set
-            .lines
-            .iter()
-            .flat_map(|chunk| chunk.iter())
-            .map(|r: &LineRule| CompiledLine { section: r.section.map(p), pattern: p(r.pattern) })
-            .collect(),
-        blocks: set
-            .blocks
-            .iter()
-            .map(|b: &BlockRule| CompiledBlock {
-                section: b.section.map(p),
-                start: p(b.start),
-                end: p(b.end),
-            })
-            .collect(),
-    }
-}
-
-static IOS: LazyLock<Compiled> = LazyLock::new(|| compile(&rules::IOS));
-static NXOS: LazyLock<Compiled> = LazyLock::new(|| compile(&rules::NXOS));
-static EOS: LazyLock<Compiled> = LazyLock::new(|| compile(&rules::EOS));
-static NVUE: LazyLock<Compiled> = LazyLock::new(|| compile(&rules::NVUE));
-
 /// The line rule set of a line-oriented platform.
-fn ruleset(platform: Platform) -> Option<&'static RuleSet> {
+fn ruleset(platform: Platform) -> Option<&'static rules::RuleSet> {
     match platform {
         Platform::Ios => Some(&rules::IOS),
         Platform::Nxos => Some(&rules::NXOS),
@@ -182,119 +196,55 @@ pub fn coverage(platform: Platform) -> BTreeSet<Kind> {
     }
 }
 
-/// Mask the secrets of a config of `platform`.
-pub fn scrub(platform: Platform, config: &str) -> String {
-    let compiled: &Compiled = match platform {
-        Platform::Ios => &IOS,
-        Platform::Nxos => &NXOS,
-        Platform::Eos => &EOS,
-        Platform::Cumulus => &NVUE,
-        Platform::Sonic => {
-            return match serde_json::from_str::<Value>(config) {
-                Ok(mut v) => {
-                    json::scrub_value(&mut v);
-                    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
-                    s.push('\n');
-                    s
-                }
-                Err(_) => scrub_json_lines(config),
-            };
-        }
-    };
-    scrub_lines(config, compiled)
+/// Mask the secrets of a config of `platform`, each with its tag under `key`.
+pub fn scrub(platform: Platform, config: &str, key: &TagKey) -> String {
+    scrub_report(platform, config, key).text
 }
 
-fn split_eol(line: &str) -> (&str, &str) {
-    let body = line.trim_end_matches(['\n', '\r']);
-    (body, &line[body.len()..])
-}
-
-fn scrub_lines(config: &str, rules: &Compiled) -> String {
-    let mut out = String::with_capacity(config.len());
-    // The current top-level section header (IOS/EOS/NX-OS indent a section's lines under it).
-    let mut section: Option<(String, Vec<Span>)> = None;
-    let mut in_block: Option<&CompiledBlock> = None;
-    for line in config.split_inclusive('\n') {
-        let (body, eol) = split_eol(line);
-        let toks = tokens(body);
-        let indented = body.starts_with([' ', '\t']);
-        if let Some(b) = in_block {
-            if b.end.matches(body, &toks).is_some() {
-                in_block = None;
-                out.push_str(line);
-            } else if toks.is_empty() {
-                out.push_str(line);
-            } else {
-                // Every byte of a key or certificate body is secret: keep only the indentation.
-                out.push_str(&body[..toks[0].0]);
-                out.push_str(MASK);
-                out.push_str(eol);
+/// [`scrub`], with what was masked where and by which pass.
+pub fn scrub_report(platform: Platform, config: &str, key: &TagKey) -> Scrubbed {
+    let mut masked = Vec::new();
+    let text = match lines::compiled(platform) {
+        Some(rules) => lines::scrub_lines(config, rules, key, &mut masked),
+        None => match serde_json::from_str::<Value>(config) {
+            Ok(mut v) => {
+                json::scrub_value(&mut v, key, &mut masked);
+                let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+                s.push('\n');
+                s
             }
-            continue;
-        }
-        if !indented && !toks.is_empty() {
-            section = Some((body.to_owned(), toks.clone()));
-        }
-        let in_section = |p: &Option<Pattern>| match (p, &section) {
-            (None, _) => true,
-            (Some(p), Some((head, htoks))) => indented && p.matches(head, htoks).is_some(),
-            (Some(_), None) => false,
-        };
-        if let Some(b) =
-            rules.blocks.iter().find(|b| in_section(&b.section) && b.start.matches(body, &toks).is_some())
-        {
-            in_block = Some(b);
-            out.push_str(line);
-            continue;
-        }
-        let spans = rules
-            .lines
-            .iter()
-            .filter(|r| in_section(&r.section))
-            .find_map(|r| r.pattern.matches(body, &toks))
-            .unwrap_or_default();
-        out.push_str(&mask_spans(body, spans));
-        out.push_str(eol);
-    }
-    out
+            Err(_) => scrub_json_lines(config, key, &mut masked),
+        },
+    };
+    Scrubbed { text, masked }
 }
 
-fn mask_spans(body: &str, mut spans: Vec<Span>) -> String {
-    if spans.is_empty() {
-        return body.to_owned();
-    }
-    spans.sort();
-    let mut out = String::with_capacity(body.len());
-    let mut at = 0;
-    for (start, end) in spans {
-        if start < at {
-            continue;
-        }
-        out.push_str(&body[at..start]);
-        out.push_str(MASK);
-        at = end;
-    }
-    out.push_str(&body[at..]);
-    out
-}
-
-/// Fallback for SONiC output that is not JSON (truncated): mask `"field": "value"` pairs by field name.
-static JSON_FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
-    let names: Vec<String> = rules::SONIC_FIELDS.iter().map(|f| regex::escape(f.field)).collect();
-    Regex::new(&format!(r#"(?i)"(?:{})"\s*:\s*"(?P<s>(?:[^"\\]|\\.)*)""#, names.join("|")))
-        .expect("fallback regex")
+/// Fallback for SONiC output that is not JSON (truncated): mask `"field": "value"` pairs whose field
+/// is listed or secret-like.
+static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""(?P<f>(?:[^"\\]|\\.)*)"\s*:\s*"(?P<s>(?:[^"\\]|\\.)*)""#).expect("json field regex")
 });
 
-fn scrub_json_lines(config: &str) -> String {
+fn scrub_json_lines(config: &str, key: &TagKey, report: &mut Vec<Masked>) -> String {
     let mut out = String::with_capacity(config.len());
-    for line in config.split_inclusive('\n') {
-        let spans: Vec<Span> = JSON_FALLBACK
+    for (n, line) in config.split_inclusive('\n').enumerate() {
+        let spans: Vec<(Span, MaskedBy)> = JSON_FIELD
             .captures_iter(line)
-            .filter_map(|c| c.name("s"))
-            .filter(|m| !m.as_str().is_empty())
-            .map(|m| (m.start(), m.end()))
+            .filter_map(|c| {
+                let (f, v) = (c.name("f")?, c.name("s")?);
+                let by = if let Some(r) =
+                    rules::SONIC_FIELDS.iter().find(|r| r.field.eq_ignore_ascii_case(f.as_str()))
+                {
+                    MaskedBy::Rule(r.kind)
+                } else if fallback::is_secret_keyword(f.as_str()) {
+                    MaskedBy::Fallback(fallback::Reason::Keyword(f.as_str().to_ascii_lowercase()))
+                } else {
+                    MaskedBy::Fallback(fallback::Reason::Value(fallback::secret_like_value(v.as_str())?))
+                };
+                Some(((v.start(), v.end()), by))
+            })
             .collect();
-        out.push_str(&mask_spans(line, spans));
+        out.push_str(&lines::mask_spans(line, spans, key, n + 1, report));
     }
     out
 }
@@ -303,6 +253,15 @@ fn scrub_json_lines(config: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn key() -> TagKey {
+        TagKey::from_bytes([7; 32])
+    }
+
+    /// Scrubbed with the test key, tags dropped (expectations are written with `<removed>`).
+    fn sc(p: Platform, cfg: &str) -> String {
+        untagged(&scrub(p, cfg, &key()))
+    }
 
     #[test]
     fn ios_examples() {
@@ -318,7 +277,7 @@ mod tests {
                    line vty 0 4\n password 7 VtyPass\n\
                    router bgp 65001\n neighbor 10.1.1.1 password 7 BgpPass\n\
                    hostname leaf1\n";
-        let s = scrub(Platform::Ios, cfg);
+        let s = sc(Platform::Ios, cfg);
         for secret in [
             "$1$abcd$XYZ",
             "$9$hashhash",
@@ -347,7 +306,7 @@ mod tests {
                    enable password sha512 $6$en$hash\n\
                    snmp-server community lifeline-ro ro\n\
                    router bgp 65001\n   neighbor SPINES password 7 Q1w2e3==\n";
-        let s = scrub(Platform::Eos, cfg);
+        let s = sc(Platform::Eos, cfg);
         assert!(s.contains("secret sha512 <removed>"), "{s}");
         assert!(!s.contains("$6$"), "{s}");
         assert!(!s.contains("lifeline-ro") && !s.contains("Q1w2e3"), "{s}");
@@ -360,7 +319,7 @@ mod tests {
                    nv set vrf default router bgp neighbor swp51 password 'bgp pass'\n\
                    nv set system aaa tacacs server 1 secret TacSecret\n\
                    nv set interface swp1 link mtu 9000\n";
-        let s = scrub(Platform::Cumulus, cfg);
+        let s = sc(Platform::Cumulus, cfg);
         for secret in ["$6$x$y", "PubComm", "bgp pass", "TacSecret"] {
             assert!(!s.contains(secret), "{secret}:\n{s}");
         }
@@ -373,15 +332,16 @@ mod tests {
                       "SNMP_COMMUNITY": {"secretcomm": {"TYPE": "RO"}},
                       "BGP_NEIGHBOR": {"10.0.0.2": {"asn": "65100", "password": "bgppw"}},
                       "PORT": {"Ethernet0": {"mtu": "9100"}}}"#;
-        let s = scrub(Platform::Sonic, cfg);
+        let s = sc(Platform::Sonic, cfg);
         for secret in ["tacpass", "secretcomm", "bgppw"] {
             assert!(!s.contains(secret), "{secret}:\n{s}");
         }
         assert!(s.contains("\"mtu\": \"9100\""));
-        assert_eq!(scrub(Platform::Sonic, &s), s);
+        let tagged = scrub(Platform::Sonic, cfg, &key());
+        assert_eq!(scrub(Platform::Sonic, &tagged, &key()), tagged);
         // Not JSON (truncated): the line fallback still masks.
         let broken = "{\"TACPLUS\": {\"x\": {\"passkey\": \"tacpass\",";
-        assert!(!scrub(Platform::Sonic, broken).contains("tacpass"));
+        assert!(!sc(Platform::Sonic, broken).contains("tacpass"));
     }
 
     fn secret() -> impl Strategy<Value = String> {
@@ -399,12 +359,13 @@ mod tests {
                  snmp-server community {c} RO\ntacacs-server host 10.0.0.1 key{ty} {d}\n\
                  router bgp 1\n neighbor 10.0.0.9 password{ty} {e}\nend\n");
             for p in [Platform::Ios, Platform::Eos, Platform::Nxos] {
-                let s = scrub(p, &cfg);
+                let s = sc(p, &cfg);
                 for x in [&a, &b, &c, &d, &e] {
                     prop_assert!(!s.contains(x.as_str()), "{} leaked in {}", x, s);
                 }
                 prop_assert_eq!(s.lines().count(), cfg.lines().count());
-                prop_assert_eq!(scrub(p, &s), s.clone());
+                let tagged = scrub(p, &cfg, &key());
+                prop_assert_eq!(scrub(p, &tagged, &key()), tagged);
             }
         }
 
@@ -414,14 +375,14 @@ mod tests {
                 "TACPLUS_SERVER": {"10.0.0.1": {"passkey": a}},
                 "SNMP_COMMUNITY": {b.clone(): {"TYPE": "RO"}},
             }).to_string();
-            let s = scrub(Platform::Sonic, &cfg);
+            let s = sc(Platform::Sonic, &cfg);
             prop_assert!(!s.contains(a.as_str()) && !s.contains(b.as_str()));
         }
 
         #[test]
         fn never_panics_and_keeps_lines(s in any::<String>()) {
             for p in Platform::ALL {
-                let out = scrub(*p, &s);
+                let out = sc(*p, &s);
                 if *p != Platform::Sonic {
                     prop_assert_eq!(out.lines().count(), s.lines().count());
                 }

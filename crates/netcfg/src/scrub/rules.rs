@@ -33,6 +33,9 @@ pub struct BlockRule {
 /// Everything for one platform's line-oriented configs.
 #[derive(Debug, Clone, Copy)]
 pub struct RuleSet {
+    /// Forms known to carry no secret although they hold a secret-like keyword (`password policy
+    /// NAME`): checked first; neither the rules nor the fallback pass touch a line that matches one.
+    pub safe: &'static [&'static [LineRule]],
     pub lines: &'static [&'static [LineRule]],
     pub blocks: &'static [BlockRule],
 }
@@ -61,7 +64,10 @@ const IOS_CERT: BlockRule = BlockRule {
 const SNMP_HOST: &[LineRule] = &[
     r(SnmpCommunity, "snmp-server host <any> * version 3"),
     r(SnmpCommunity, "snmp-server host <any> {use-vrf|filter-vrf|source-interface}"),
-    r(SnmpCommunity, "snmp-server host <any> [vrf <any>] [{informs|traps}] [version {1|2c}] SECRET"),
+    r(
+        SnmpCommunity,
+        "snmp-server host <any> [vrf <any>] [{informs|traps|inform|trap}] [version {1|2c}] SECRET",
+    ),
     r(SnmpCommunity, "snmp-server community SECRET"),
 ];
 
@@ -82,9 +88,15 @@ const AAA_SERVERS: &[LineRule] = &[
 /// OSPFv2 interface and virtual-link authentication (IOS, NX-OS, EOS).
 const OSPF: &[LineRule] = &[
     r(Ospf, "ip ospf authentication-key [<type>] SECRET"),
-    r(Ospf, "ip ospf message-digest-key <n> md5 [<type>] SECRET"),
+    r(Ospf, "ip ospf message-digest-key <n> <hash> [<type>] SECRET"),
     r(Ospf, "area <any> virtual-link <any> * authentication-key [<type>] SECRET"),
-    r(Ospf, "area <any> virtual-link <any> * message-digest-key <n> md5 [<type>] SECRET"),
+    r(Ospf, "area <any> virtual-link <any> * message-digest-key <n> <hash> [<type>] SECRET"),
+    // OSPFv3 IPsec: `… encryption ipsec spi N esp CIPHER [BITS] [TYPE] KEY [{md5|sha1} [TYPE] KEY]`; the
+    // `$` makes the backtracking settle on the reading that consumes the whole line.
+    r(
+        Ospf,
+        "* encryption ipsec spi <n> esp {null|<any> [<n>] [<type>] SECRET} [{md5|sha1} [<type>] SECRET] $",
+    ),
     r(Ospf, "{ipv6 ospf|ospfv3} * ipsec spi <n> <any> passphrase [<type>] SECRET"),
     r(Ospf, "{ipv6 ospf|ospfv3} * authentication ipsec spi <n> <any> [<type>] SECRET"),
 ];
@@ -94,6 +106,9 @@ const IOS_LINES: &[LineRule] = &[
     r(EnableSecret, "enable algorithm-type <any> secret SECRET"),
     r(EnableSecret, "enable {secret|password} [level <n>] [<type>] SECRET"),
     r(UserSecret, "username <any> * {secret|password} [<type>] SECRET"),
+    r(Dot1x, "dot1x username <any> * password [<type>] SECRET"),
+    r(UserSecret, "mgmtuser * password [<type>] SECRET [secret [<type>] SECRET]"),
+    r(LinePassword, "vtp password [<type>] SECRET"),
     r(LinePassword, "password encryption"),
     s(Dot1x, "dot1x credentials <any>", "password [<type>] SECRET"),
     r(LinePassword, "password [<type>] SECRET"),
@@ -123,8 +138,23 @@ const IOS_LINES: &[LineRule] = &[
     r(Fhrp, "{standby|vrrp} [<n>] authentication [text] SECRET"),
 ];
 
-pub const IOS: RuleSet =
-    RuleSet { lines: &[IOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF], blocks: &[IOS_CERT, PEM] };
+/// Cisco-style forms that hold a secret-like keyword and no secret.
+const CISCO_SAFE: &[LineRule] = &[
+    r(Other, "key chain *"),
+    r(Other, "key <n> $"),
+    r(Other, "dot1x credentials <any> $"),
+    r(Other, "tunnel key <n> $"),
+    r(Other, "snmp-server group *"),
+    r(Other, "snmp-server view *"),
+    r(Other, "crypto key *"),
+    r(Other, "no password strength-check $"),
+];
+
+pub const IOS: RuleSet = RuleSet {
+    safe: &[CISCO_SAFE],
+    lines: &[IOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF],
+    blocks: &[IOS_CERT, PEM],
+};
 
 /// Cisco NX-OS.
 const NXOS_LINES: &[LineRule] = &[
@@ -137,25 +167,37 @@ const NXOS_LINES: &[LineRule] = &[
     r(KeyChain, "key-string [<type>] SECRET"),
     r(Ntp, "ntp authentication-key <n> <any> SECRET"),
     r(SnmpV3, "snmp-server user <any> * auth <hash> SECRET [priv [aes-128] SECRET]"),
+    r(SnmpCommunity, "snmp-server mib community-map SECRET"),
     r(Fhrp, "authentication md5 key-string [<type>] SECRET"),
     r(Fhrp, "authentication md5 key-chain"),
     r(Fhrp, "authentication text SECRET"),
 ];
 
-pub const NXOS: RuleSet = RuleSet { lines: &[NXOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF], blocks: &[PEM] };
+const NXOS_SAFE: &[LineRule] = &[r(Other, "feature password encryption aes *"), r(Other, "ssh key *")];
+
+pub const NXOS: RuleSet = RuleSet {
+    safe: &[CISCO_SAFE, NXOS_SAFE],
+    lines: &[NXOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF],
+    blocks: &[PEM],
+};
 
 /// Arista EOS.
 const EOS_LINES: &[LineRule] = &[
     r(EnableSecret, "enable {secret|password} [<type>] SECRET"),
     r(EnableSecret, "aaa root secret [<type>] SECRET"),
+    r(EnableSecret, "boot secret [<type>] SECRET"),
+    r(LinePassword, "redis password [<type>] SECRET"),
+    s(Other, "daemon TerminAttr", "exec * auth=key,SECRET"),
     r(UserSecret, "username <any> * {secret|password} [<type>] SECRET"),
     r(LinePassword, "password [<type>] SECRET"),
     r(KeyChain, "key-string [<type>] SECRET"),
-    s(KeyChain, "management security", "secret <n> [<type>] SECRET"),
+    // The key id is a name as often as a number (`secret key1 0 S receive-lifetime …`).
+    s(KeyChain, "management security", "secret <any> [<type>] SECRET"),
     r(Ntp, "ntp authentication-key <n> <any> [<type>] SECRET"),
     r(SnmpV3, "snmp-server user <any> <any> * auth <hash> SECRET [priv {aes192|aes256|aes|3des|des} SECRET]"),
     r(Bgp, "neighbor <any> * password [<type>] SECRET"),
     r(Isis, "[isis] authentication key [<type>] SECRET"),
+    r(Isis, "[isis] authentication key-id <n> algorithm <hash> [rfc-5310] key [<type>] SECRET"),
     s(Macsec, "mac security", "key <any> [<type>] SECRET"),
     r(Dot1x, "passphrase [<type>] SECRET"),
     r(Isakmp, "shared-key [<type>] SECRET"),
@@ -163,7 +205,21 @@ const EOS_LINES: &[LineRule] = &[
     r(Fhrp, "vrrp <n> [peer] authentication [text] SECRET"),
 ];
 
-pub const EOS: RuleSet = RuleSet { lines: &[EOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF], blocks: &[PEM] };
+const EOS_SAFE: &[LineRule] = &[
+    r(Other, "password policy <any> $"),
+    r(Other, "password minimum length <n> $"),
+    r(Other, "password encryption reversible *"),
+    r(Other, "password encryption-key {common|custom} $"),
+    r(Other, "neighbor <any> * password shared-secret profile <any> *"),
+    s(Other, "management security", "session shared-secret profile <any> $"),
+    r(Other, "key chain *"),
+    r(Other, "key <n> $"),
+    r(Other, "snmp-server group *"),
+    r(Other, "snmp-server view *"),
+];
+
+pub const EOS: RuleSet =
+    RuleSet { safe: &[EOS_SAFE], lines: &[EOS_LINES, AAA_SERVERS, SNMP_HOST, OSPF], blocks: &[PEM] };
 
 /// Cumulus Linux NVUE (`nv config show -o commands`): every setting is `nv set PATH… KEYWORD VALUE`.
 const NVUE_LINES: &[LineRule] = &[
@@ -172,11 +228,9 @@ const NVUE_LINES: &[LineRule] = &[
     r(Radius, "nv set system aaa radius * {secret|key} SECRET"),
     r(SnmpCommunity, "nv set service snmp-server {readonly-community|readonly-community-v6} SECRET"),
     r(SnmpCommunity, "nv set service snmp-server trap-destination * community-password SECRET"),
-    r(
-        SnmpV3,
-        "nv set service snmp-server username <any> * {auth-md5|auth-sha} SECRET [{encrypt-des|encrypt-aes} SECRET]",
-    ),
-    r(SnmpV3, "nv set service snmp-server username <any> * {encrypt-des|encrypt-aes} SECRET"),
+    // `username U …` and `trap-destination A … username U …` alike.
+    r(SnmpV3, "nv set service snmp-server * {auth-md5|auth-sha} SECRET [{encrypt-des|encrypt-aes} SECRET]"),
+    r(SnmpV3, "nv set service snmp-server * {encrypt-des|encrypt-aes} SECRET"),
     r(Bgp, "nv set vrf <any> router bgp * password SECRET"),
     r(Ospf, "nv set interface <any> router ospf authentication * md5-key SECRET"),
     r(Ntp, "nv set service ntp * key <n> value SECRET"),
@@ -187,7 +241,25 @@ const NVUE_LINES: &[LineRule] = &[
     ),
 ];
 
-pub const NVUE: RuleSet = RuleSet { lines: &[NVUE_LINES], blocks: &[PEM] };
+/// FRR (`/etc/frr/frr.conf` on Cumulus Linux without NVUE), from the FRR user guide.
+const FRR_LINES: &[LineRule] = &[
+    r(EnableSecret, "enable password SECRET"),
+    r(LinePassword, "password SECRET"),
+    r(Bgp, "neighbor <any> * password SECRET"),
+    r(Isis, "isis password {clear|md5} SECRET"),
+    r(Isis, "{area-password|domain-password} {clear|md5} SECRET"),
+    r(KeyChain, "key-string SECRET"),
+    r(Ospf, "ipv6 ospf6 authentication key-id <n> hash-algo <any> key SECRET"),
+    r(Other, "ip rip authentication string SECRET"),
+    r(Other, "authentication-key SECRET"),
+];
+
+/// Cumulus Linux: NVUE commands, or ifupdown2 `interfaces` plus FRR (the two never share a line shape:
+/// every NVUE line starts with `nv set`).
+const FRR_SAFE: &[LineRule] = &[r(Other, "key chain *"), r(Other, "key <n> $")];
+
+pub const NVUE: RuleSet =
+    RuleSet { safe: &[FRR_SAFE], lines: &[NVUE_LINES, FRR_LINES, OSPF], blocks: &[PEM] };
 
 /// SONiC config_db: a secret is a string field of a table (`None`: any table).
 #[derive(Debug, Clone, Copy)]
@@ -229,6 +301,9 @@ pub const SONIC_FIELDS: &[JsonField] = &[
     j(Other, None, "community"),
     j(Other, None, "community_string"),
 ];
+
+/// SONiC fields known to hold no secret although their values look like one (a MACsec key *name*).
+pub const SONIC_SAFE_FIELDS: &[&str] = &["primary_ckn", "fallback_ckn"];
 
 /// SONiC tables whose row keys are themselves secrets (`SNMP_COMMUNITY: {"public": {...}}`).
 pub const SONIC_SECRET_ROW_TABLES: &[(Kind, &str)] = &[(SnmpCommunity, "SNMP_COMMUNITY")];
