@@ -67,3 +67,63 @@ fn racks_and_globs_expand_like_every_other_verb_and_more_than_one_target_needs_c
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("nothing to run on"), "{}", text(&o));
 }
+
+/// `runbook abort` from a second process interrupts a step that only waits, within seconds, instead of
+/// leaving it to run out its 10 minutes; the run ends `aborted`.
+#[test]
+fn abort_interrupts_a_waiting_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib");
+    std::fs::create_dir(&lib).unwrap();
+    std::fs::write(
+        lib.join("long-wait.toml"),
+        "name = \"long-wait\"\ndescription = \"d\"\ntargets = [\"gpu-node\"]\nfault = \"f\"\ntouches = \"t\"\n\
+         never-touches = \"n\"\nworst-case = \"w\"\n\n[[step]]\nname = \"wait\"\nkind = \"wait-for\"\n\
+         tcp = \"127.0.0.1:9\"\ntimeout = \"10m\"\ninterval = \"200ms\"\n\n[[verify]]\nname = \"gone\"\n\
+         kind = \"fault-cleared\"\n",
+    )
+    .unwrap();
+    let cmd = |args: &[&str]| {
+        let mut c = Command::new(lifeline_bin());
+        c.arg("--inventory")
+            .arg(workspace_root().join("inventory/example-cluster.toml"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("LIFELINE_DATABASE_URL")
+            .stdin(Stdio::null());
+        c
+    };
+    let lib_s = lib.to_str().unwrap();
+    let mut run =
+        cmd(&["runbook", "run", "long-wait", "gpu-node-01", "--yes", "--json", "--runbooks", lib_s])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let id = (0..100)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let o = cmd(&["runbook", "status", "--json"]).output().unwrap();
+            json(&o).as_array().and_then(|a| a.first().map(|r| r["run"].as_str().unwrap().to_owned()))
+        })
+        .expect("the run starts");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let o = cmd(&["runbook", "abort", &id]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = loop {
+        if run.try_wait().unwrap().is_some() {
+            break run.wait_with_output().unwrap();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the waiting step was not interrupted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let v = json(&out);
+    assert_eq!(v["state"], "aborted", "{v:#}");
+    let wait = v["steps"].as_array().unwrap().iter().find(|s| s["name"] == "wait").unwrap();
+    assert_ne!(wait["state"], "ok", "{wait}");
+}
