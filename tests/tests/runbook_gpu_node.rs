@@ -68,6 +68,16 @@ fn gpu_node_recover_readmits_a_cleared_fault_and_escalates_a_lasting_one() {
     }
     let (st, _) = sinfo(&conf, "gpu-node-03");
     assert_eq!(st, "idle", "readmitted");
+    // The simulator's own view: the fault is gone and the OS is up (not only Lifeline's word for it).
+    let devices: serde_json::Value =
+        serde_json::from_str(&lifeline_test_utils::http_get(&format!("{}/devices", sim.control_url())))
+            .unwrap();
+    let node = devices.as_array().unwrap().iter().find(|d| d["name"] == "gpu-node-03").unwrap();
+    assert_eq!(
+        (node["phase"].as_str(), node["faults"].as_array().map(Vec::len)),
+        (Some("os-up"), Some(0)),
+        "{node}"
+    );
     assert_eq!(executed(&sim, "gpu-node-03", "power-cycle"), 1, "{:?}", sim.actions("gpu-node-03"));
 
     assert_eq!(bad["target"], "gpu-node-04");

@@ -48,6 +48,11 @@ pub struct Cause {
 
 /// The lease that serialises admission decisions across processes and replicas.
 const ADMISSION: &str = "runbook-admission";
+/// The lease a run holds on its target while a process drives it (renewed while held). No longer than a
+/// replica's claim expiry (15 s), so a silent replica's runs are taken over within that expiry plus one
+/// heartbeat of the taker's resume loop: 15 s + 5 s.
+pub const RUN_LEASE_TTL: Duration = Duration::from_secs(12);
+
 /// A step visited more often than this in one run (a `goto` loop) ends the run failed.
 const MAX_VISITS: usize = 5;
 
@@ -565,7 +570,9 @@ impl Executor {
         self.base.store().await?;
         let l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
         let audit = l.audit().await?;
-        let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45)));
+        // A short lease: a replica that stops renewing it (killed, paused) frees the run for another within
+        // RUN_LEASE_TTL, no later than its replica claim expires (the server's takeover bound).
+        let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45))).with_ttl(RUN_LEASE_TTL);
         let lease = match acquire(
             &leases,
             &run.target,
