@@ -103,7 +103,8 @@ async fn mgmt_down_switch_keeps_its_bmc_and_a_power_cycle_brings_ssh_back() {
         .await,
         "the power cycle cleared mgmt-down"
     );
-    assert!(run(ssh()).await.status.success(), "ssh works again");
+    // The cycle rebooted the switch: its management plane answers once its NOS is up again.
+    assert!(common::eventually(30, async || run(ssh()).await.status.success()).await, "ssh works again");
     let log = Client::actions(f.control_url(), "leaf1").await.unwrap();
     assert_eq!(log.iter().map(|a| a.action).collect::<Vec<_>>(), [ActionKind::PowerCycle]);
     tokio::time::timeout(Duration::from_secs(10), f.shutdown()).await.unwrap();
