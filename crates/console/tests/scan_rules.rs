@@ -64,6 +64,12 @@ fn check_rule(id: &str) {
         assert_eq!(hits.len(), 1, "{id} ({}) on {last:?}: {found:?}", c.source);
         let f = hits[0];
         assert!(last.contains(f.line.trim()), "{id}: the finding names its line: {:?}", f.line);
+        let rule = rules.rules().iter().find(|r| &*r.id == id).expect("rule");
+        assert!(
+            rule.literals.iter().any(|l| last.contains(l.as_str())),
+            "{id}: no literal of {:?} in {last:?}",
+            rule.literals
+        );
         for (k, v) in &c.expect {
             assert_eq!(
                 f.field(k),
