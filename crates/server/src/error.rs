@@ -40,6 +40,8 @@ pub enum ApiError {
     BadRequest { message: String },
     #[error("{what} `{name}` not found")]
     NotFound { what: &'static str, name: String },
+    #[error("{who} already holds {limit} open streams (live feeds, consoles); close one first")]
+    TooManyStreams { who: String, limit: usize },
     /// A group action without the confirmation count: the devices it would hit, to be confirmed by
     /// sending their number back.
     #[error("{what} hits {} device(s) ({}): send \"confirm\": {} to go ahead", devices.len(), devices.join(", "), devices.len())]
@@ -83,7 +85,9 @@ impl ApiError {
             ApiError::Runbook(e) => (status_of(e.class()), e.class().as_str()),
             ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             ApiError::Forbidden { .. } | ApiError::Csrf => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
+            ApiError::RateLimited { .. } | ApiError::TooManyStreams { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate-limited")
+            }
             ApiError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "usage"),
             ApiError::NotFound { .. } => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::Unconfirmed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "unconfirmed"),

@@ -20,7 +20,8 @@
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop;
 //!   [`sdnotify`]: readiness and watchdog for systemd's `Type=notify`.
 //! - [`client`]: the CLI's `--server URL` mode.
-//! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
+//! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates;
+//!   [`streams`]: how many of those streams and console WebSockets a user or an address may hold.
 
 pub mod access;
 pub mod accounts;
@@ -41,6 +42,7 @@ pub mod scheduler;
 pub mod sdnotify;
 pub mod serve;
 pub mod state;
+pub mod streams;
 pub mod tls;
 pub mod web;
 pub mod webhook;

@@ -89,6 +89,7 @@ pub async fn state(
         runbooks: Default::default(),
         replica: Arc::new(crate::replica::Replica::new(store)),
         problems: Default::default(),
+        streams: Default::default(),
     })))
 }
 

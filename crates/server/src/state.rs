@@ -65,6 +65,8 @@ pub struct Inner {
     /// events cannot be received): each is logged as an error when found and fails `/readyz` until fixed
     /// by a restart, so that a silent half-working server is not taken for a working one.
     pub problems: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// Open live feeds and console WebSockets per user and per source.
+    pub streams: crate::streams::StreamCounts,
 }
 
 impl std::ops::Deref for AppState {

@@ -110,9 +110,17 @@ fn as_token(req: axum::http::request::Builder, token: &str) -> axum::http::reque
 
 #[tokio::test]
 async fn single_device_routes_refuse_groups_and_group_power_needs_the_count() {
-    let f = common::fixture().await;
-    let app = lifeline_server::serve::app(f.state.clone());
-    let admin = &f.tokens.iter().find(|(r, _)| *r == lifeline_server::Role::Admin).unwrap().1;
+    // Every credential resolves, so a group that got through would be acted on (audited `power.*`).
+    let dir = tempfile::tempdir().unwrap();
+    let st = state_with("[server]\nsweep-interval = \"0s\"\n", dir.path(), false).await;
+    let audit = lifeline_engine::AuditService::new(st.store.clone(), "test");
+    let role = lifeline_server::Role::Admin;
+    lifeline_server::accounts::user_add(&st.store, &audit, "ada", role, "correct horse battery")
+        .await
+        .unwrap();
+    let admin =
+        &lifeline_server::accounts::token_create(&st.store, &audit, "ada", None, None).await.unwrap().token;
+    let app = lifeline_server::serve::app(st.clone());
     let send = |req: Request<Body>| {
         let app = app.clone();
         async move {
@@ -157,7 +165,7 @@ async fn single_device_routes_refuse_groups_and_group_power_needs_the_count() {
         let n = v["confirm"].as_u64().unwrap();
         assert!(n > 1 && v["devices"].as_array().unwrap().len() as u64 == n, "{v}");
     }
-    let audit = f.state.store.audit_log(None, 1000).await.unwrap();
+    let audit = st.store.audit_log(None, 1000).await.unwrap();
     assert!(!audit.iter().any(|r| r.entry.action.starts_with("power.")), "something was powered: {audit:#?}");
 }
 
@@ -201,21 +209,26 @@ async fn api_answers_are_not_stored_and_carry_hsts() {
     assert!(r.headers().get(header::STRICT_TRANSPORT_SECURITY).is_some());
 }
 
-/// A server state over the example inventory with gpu-node-02's credential unresolvable (the others from
-/// a 0600 file) and `config` as its configuration file.
-async fn state_with(config: &str, dir: &Path) -> lifeline_server::AppState {
+/// A server state over the example inventory, the BMC credentials from a 0600 file (gpu-node-02's
+/// unresolvable when `broken`), and `config` as its configuration file.
+async fn state_with(config: &str, dir: &Path, broken: bool) -> lifeline_server::AppState {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let pw = dir.join("bmc.pw");
     std::fs::write(&pw, "pw\n").unwrap();
     std::fs::set_permissions(&pw, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let inv = std::fs::read_to_string(common::example_inventory())
-        .unwrap()
-        .replace("credential = \"env:LIFELINE_BMC_PASSWORD\"", &format!("credential = \"file:{}\"", pw.display()))
-        .replace(
+    let inv = std::fs::read_to_string(common::example_inventory()).unwrap().replace(
+        "credential = \"env:LIFELINE_BMC_PASSWORD\"",
+        &format!("credential = \"file:{}\"", pw.display()),
+    );
+    let inv = if !broken {
+        inv
+    } else {
+        inv.replace(
             "bmc = { address = \"127.10.1.2\", protocol = \"redfish\", flavor = \"idrac-like\" }",
             "bmc = { address = \"127.10.1.2\", protocol = \"redfish\", flavor = \"idrac-like\", credential = \"env:LIFELINE_TEST_NEVER_SET_32\" }",
-        );
-    assert!(inv.contains("LIFELINE_TEST_NEVER_SET_32"), "the example inventory changed");
+        )
+    };
+    assert_eq!(inv.contains("LIFELINE_TEST_NEVER_SET_32"), broken, "the example inventory changed");
     std::fs::write(dir.join("inventory.toml"), inv).unwrap();
     std::fs::write(dir.join("lifeline.toml"), config).unwrap();
     let settings = lifeline_engine::Settings {
@@ -247,6 +260,7 @@ async fn an_event_intake_that_does_not_work_fails_readyz() {
     let st = state_with(
         "[server]\nsweep-interval = \"0s\"\nconsole-logging = false\nevents = \"push\"\nevent-listen = \"127.0.0.1:0\"\n",
         dir.path(),
+        true,
     )
     .await;
     let mut jobs = tokio::task::JoinSet::new();
@@ -266,6 +280,7 @@ async fn an_event_intake_that_does_not_work_fails_readyz() {
             taken.local_addr().unwrap()
         ),
         dir.path(),
+        false,
     )
     .await;
     let mut jobs = tokio::task::JoinSet::new();
@@ -275,4 +290,26 @@ async fn an_event_intake_that_does_not_work_fails_readyz() {
     assert!(body.contains("cannot listen"), "{body}");
     st.shutdown.cancel();
     jobs.abort_all();
+}
+
+#[tokio::test]
+async fn open_streams_are_limited_per_user() {
+    let f = common::fixture().await;
+    let app = lifeline_server::serve::app(f.state.clone());
+    let viewer = &f.tokens.iter().find(|(r, _)| *r == lifeline_server::Role::Viewer).unwrap().1;
+    let admin = &f.tokens.iter().find(|(r, _)| *r == lifeline_server::Role::Admin).unwrap().1;
+    let live = |t: &str| as_token(Request::get("/api/v1/live"), t).body(Body::empty()).unwrap();
+    // Held open: each response's body is the stream.
+    let mut held = Vec::new();
+    for _ in 0..lifeline_server::streams::PER_USER {
+        let r = app.clone().oneshot(live(viewer)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        held.push(r);
+    }
+    let r = app.clone().oneshot(live(viewer)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS, "one more stream than a user may hold");
+    assert_eq!(app.clone().oneshot(live(admin)).await.unwrap().status(), StatusCode::OK, "another user");
+    // A stream that ends gives its place back.
+    held.pop();
+    assert_eq!(app.clone().oneshot(live(viewer)).await.unwrap().status(), StatusCode::OK);
 }
