@@ -175,6 +175,49 @@ fn ansi_and_chunking_noise_does_not_hide_a_panic() {
     assert_eq!(out[0].field("reason"), Some("softlockup: hung tasks"));
 }
 
+proptest::proptest! {
+    /// The findings do not depend on how the link chunked the bytes (real fault and chatter lines,
+    /// ANSI noise, cut anywhere).
+    #[test]
+    fn chunking_never_changes_the_findings(
+        picks in proptest::collection::vec(0usize..1000, 1..40),
+        cuts in proptest::collection::vec(1usize..64, 1..20),
+    ) {
+        let faults: Vec<String> = cases().into_iter().flat_map(|c| c.lines).collect();
+        let chatter: Vec<&str> = CHATTER.lines().collect();
+        let mut stream = Vec::new();
+        for p in picks {
+            let line = if p % 3 == 0 { chatter[p % chatter.len()] } else { faults[p % faults.len()].as_str() };
+            if p % 5 == 0 {
+                stream.extend_from_slice(b"\x1b[0;31m");
+            }
+            stream.extend_from_slice(line.as_bytes());
+            stream.extend_from_slice(if p % 2 == 0 { b"\r\n" } else { b"\n" });
+        }
+        let whole = {
+            let mut s = ConsoleScanner::new(RuleSet::builtin());
+            let mut out = Vec::new();
+            s.feed(ts(), &stream, &mut out);
+            out
+        };
+        let mut s = ConsoleScanner::new(RuleSet::builtin());
+        let mut out = Vec::new();
+        let mut at = 0;
+        for (i, c) in cuts.iter().cycle().enumerate() {
+            if at >= stream.len() || i > stream.len() {
+                break;
+            }
+            let end = (at + c).min(stream.len());
+            s.feed(ts(), &stream[at..end], &mut out);
+            at = end;
+        }
+        if at < stream.len() {
+            s.feed(ts(), &stream[at..], &mut out);
+        }
+        proptest::prop_assert_eq!(out, whole);
+    }
+}
+
 #[test]
 fn an_operators_rule_file_adds_a_rule_without_a_rebuild() {
     let text = format!(
