@@ -196,3 +196,39 @@ fn unrelated_output_is_unparseable_for_every_parser() {
         Err(LevelError::Unparseable { .. })
     ));
 }
+
+#[test]
+fn level_results_become_report_checks_and_a_missing_tool_is_an_error() {
+    use lifeline_verify::levels::{dcgm_check, ib_write_bw_check, locate_tool, nccl_check};
+    let th = thresholds();
+    let c = dcgm_check(3, "dcgmi diag -r 3", &parse_dcgmi(&fixture("dcgmi_diag_r3_fail_h100.txt")));
+    assert_eq!((c.id.as_str(), c.status), ("level.dcgm", Status::Fail));
+    assert!(
+        c.evidence.iter().any(|e| e.key == "Hardware / GPU Memory (All)" && e.value == "fail"),
+        "{:?}",
+        c.evidence
+    );
+    let c = ib_write_bw_check(
+        "mlx5_0",
+        "ib_write_bw -d mlx5_0 -F --report_gbits peer",
+        &parse_perftest_bw(&fixture("ib_write_bw_duration_gbits.txt")),
+        &th,
+    );
+    assert_eq!(
+        (c.subject.as_str(), c.status, c.message.as_str()),
+        ("rail mlx5_0", Status::Pass, "98.03 Gb/s average (at least 90.00)")
+    );
+    let c = nccl_check(
+        "all_reduce_perf -b 8 -e 8G -f 2 -g 1",
+        &parse_nccl_perf(&fixture("all_reduce_perf_not_initialized.txt")),
+        &th,
+    );
+    assert_eq!(c.status, Status::Error);
+    assert!(c.message.contains("system not yet initialized"), "{}", c.message);
+    let missing = locate_tool("dcgmi", "/usr/bin", |_| false).map(|_| unreachable!("not found"));
+    let c = dcgm_check(2, "dcgmi diag -r 2", &missing);
+    assert_eq!(
+        (c.status, c.message.as_str()),
+        (Status::Error, "dcgmi is not installed on this node (searched /usr/bin)")
+    );
+}

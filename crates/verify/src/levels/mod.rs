@@ -7,12 +7,14 @@
 //!   (`--report_gbits`) or MB/s (perftest's MB is 2^20 bytes);
 //! - [`nccl`]: nccl-tests `all_reduce_perf` (any `*_perf`), the size table with `#wrong` (or the older
 //!   `error` column), `Avg bus bandwidth` and the tool's own failure lines;
-//! - [`judge`]: thresholds, kept apart from parsing so a parse is a fact and a verdict is a policy.
+//! - [`judge`]: thresholds, kept apart from parsing so a parse is a fact and a verdict is a policy;
+//! - [`check`]: a level's result as a report `Check` (a missing tool or unusable output is `Error`).
 //!
 //! Parsers are lenient about what they do not need (banners, warnings interleaved in tables, wrapped
 //! cells, garbage before JSON) and strict about what they do: output without the table or the results
 //! they are for is an error, never a pass. So is a tool that is not installed ([`locate_tool`]).
 
+pub mod check;
 pub mod dcgm;
 pub mod judge;
 pub mod nccl;
@@ -20,6 +22,7 @@ pub mod perftest;
 
 use std::path::{Path, PathBuf};
 
+pub use check::{dcgm_check, ib_write_bw_check, nccl_check};
 pub use dcgm::{DcgmDiag, DiagStatus, DiagTest, parse_dcgmi, parse_dcgmi_json, parse_dcgmi_text};
 pub use judge::{Judgement, LevelThresholds, judge_dcgm, judge_ib_write_bw, judge_nccl};
 pub use nccl::{NcclPerf, NcclRow, NcclSide, parse_nccl_perf};
