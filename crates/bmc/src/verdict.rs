@@ -207,6 +207,10 @@ mod tests {
         let v = verdict(&Inputs { sensors: &sensors, resources: &[res(Health::Ok)], ..Inputs::default() });
         assert_eq!(v.health, Health::Critical);
         assert_eq!(v.reasons, ["GPU 3 Temp [1]: 92.5 Cel > 90 (critical)"]);
+        // The precision the BMC gave.
+        let mut rail = sensor("VDD 1V05", Some(1.059), Health::Warning, Some("Enabled"));
+        (rail.units, rail.thresholds) = (Some("V".into()), Thresholds::default());
+        assert_eq!(sensor_reason(&rail), "VDD 1V05 [1]: 1.059 V (warning)");
         assert!(v.disagreement.as_deref().unwrap().contains("rollup is ok"), "{v:?}");
         let v = verdict(&Inputs { resources: &[res(Health::Warning)], ..Inputs::default() });
         assert_eq!((v.health, v.disagreement.is_none()), (Health::Warning, true));

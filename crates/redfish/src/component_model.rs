@@ -327,6 +327,25 @@ mod tests {
         assert_eq!((e.kind.as_str(), e.number), ("XID", 62));
     }
 
+    /// `ServiceConditions` as the schema shapes it (DGX-class BMCs put GPU driver events there).
+    #[test]
+    fn service_conditions_with_gpu_driver_events() {
+        let v = json!({"@odata.id": "/redfish/v1/ServiceConditions", "HealthRollup": "Critical", "Conditions": [
+            {"MessageId": "ResourceEvent.1.0.ResourceErrorsDetected", "Severity": "Critical",
+             "Message": "The resource GPU_SXM_3 has errors: Xid 62", "Timestamp": "2024-05-01T10:00:00Z",
+             "OriginOfCondition": {"@odata.id": "/redfish/v1/Systems/HGX_Baseboard_0/Processors/GPU_SXM_3"}},
+            {"MessageId": "Base.1.9.ConditionInRelatedResource", "Severity": "Warning"}]});
+        let (rollup, c) = service_conditions(&v);
+        assert_eq!(rollup, Some(Health::Critical));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].origin, "/redfish/v1/Systems/HGX_Baseboard_0/Processors/GPU_SXM_3");
+        assert_eq!(c[0].gpu_event, Some(GpuDriverEvent { kind: "XID".into(), number: 62 }));
+        assert_eq!(
+            (c[1].origin.as_str(), c[1].severity, c[1].gpu_event.is_none()),
+            ("/redfish/v1/ServiceConditions", Some(Health::Warning), true)
+        );
+    }
+
     #[test]
     fn absent_and_standby_parts_are_not_in_service() {
         for s in ["Absent", "Disabled", "StandbyOffline"] {

@@ -729,6 +729,37 @@ mod tests {
         }
     }
 
+    /// Supermicro's legacy Thermal names fans in `FanName` only and lists empty DIMM slots as absent
+    /// temperature sensors; AMI names unknown supplies "nil". Rows keep their member id and name.
+    #[test]
+    fn fan_name_member_id_and_absent_slots() {
+        let v = json!({
+            "Fans": [{"@odata.id": "/redfish/v1/Chassis/1/Thermal#/Fans/0", "MemberId": "0", "FanName": "FAN1",
+                "Reading": 3360, "ReadingUnits": "RPM", "Status": {"State": "Enabled", "Health": "OK"}},
+                {"MemberId": "1", "Reading": 0, "ReadingUnits": "RPM", "Status": {"State": "Absent"}}],
+            "Temperatures": [{"MemberId": "7", "Name": "P1-DIMMA2 Temp", "ReadingCelsius": 0,
+                "UpperThresholdCritical": 0, "Status": {"State": "Absent"}}]
+        });
+        let mut w = Vec::new();
+        let r = thermal_from_value(&v, "/redfish/v1/Chassis/1/Thermal", &mut w);
+        let names: Vec<_> =
+            r.iter().map(|x| (x.name.as_deref(), x.id.as_deref(), x.state.as_deref())).collect();
+        assert_eq!(
+            names,
+            [
+                (Some("P1-DIMMA2 Temp"), Some("7"), Some("Absent")),
+                (Some("FAN1"), Some("0"), Some("Enabled")),
+                (Some("Fan 1"), Some("1"), Some("Absent")),
+            ]
+        );
+        let p =
+            json!({"PowerSupplies": [{"MemberId": "0", "Name": "nil"}, {"MemberId": "1", "Name": "nil"}]});
+        let r = power_from_value(&p, "/p", &mut w);
+        let names: Vec<_> = r.iter().map(|x| x.name.clone().unwrap_or_default()).collect();
+        assert_eq!(names, ["PSU member 0", "PSU member 1"]);
+        assert!(w.is_empty(), "{w:?}");
+    }
+
     #[test]
     fn legacy_thermal_with_a_string_reading() {
         let v = json!({"Temperatures": [
