@@ -2,7 +2,8 @@
 //! EventService: with `push` the server subscribes every Redfish BMC to its own receiver, an injected GPU
 //! XID arrives, is stored once and opens a `sel-critical` fault without waiting for a sweep, and a clean
 //! stop removes the subscription (none left on the BMC); with `sse` the same event arrives over the BMC's
-//! event stream.
+//! event stream. Forged and replayed deliveries change nothing: without the subscription's secret they
+//! are refused, and with it (from the BMC's address) they only prompt a read of the BMC's own log.
 
 #[path = "runbook_support/mod.rs"]
 mod support;
@@ -64,7 +65,8 @@ fn pushed_events_are_stored_once_open_a_fault_and_leave_no_subscription() {
         ours(&sim, "gpu-node-31").then_some(())
     });
     sim.fault("gpu-node-31", "gpu-xid=0:79");
-    xid_stored_once_with_a_fault(&sim, "gpu-node-31", "redfish-event");
+    // A push only prompts a read of the BMC's log: what is stored is the log's entry.
+    xid_stored_once_with_a_fault(&sim, "gpu-node-31", "sel");
     let metrics = lifeline_test_utils::http_get(&format!("http://{}/metrics", srv.addr));
     assert!(metrics.contains("lifeline_bmc_events_total{"), "{metrics}");
 
@@ -109,4 +111,100 @@ fn streamed_events_are_stored_and_open_a_fault() {
         v.as_array()?.iter().find(|f| f["kind"] == "sel-critical" && f["device"] == "gpu-node-32").cloned()
     });
     assert!(faults["message"].as_str().unwrap_or("").contains("PCIe bus fatal"), "{faults:#?} / {message}");
+}
+
+/// Lifeline's subscription destination on `node` (the receiver's URL and the BMC's secret).
+fn destination(sim: &lifeline_test_utils::SimProcess, node: &str) -> Option<String> {
+    let o = sim.lifeline(&["bmc", "subscribe", node, "--list", "--json"]);
+    json(&o)[0]["subscriptions"]
+        .as_array()?
+        .iter()
+        .find(|x| x["ours"] == true)
+        .and_then(|x| x["destination"].as_str().map(str::to_owned))
+}
+
+/// POSTs `body` to `url` (`http://HOST:PORT/PATH`) the way a BMC delivers; the status code.
+fn deliver(url: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    reply.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// A Critical XID event naming `context`, pointing at a log entry the BMC does not have.
+fn forged(context: &str, message: &str) -> String {
+    serde_json::json!({
+        "@odata.type": "#Event.v1_7_0.Event", "Id": "9001", "Name": "Event Log", "Context": context,
+        "Events": [{
+            "EventType": "Alert", "EventId": "9001", "Severity": "Critical",
+            "MessageId": "OpenBMC.0.1.GpuXid", "Message": message,
+            "OriginOfCondition": { "@odata.id": "/redfish/v1/Systems/system/LogServices/EventLog/Entries/9001" }
+        }]
+    })
+    .to_string()
+}
+
+/// (stored events of `node`, its faults as (kind, count)).
+fn footprint(sim: &lifeline_test_utils::SimProcess, node: &str) -> (usize, Vec<(String, i64)>) {
+    let events = json(&sim.lifeline(&["events", node, "--json"])).as_array().map_or(0, Vec::len);
+    let o = sim.lifeline(&["fault", "list", "--json"]);
+    let faults = json(&o)
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|f| f["device"] == node)
+                .map(|f| (f["kind"].as_str().unwrap_or("").to_owned(), f["count"].as_i64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    (events, faults)
+}
+
+#[test]
+fn forged_and_replayed_events_change_nothing() {
+    let node = "gpu-node-34";
+    let fleet = nodes(&[(node, "r1", "redfish")]);
+    let sim = start(&fleet, 26100);
+    let listen = format!("{}:0", unique_loopback());
+    let config = format!(
+        "[server]\nsweep-interval = \"0s\"\nconsole-logging = false\nevents = \"push\"\nevent-listen = \"{listen}\"\n"
+    );
+    let srv = ServeProcess::start_with(&sim, &config);
+    let dest = wait_until("the server's subscription on the BMC", Duration::from_secs(30), || {
+        destination(&sim, node)
+    });
+    let receiver = dest.rsplit_once('/').map(|(r, _)| r.to_owned()).unwrap();
+    let body = forged(&format!("lifeline:{node}"), "GPU3: forged XID 79");
+    // An OOB neighbour without the secret, for a real node and for one that does not exist.
+    assert_eq!(deliver(&receiver, &body), 401, "no secret");
+    assert_eq!(deliver(&format!("{receiver}/{}", "0".repeat(64)), &body), 401, "a guessed secret");
+    assert_eq!(deliver(&dest, &forged("lifeline:gpu-node-99", "GPU3: forged XID 79")), 404, "unknown device");
+    // Even with the secret, from the BMC's address: accepted, but only as a prompt to read the BMC's log,
+    // which holds no such entry.
+    assert_eq!(deliver(&dest, &body), 204);
+    std::thread::sleep(Duration::from_secs(5));
+    let o = sim.lifeline(&["events", node, "--json"]);
+    assert!(!text(&o).contains("forged"), "a pushed body was stored: {}", text(&o));
+    assert_eq!(footprint(&sim, node).1, Vec::<(String, i64)>::new(), "a forged event opened a fault");
+
+    // A real XID: the BMC's log has it, one fault. Replaying deliveries afterwards changes nothing.
+    sim.fault(node, "gpu-xid=0:79");
+    xid_stored_once_with_a_fault(&sim, node, "sel");
+    std::thread::sleep(Duration::from_secs(3));
+    let before = footprint(&sim, node);
+    for _ in 0..3 {
+        assert_eq!(deliver(&dest, &forged(&format!("lifeline:{node}"), XID)), 204);
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(footprint(&sim, node), before, "a replay changed the events or faults");
+    drop(srv);
 }

@@ -160,12 +160,13 @@ fn sigkill_a_sqlite_server_at_random_moments_loses_and_tears_nothing() {
     stop.store(true, Ordering::Relaxed);
     load.join().unwrap();
 
-    // Every acknowledged power action has its outcome row, under its request id (`KEY/TARGET`).
+    // Every acknowledged power action has its outcome row, under its request id (`web:USER/KEY/TARGET`:
+    // the server scopes a key to its caller).
     let rows = audit_rows(&sim);
     let ended: BTreeSet<&str> = rows
         .iter()
         .filter(|r| r["action"] == "power.on" && r["outcome"] != "started" && r["outcome"] != "interrupted")
-        .filter_map(|r| r["request_id"].as_str()?.strip_suffix("/node"))
+        .filter_map(|r| r["request_id"].as_str()?.strip_suffix("/node")?.split_once('/').map(|(_, k)| k))
         .collect();
     let a = acked.lock().unwrap();
     let unaudited: Vec<_> = a.power.iter().filter(|k| !ended.contains(k.as_str())).collect();

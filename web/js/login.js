@@ -1,5 +1,6 @@
 // Log in: sets the HttpOnly session cookie and the CSRF cookie, then goes where the user was going.
 import { h, api, fail, flash } from './lib.js';
+import { safeNext } from './next.js';
 
 export function render(main, { params }) {
   const user = h('input', { id: 'username', name: 'username', autocomplete: 'username', required: true });
@@ -13,8 +14,7 @@ export function render(main, { params }) {
     ev.preventDefault();
     try {
       await api('POST', '/api/v1/login', { username: user.value, password: pass.value });
-      const next = params.get('next');
-      location.assign(next && next.startsWith('/') && !next.startsWith('//') ? next : '/ui/fleet');
+      location.assign(safeNext(params.get('next'), location.origin));
     } catch (e) {
       pass.value = '';
       if (e.status === 401) flash('Wrong user name or password.', 'error'); else fail(e);

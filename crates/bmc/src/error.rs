@@ -117,17 +117,5 @@ impl BmcError {
     }
 }
 
-/// `error: cause: cause…` on one line, for tables and JSON rows.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let text = c.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        cur = c.source();
-    }
-    s
-}
+/// `error: cause: cause…` on one line, for tables and JSON rows (the one definition, in lifeline-types).
+pub use lifeline_types::error_chain;

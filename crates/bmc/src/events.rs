@@ -56,6 +56,10 @@ pub struct EventLog {
     pub protocol: BmcProtocol,
     /// Newest first.
     pub entries: Vec<EventEntry>,
+    /// Every `Critical` entry of the logs read (newest first), also those older than the newest N: a
+    /// critical fault must not scroll out of sight behind logins.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub critical: Vec<EventEntry>,
     /// Entries the BMC holds in total (when known).
     pub total: Option<usize>,
     /// The logs read, in the order they were found.
@@ -245,11 +249,14 @@ impl IpmiConn {
         let records = self.session.sel_entries().await.map_err(ipmi_err(&self.bmc))?;
         let index = if records.is_empty() { HashMap::new() } else { self.sensor_index().await };
         let total = records.len();
-        let entries = records.iter().rev().take(newest).map(|r| sel_event(r, &index)).collect();
+        let mut entries: Vec<EventEntry> = records.iter().rev().map(|r| sel_event(r, &index)).collect();
+        let critical = entries.iter().filter(|e| e.severity == Health::Critical).cloned().collect();
+        entries.truncate(newest);
         Ok(EventLog {
             bmc: self.bmc.clone(),
             protocol: BmcProtocol::Ipmi,
             entries,
+            critical,
             total: Some(total),
             logs: vec![LogSource {
                 id: "SEL".into(),
@@ -282,8 +289,9 @@ pub(crate) async fn redfish_events(
     newest: usize,
 ) -> Result<(EventLog, Vec<serde_json::Value>), BmcError> {
     use lifeline_redfish::model::LogService;
-    // Newest-first order is not guaranteed by BMCs, so read a generous window and sort by time.
-    let window = newest.max(1).saturating_mul(4).max(64);
+    // BMCs list oldest first (HPE iLO, HPE Cray) or newest first, so the newest are only known once every
+    // entry is read: the whole log, up to a bound that keeps one BMC's visit finite.
+    let window = LOG_ENTRIES_READ;
     let remembered: Vec<LogService> = known
         .iter()
         .map(|v| LogService::from_value(v, v.get("@odata.id").and_then(|x| x.as_str()).unwrap_or("")))
@@ -308,6 +316,30 @@ pub(crate) async fn redfish_events(
     Ok((event_log(bmc, &logs, newest), used))
 }
 
+/// Entries read from one log at most (each is a few hundred bytes: ~2 MB of JSON at the bound). A log
+/// longer than this is reported `truncated`, with a warning.
+pub const LOG_ENTRIES_READ: usize = 4096;
+
+/// Orders entries newest first: by time, then (same second, as HPE logs a burst) by id, numerically where
+/// both are numbers; entries without a time last, in the reverse of the BMC's order (most list oldest
+/// first).
+pub fn newest_first(all: &mut [EventEntry]) {
+    fn id_key(id: &str) -> (u8, u64, &str) {
+        match id.parse::<u64>() {
+            Ok(n) => (1, n, ""),
+            Err(_) => (0, 0, id),
+        }
+    }
+    all.sort_by(|a, b| match (a.time, b.time) {
+        (Some(x), Some(y)) => y.cmp(&x).then_with(|| id_key(&b.id).cmp(&id_key(&a.id))),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let dated = all.iter().filter(|e| e.time.is_some()).count();
+    all[dated..].reverse();
+}
+
 /// Entries of every log read, newest first, cut to `newest`.
 fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> EventLog {
     let mut warnings: Vec<String> =
@@ -322,6 +354,9 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
             Some(LogKind::Event) => "event",
             _ => "other",
         };
+        if l.truncated {
+            warnings.push(format!("{id}: not read to its end ({} entries read)", l.entries.len()));
+        }
         sources.push(LogSource {
             id: id.clone(),
             path: Some(l.log.clone()),
@@ -334,10 +369,8 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
         }
     }
     let total = all.len();
-    // Newest first; undated entries last, in the BMC's order.
-    all.sort_by_key(|e| std::cmp::Reverse(e.time));
-    let dated = all.iter().filter(|e| e.time.is_some()).count();
-    all[dated..].reverse();
+    newest_first(&mut all);
+    let critical = all.iter().filter(|e| e.severity == Health::Critical).cloned().collect();
     all.truncate(newest);
     let no_log_service = logs.services == 0;
     if no_log_service {
@@ -347,6 +380,7 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
         bmc: bmc.to_owned(),
         protocol: BmcProtocol::Redfish,
         entries: all,
+        critical,
         total: Some(total),
         logs: sources,
         no_log_service,

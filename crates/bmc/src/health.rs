@@ -60,6 +60,10 @@ pub struct SensorReading {
     pub output_watts: Option<f64>,
     /// Power supplies (Redfish): `LineInputStatus` (`LossOfInput` makes the supply critical).
     pub line_input: Option<String>,
+    /// Redfish: the sensor's id (`Id`, legacy `MemberId`), so rows named alike can be told apart.
+    pub id: Option<String>,
+    /// Redfish: the chassis it was read under.
+    pub chassis: Option<String>,
 }
 
 /// A resource's own status as the BMC reports it (Redfish `Status.HealthRollup`, else `Status.Health`).
@@ -74,8 +78,26 @@ pub struct ResourceHealth {
 pub struct HealthSummary {
     pub bmc: String,
     pub protocol: BmcProtocol,
-    /// Worst of every sensor and the system's own status (`unknown` only wins over `ok`).
+    /// The verdict ([`crate::verdict::verdict`]): the worse of what was read and the BMC's own rollup.
     pub health: Health,
+    /// Why, one line per thing that is not OK.
+    pub reasons: Vec<String>,
+    /// The BMC's own rollup, when it reports one.
+    pub bmc_rollup: Option<Health>,
+    /// What was read and the BMC's rollup disagree.
+    pub disagreement: Option<String>,
+    /// Parts below the system that are not OK (Redfish full read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<crate::verdict::ComponentHealth>,
+    /// Conditions the BMC reports (`Status.Conditions`, `ServiceConditions`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<crate::verdict::ConditionEvent>,
+    /// Every GPU the BMC lists (Processors of type GPU), with its health.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<crate::below::GpuHealth>,
+    /// Every system the BMC lists (Redfish full read): `@odata.id`s.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub systems: Vec<String>,
     /// Every sensor; empty for a rollup-only summary (see [`HealthSummary::rollup_only`]).
     pub sensors: Vec<SensorReading>,
     /// The system's and chassis' own rollups (Redfish; empty over IPMI).
@@ -85,14 +107,6 @@ pub struct HealthSummary {
     pub rollup_only: bool,
     /// What could not be read or was repaired (one line each).
     pub warnings: Vec<String>,
-}
-
-pub(crate) fn rollup<'a>(hs: impl IntoIterator<Item = &'a Health>) -> Health {
-    let mut out: Option<Health> = None;
-    for h in hs {
-        out = Some(out.map_or(*h, |o| o.worst(*h)));
-    }
-    out.unwrap_or(Health::Unknown)
 }
 
 /// Raw thresholds of a full record, converted (order in the record: unr, uc, unc, lnr, lc, lnc).
@@ -182,6 +196,8 @@ pub(crate) fn ipmi_sensor(
         state,
         output_watts: None,
         line_input: None,
+        id: None,
+        chassis: None,
     }
 }
 
@@ -288,45 +304,81 @@ impl IpmiConn {
         {
             return Err(ipmi_err(&self.bmc)(e));
         }
-        let mut all: Vec<Health> = sensors.iter().map(|s| s.health).collect();
+        let mut faults = Vec::new();
         match self.session.chassis_status().await {
             Ok(cs) if cs.power_fault() => {
                 warnings.push("chassis reports a power fault".into());
-                all.push(Health::Critical);
+                faults.push((Health::Critical, "chassis: power fault".to_owned()));
             }
             Ok(_) => {}
             Err(e) => warnings.push(format!("chassis status unreadable: {e}")),
         }
-        Ok(HealthSummary {
-            bmc: self.bmc.clone(),
-            protocol: BmcProtocol::Ipmi,
-            health: rollup(&all),
-            sensors,
-            resources: Vec::new(),
-            rollup_only: false,
-            warnings,
-        })
+        let v = crate::verdict::verdict(&crate::verdict::Inputs {
+            sensors: &sensors,
+            faults: &faults,
+            ..Default::default()
+        });
+        let mut h = summary(&self.bmc, BmcProtocol::Ipmi, v, warnings);
+        h.sensors = sensors;
+        Ok(h)
+    }
+}
+
+/// A summary carrying verdict `v` and nothing read yet.
+fn summary(
+    bmc: &str,
+    protocol: BmcProtocol,
+    v: crate::verdict::Verdict,
+    warnings: Vec<String>,
+) -> HealthSummary {
+    HealthSummary {
+        bmc: bmc.to_owned(),
+        protocol,
+        health: v.health,
+        reasons: v.reasons,
+        bmc_rollup: v.bmc_rollup,
+        disagreement: v.disagreement,
+        components: Vec::new(),
+        conditions: Vec::new(),
+        gpus: Vec::new(),
+        systems: Vec::new(),
+        sensors: Vec::new(),
+        resources: Vec::new(),
+        rollup_only: false,
+        warnings,
     }
 }
 
 fn redfish_sensor(r: &lifeline_redfish::model::SensorReading) -> SensorReading {
     let thresholds =
         Thresholds { upper_caution: r.upper_caution, upper_critical: r.upper_critical, ..Default::default() };
-    let health = match (r.health, r.reading) {
+    // An absent, disabled or standby part has no reading to judge (Supermicro: empty DIMM slots read 0
+    // against thresholds of 0; iLO: absent parts read 0).
+    let present = crate::verdict::in_service(r.state.as_deref());
+    let reading = r.reading.filter(|_| present);
+    let health = match (r.health, reading) {
+        _ if !present => Health::Unknown,
         (Some(h), _) => h,
         (None, Some(v)) => thresholds.judge(v),
         (None, None) => Health::Unknown,
     };
     SensorReading {
-        name: r.name.clone().or_else(|| r.odata_id.clone()).unwrap_or_else(|| "?".into()),
+        name: r
+            .name
+            .clone()
+            .or_else(|| r.id.clone())
+            .or_else(|| r.odata_id.clone())
+            .unwrap_or_else(|| "?".into()),
         kind: r.kind.clone().unwrap_or_else(|| "Other".into()),
-        reading: r.reading,
+        reading,
         units: r.units.clone(),
         health,
         thresholds,
         state: r.state.clone(),
         output_watts: r.output_watts,
         line_input: r.line_input.clone(),
+        id: r.id.clone(),
+        chassis: r.chassis.clone(),
     }
 }
 
@@ -352,13 +404,50 @@ impl RedfishConn {
     /// System status and every chassis' sensors; the system and chassis listings are read concurrently, as
     /// are the chassis, so a slow BMC costs few round trips.
     pub(crate) async fn health(&mut self) -> Result<HealthSummary, BmcError> {
+        self.health_read(true).await
+    }
+
+    /// `deep`: also every system the BMC lists and what lies below the system ([`crate::below`]), the
+    /// `health` verb's read. Without it (an every-sensor sweep, `sdr`): the system, the chassis and their
+    /// sensors, judged by the same verdict over what was read.
+    pub(crate) async fn health_read(&mut self, deep: bool) -> Result<HealthSummary, BmcError> {
         let mut warnings = Vec::new();
         let mut resources = Vec::new();
         let client = self.client.clone();
-        let (system, chassis) = tokio::join!(self.system(), client.chassis());
-        match system {
-            Ok(s) => resources.extend(resource(&s.odata_id, &s.status)),
+        let listing = async { if deep { Some(client.systems().await) } else { None } };
+        let (system, chassis, listed) = tokio::join!(self.system(), client.chassis(), listing);
+        let listed = listed.unwrap_or_else(|| Ok(lifeline_redfish::Listing::default()));
+        let mut below_systems = Vec::new();
+        match &system {
+            Ok(s) => {
+                resources.extend(resource(&s.odata_id, &s.status));
+                below_systems.push(s.clone());
+            }
             Err(e) => warnings.push(format!("system unreadable: {e}")),
+        }
+        let systems: Vec<String> = match &listed {
+            Ok(_) if !deep => Vec::new(),
+            Ok(l) => l.items.iter().map(|s| s.odata_id.clone()).collect(),
+            Err(e) => {
+                warnings.push(format!("systems unreadable: {e}"));
+                Vec::new()
+            }
+        };
+        if let (Ok(s), Ok(l)) = (&system, &listed) {
+            let others: Vec<&str> = l
+                .items
+                .iter()
+                .filter(|o| o.odata_id.trim_end_matches('/') != s.odata_id.trim_end_matches('/'))
+                .map(|o| o.id.as_deref().unwrap_or(&o.odata_id))
+                .collect();
+            if !others.is_empty() {
+                warnings.push(format!(
+                    "this BMC has {} systems; this target reads {} only ({} not read: name it as the target's system)",
+                    l.items.len(),
+                    s.id.as_deref().unwrap_or(&s.odata_id),
+                    others.join(", ")
+                ));
+            }
         }
         let chassis = chassis.map_err(rf_err(&self.bmc))?;
         warnings.extend(chassis.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));
@@ -368,24 +457,41 @@ impl RedfishConn {
             .filter(|c| c.sensors.is_some() || c.thermal.is_some() || c.power.is_some())
             .collect();
         resources.extend(with_sensors.iter().filter_map(|c| resource(&c.odata_id, &c.status)));
-        let per_chassis =
-            futures::future::join_all(with_sensors.iter().map(|c| chassis_sensors(&client, c))).await;
+        let per_chassis = futures::future::join_all(with_sensors.iter().map(|c| chassis_sensors(&client, c)));
+        let below = async {
+            if deep {
+                crate::below::below(&client, &below_systems, &chassis.items).await
+            } else {
+                crate::below::Below::default()
+            }
+        };
+        let (per_chassis, below) = tokio::join!(per_chassis, below);
         let mut sensors = Vec::new();
         for (s, w) in per_chassis {
             sensors.extend(s);
             warnings.extend(w);
         }
-        let all: Vec<Health> =
-            resources.iter().map(|r| r.health).chain(sensors.iter().map(|s| s.health)).collect();
-        Ok(HealthSummary {
-            bmc: self.bmc.clone(),
-            protocol: BmcProtocol::Redfish,
-            health: rollup(&all),
-            sensors,
-            resources,
-            rollup_only: false,
-            warnings,
-        })
+        warnings.extend(below.warnings);
+        let mut conditions = below.conditions;
+        for c in &chassis.items {
+            conditions.extend(c.conditions.iter().cloned());
+        }
+        let v = crate::verdict::verdict(&crate::verdict::Inputs {
+            resources: &resources,
+            sensors: &sensors,
+            components: &below.components,
+            conditions: &conditions,
+            service_rollup: below.service_rollup,
+            faults: &[],
+        });
+        let mut h = summary(&self.bmc, BmcProtocol::Redfish, v, warnings);
+        h.sensors = sensors;
+        h.resources = resources;
+        h.components = below.components;
+        h.conditions = conditions;
+        h.gpus = below.gpus;
+        h.systems = systems;
+        Ok(h)
     }
 
     /// The BMC's own rollup, read from the one ComputerSystem resource (`Status.HealthRollup`, else
@@ -442,19 +548,19 @@ impl RedfishConn {
         if resources.is_empty() {
             warnings
                 .push(format!("{}: no Status.Health or HealthRollup; reading every sensor", sys.odata_id));
-            let mut full = self.health().await?;
+            let mut full = self.health_read(false).await?;
             full.warnings.splice(0..0, warnings);
             return Ok((power, full));
         }
-        let summary = HealthSummary {
-            bmc: self.bmc.clone(),
-            protocol: BmcProtocol::Redfish,
-            health: rollup(resources.iter().map(|r| &r.health)),
-            sensors: Vec::new(),
-            resources,
-            rollup_only: true,
-            warnings,
-        };
+        let v = crate::verdict::verdict(&crate::verdict::Inputs {
+            resources: &resources,
+            conditions: &sys.conditions,
+            ..Default::default()
+        });
+        let mut summary = summary(&self.bmc, BmcProtocol::Redfish, v, warnings);
+        summary.conditions = sys.conditions.clone();
+        summary.resources = resources;
+        summary.rollup_only = true;
         Ok((power, summary))
     }
 }
@@ -526,12 +632,5 @@ mod tests {
         assert_eq!(failed.health, Health::Critical);
         let present = ipmi_sensor(&psu, None, Some(reading(0, 0x01)));
         assert_eq!(present.health, Health::Ok);
-    }
-
-    #[test]
-    fn rollup_rules() {
-        assert_eq!(rollup(&[]), Health::Unknown);
-        assert_eq!(rollup(&[Health::Ok, Health::Ok]), Health::Ok);
-        assert_eq!(rollup(&[Health::Ok, Health::Unknown, Health::Warning]), Health::Warning);
     }
 }

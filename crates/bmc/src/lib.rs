@@ -18,6 +18,7 @@
 
 pub mod accounts;
 pub mod audit;
+mod below;
 pub mod bmc_reset;
 pub mod boot;
 mod conn;
@@ -39,9 +40,11 @@ mod sdr_cache;
 pub mod subscribe;
 pub mod sweep;
 pub mod target;
+pub mod verdict;
 
 pub use accounts::{AccountInfo, AccountList, LoginCheck};
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
+pub use below::GpuHealth;
 pub use bmc_reset::BmcResetReport;
 pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};
 pub use error::{BmcError, BoxError, error_chain};
@@ -58,3 +61,4 @@ pub use pool::{Bmc, BmcPool};
 pub use power::{Confirmation, PowerReport, Transition};
 pub use sweep::{SweepOptions, SweepProgress, SweepRow};
 pub use target::{BmcTarget, IPMI_PORT, REDFISH_PORT};
+pub use verdict::{ComponentHealth, Verdict};

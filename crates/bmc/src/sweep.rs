@@ -307,7 +307,7 @@ async fn redfish_health_and_events(
     let health = async {
         let read = async {
             if all_sensors {
-                let h = rc.health().await?;
+                let h = rc.health_read(false).await?;
                 let power = rc.system.as_ref().and_then(|s| s.power_state).unwrap_or(PowerState::Unknown);
                 Ok((power, h))
             } else {
@@ -397,7 +397,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         // Every sensor, no events: the sensor read reads the system document, whose `PowerState` is the
         // power state (reading it again for the power part was one GET more per BMC). A system that reports
         // none leaves the power part to read it below.
-        let fut = rc.health();
+        let fut = rc.health_read(false);
         match Box::pin(budget.bounded(name, "reading the sensors", (1, 1), fut)).await {
             Ok(h) => health = Some(h),
             Err(e) => {
@@ -470,21 +470,9 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     if let Some(h) = health {
         row.health = Some(h.health);
         row.sensors = h.sensors.len();
-        row.alerts = h
-            .resources
-            .iter()
-            .filter(|r| h.rollup_only && r.health != Health::Ok)
-            .map(|r| format!("{}={}", r.resource, r.health))
-            .collect();
-        row.alerts.extend(h.sensors.iter().filter(|s| s.health != Health::Ok).map(|s| {
-            let v = s.reading.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
-            format!(
-                "{}={v}{} ({})",
-                s.name,
-                s.units.as_deref().map(|u| format!(" {u}")).unwrap_or_default(),
-                s.health
-            )
-        }));
+        // The verdict's reasons: the same words `health` shows for the same BMC.
+        row.alerts = h.reasons.clone();
+        row.alerts.extend(h.disagreement.clone());
     }
     // A part that timed out may have left a request in flight; closing still works (the session matches
     // replies by rqSeq), and if even that runs out of time, dropping the session sends Close Session.

@@ -64,6 +64,12 @@ fn check_rule(id: &str) {
         assert_eq!(hits.len(), 1, "{id} ({}) on {last:?}: {found:?}", c.source);
         let f = hits[0];
         assert!(last.contains(f.line.trim()), "{id}: the finding names its line: {:?}", f.line);
+        let rule = rules.rules().iter().find(|r| &*r.id == id).expect("rule");
+        assert!(
+            rule.literals.iter().any(|l| last.contains(l.as_str())),
+            "{id}: no literal of {:?} in {last:?}",
+            rule.literals
+        );
         for (k, v) in &c.expect {
             assert_eq!(
                 f.field(k),
@@ -167,6 +173,49 @@ fn ansi_and_chunking_noise_does_not_hide_a_panic() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].kind, FindingKind::KernelPanic);
     assert_eq!(out[0].field("reason"), Some("softlockup: hung tasks"));
+}
+
+proptest::proptest! {
+    /// The findings do not depend on how the link chunked the bytes (real fault and chatter lines,
+    /// ANSI noise, cut anywhere).
+    #[test]
+    fn chunking_never_changes_the_findings(
+        picks in proptest::collection::vec(0usize..1000, 1..40),
+        cuts in proptest::collection::vec(1usize..64, 1..20),
+    ) {
+        let faults: Vec<String> = cases().into_iter().flat_map(|c| c.lines).collect();
+        let chatter: Vec<&str> = CHATTER.lines().collect();
+        let mut stream = Vec::new();
+        for p in picks {
+            let line = if p % 3 == 0 { chatter[p % chatter.len()] } else { faults[p % faults.len()].as_str() };
+            if p % 5 == 0 {
+                stream.extend_from_slice(b"\x1b[0;31m");
+            }
+            stream.extend_from_slice(line.as_bytes());
+            stream.extend_from_slice(if p % 2 == 0 { b"\r\n" } else { b"\n" });
+        }
+        let whole = {
+            let mut s = ConsoleScanner::new(RuleSet::builtin());
+            let mut out = Vec::new();
+            s.feed(ts(), &stream, &mut out);
+            out
+        };
+        let mut s = ConsoleScanner::new(RuleSet::builtin());
+        let mut out = Vec::new();
+        let mut at = 0;
+        for (i, c) in cuts.iter().cycle().enumerate() {
+            if at >= stream.len() || i > stream.len() {
+                break;
+            }
+            let end = (at + c).min(stream.len());
+            s.feed(ts(), &stream[at..end], &mut out);
+            at = end;
+        }
+        if at < stream.len() {
+            s.feed(ts(), &stream[at..], &mut out);
+        }
+        proptest::prop_assert_eq!(out, whole);
+    }
 }
 
 #[test]

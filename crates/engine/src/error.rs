@@ -190,20 +190,9 @@ pub struct ErrorReport {
     pub message: String,
 }
 
-/// The error and its causes on one line, `: `-separated, with repeated messages folded (wrappers that
-/// display their source's text would otherwise print it twice).
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        let s = err.to_string();
-        if !s.is_empty() && !parts.last().is_some_and(|p| p.ends_with(&s)) {
-            parts.push(s);
-        }
-        cur = err.source();
-    }
-    parts.join(": ")
-}
+/// The error and its causes on one line, `: `-separated, repeated messages folded (lifeline-types' one
+/// definition).
+pub use lifeline_types::error_chain;
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 

@@ -1,21 +1,31 @@
 //! Lifeline's Redfish event receiver: a small HTTP endpoint BMCs POST `Event` documents to (the
-//! `Destination` of a subscription made by `lifeline bmc subscribe`). Used by `lifeline events --follow`
-//! and meant for the server to run as well.
+//! `Destination` of a subscription made by `lifeline bmc subscribe` or the server). Used by `lifeline events
+//! --follow` and by the server's `events = "push"`.
 //!
 //! Why hand-rolled and not a web framework: it accepts exactly one thing (a POSTed JSON body), and every
-//! limit is explicit: 256 KiB per request, 10 s to read it, one request per connection. What arrives is
-//! turned into store events keyed for deduplication (the same SEL record also shows up in SEL polls).
+//! limit is explicit: 64 KiB per request, 10 s to read it, one request per connection, 64 connections at
+//! once, and the per-source limits of [`crate::event_gate`]. A delivery passes the gate (device, secret,
+//! source) or changes nothing; one that passes is only a [`Prompt`] to read that BMC's own log over the
+//! authenticated client: what the BMC says there, not the pushed body, is what gets stored.
+//!
+//! [`parse_event_document`] turns an event document into store events; the SSE reader uses it, since an
+//! SSE stream is read over the authenticated client from the BMC itself.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lifeline_store::NewEvent;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
-const MAX_REQUEST: usize = 256 * 1024;
+use crate::event_gate::EventGate;
+
+const MAX_REQUEST: usize = 64 * 1024;
+/// Connections served at once, all sources together.
+const MAX_OPEN: usize = 64;
 const READ_LIMIT: Duration = Duration::from_secs(10);
 
 /// One event as received, ready for [`lifeline_store::Store::record_event_once`].
@@ -70,27 +80,41 @@ pub fn parse_event_document(doc: &Value) -> Vec<Received> {
         .collect()
 }
 
-/// A bound receiver; events go to the channel returned by [`EventListener::bind`].
+/// A bound receiver; authenticated deliveries go to the channel returned by [`EventListener::bind`].
 pub struct EventListener {
     listener: TcpListener,
-    tx: mpsc::Sender<Received>,
+    gate: Arc<EventGate>,
+    tx: mpsc::Sender<Prompt>,
+    open: Arc<Semaphore>,
+}
+
+/// An authenticated delivery: `device`'s BMC says something happened; read its log to learn what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub device: String,
+    pub peer: IpAddr,
+    /// How many records the delivery carried (for the log line only: the records themselves are not used).
+    pub records: usize,
 }
 
 impl EventListener {
-    pub async fn bind(addr: SocketAddr) -> std::io::Result<(EventListener, mpsc::Receiver<Received>)> {
+    pub async fn bind(
+        addr: SocketAddr,
+        gate: Arc<EventGate>,
+    ) -> std::io::Result<(EventListener, mpsc::Receiver<Prompt>)> {
         let listener = TcpListener::bind(addr).await?;
         let (tx, rx) = mpsc::channel(1024);
-        Ok((EventListener { listener, tx }, rx))
+        Ok((EventListener { listener, gate, tx, open: Arc::new(Semaphore::new(MAX_OPEN)) }, rx))
     }
 
-    /// The `Destination` to subscribe (`http://ADDR:PORT/events`).
+    /// The receiver's URL (`http://ADDR:PORT/events`); each BMC is subscribed to it followed by its secret
+    /// ([`EventGate::destination`]).
     pub fn url(&self) -> std::io::Result<String> {
         Ok(format!("http://{}/events", self.listener.local_addr()?))
     }
 
-    /// Another way into the same channel (an SSE reader).
-    pub fn sender(&self) -> mpsc::Sender<Received> {
-        self.tx.clone()
+    pub fn gate(&self) -> Arc<EventGate> {
+        self.gate.clone()
     }
 
     /// Serves until the receiver is dropped.
@@ -100,38 +124,76 @@ impl EventListener {
             if self.tx.is_closed() {
                 return;
             }
-            let tx = self.tx.clone();
+            // Over the limit: the connection is closed unread (the BMC retries its delivery later).
+            let Ok(permit) = self.open.clone().try_acquire_owned() else {
+                tracing::debug!(%peer, "event receiver busy: connection closed");
+                continue;
+            };
+            let (tx, gate) = (self.tx.clone(), self.gate.clone());
             tokio::spawn(async move {
-                if let Err(e) = serve(sock, tx).await {
-                    tracing::debug!(%peer, error = %e, "event delivery rejected");
+                if let Err(e) = serve(sock, peer.ip(), &gate, tx).await {
+                    tracing::debug!(%peer, error = %e, "event delivery not read");
                 }
+                drop(permit);
             });
         }
     }
 }
 
-async fn serve(mut sock: TcpStream, tx: mpsc::Sender<Received>) -> std::io::Result<()> {
-    let read = tokio::time::timeout(READ_LIMIT, read_request(&mut sock)).await;
-    let (status, events) = match read {
-        Ok(Ok(Some(body))) => match serde_json::from_slice::<Value>(&body) {
-            Ok(doc) => ("204 No Content", parse_event_document(&doc)),
-            Err(_) => ("400 Bad Request", Vec::new()),
-        },
-        Ok(Ok(None)) => ("405 Method Not Allowed", Vec::new()),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => ("413 Payload Too Large", Vec::new()),
-        Ok(Err(e)) => return Err(e),
-        Err(_) => ("408 Request Timeout", Vec::new()),
+/// What one connection gets: the status line, and the prompt when the delivery passed the gate.
+async fn answer(
+    sock: &mut TcpStream,
+    peer: IpAddr,
+    gate: &EventGate,
+) -> std::io::Result<(&'static str, Option<Prompt>)> {
+    let admitted = match gate.admit(peer) {
+        Ok(a) => a,
+        Err(r) => return Ok((r.status(), None)),
     };
-    for e in events {
-        let _ = tx.send(e).await;
+    let read = tokio::time::timeout(READ_LIMIT, read_request(sock)).await;
+    let (secret, body) = match read {
+        Ok(Ok(Some(req))) => req,
+        Ok(Ok(None)) => return Ok(("405 Method Not Allowed", None)),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Ok(("413 Payload Too Large", None));
+        }
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Ok(("408 Request Timeout", None)),
+    };
+    drop(admitted);
+    let Ok(doc) = serde_json::from_slice::<Value>(&body) else { return Ok(("400 Bad Request", None)) };
+    let device = doc.get("Context").and_then(Value::as_str).and_then(lifeline_bmc::subscribe::device_of);
+    match gate.check(device, secret.as_deref(), peer) {
+        Ok(device) => {
+            let records = doc.get("Events").and_then(Value::as_array).map_or(0, Vec::len);
+            Ok(("204 No Content", Some(Prompt { device, peer, records })))
+        }
+        Err(r) => {
+            tracing::debug!(%peer, device = device.unwrap_or(""), "event delivery refused: {r}");
+            Ok((r.status(), None))
+        }
+    }
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    peer: IpAddr,
+    gate: &EventGate,
+    tx: mpsc::Sender<Prompt>,
+) -> std::io::Result<()> {
+    let (status, prompt) = answer(&mut sock, peer, gate).await?;
+    if let Some(p) = prompt {
+        // Full: prompts for this BMC are already waiting, and one read answers them all.
+        let _ = tx.try_send(p);
     }
     let reply = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     sock.write_all(reply.as_bytes()).await?;
     sock.shutdown().await
 }
 
-/// The body of a POST (`None` for another method); bounded by [`MAX_REQUEST`].
-async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+/// The last segment of the request path (the subscription's secret) and the body of a POST (`None` for
+/// another method); bounded by [`MAX_REQUEST`].
+async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<(Option<String>, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -148,9 +210,11 @@ async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> 
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    if !head.starts_with("POST ") {
+    let Some(target) = head.strip_prefix("POST ").and_then(|r| r.split(' ').next()) else {
         return Ok(None);
-    }
+    };
+    let secret = target.split('?').next().and_then(|p| p.rsplit('/').next()).filter(|s| !s.is_empty());
+    let secret = secret.map(str::to_owned);
     let len = head
         .lines()
         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length")))
@@ -168,7 +232,7 @@ async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> 
         body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(len);
-    Ok(Some(body))
+    Ok(Some((secret, body)))
 }
 
 #[cfg(test)]
@@ -197,26 +261,75 @@ mod tests {
         assert!(parse_event_document(&json!({"Context": "other"})).is_empty());
     }
 
+    /// Sends `body` to `path` on `addr` and returns the status line's code.
+    async fn post(addr: &str, path: &str, body: &str) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let req = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        let _ = s.write_all(req.as_bytes()).await;
+        let mut reply = String::new();
+        let _ = s.read_to_string(&mut reply).await;
+        reply.split(' ').nth(1).unwrap_or("").to_owned()
+    }
+
+    fn gate() -> Arc<EventGate> {
+        let mut s = std::collections::HashMap::new();
+        s.insert("n1".to_owned(), vec!["127.0.0.1".parse().unwrap()]);
+        s.insert("far".to_owned(), vec!["192.0.2.10".parse().unwrap()]);
+        Arc::new(EventGate::new(s))
+    }
+
     #[tokio::test]
-    async fn receives_a_post_and_refuses_other_methods() {
-        let (l, mut rx) = EventListener::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    async fn only_an_authenticated_delivery_prompts_and_nothing_of_its_body_is_kept() {
+        let (l, mut rx) = EventListener::bind("127.0.0.1:0".parse().unwrap(), gate()).await.unwrap();
         let url = l.url().unwrap();
+        let g = l.gate();
         let addr = url.trim_start_matches("http://").trim_end_matches("/events").to_owned();
         tokio::spawn(l.run());
-        let body =
-            json!({ "Context": "lifeline:n1", "Events": [{ "EventId": "1", "Message": "hi" }] }).to_string();
-        let mut s = TcpStream::connect(&addr).await.unwrap();
-        let req = format!("POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut reply = String::new();
-        s.read_to_string(&mut reply).await.unwrap();
-        assert!(reply.starts_with("HTTP/1.1 204"), "{reply}");
-        let got = rx.recv().await.unwrap();
-        assert_eq!((got.event.device.as_deref(), got.key.as_str()), (Some("n1"), "event:1"));
+        let forged = |ctx: &str| {
+            json!({ "Context": ctx, "Events": [{ "EventId": "1", "Severity": "Critical", "Message": "forged" }] })
+                .to_string()
+        };
+        let path = |dev: &str| g.destination("/events", dev);
+        // No secret, a wrong one, another device's, a device the gate does not know, the wrong source.
+        assert_eq!(post(&addr, "/events", &forged("lifeline:n1")).await, "401");
+        assert_eq!(post(&addr, "/events/00ff", &forged("lifeline:n1")).await, "401");
+        assert_eq!(post(&addr, &path("far"), &forged("lifeline:n1")).await, "401");
+        assert_eq!(post(&addr, &path("n1"), &forged("lifeline:nope")).await, "404");
+        assert_eq!(post(&addr, &path("n1"), &forged("someone-else")).await, "404");
+        assert_eq!(post(&addr, &path("far"), &forged("lifeline:far")).await, "403");
+        assert_eq!(post(&addr, &path("n1"), "not json").await, "400");
+        let big = format!("{{\"Context\":\"lifeline:n1\",\"x\":\"{}\"}}", "a".repeat(MAX_REQUEST));
+        assert_eq!(post(&addr, &path("n1"), &big).await, "413");
+        assert!(rx.try_recv().is_err(), "nothing refused reached the channel");
+        assert_eq!(post(&addr, &path("n1"), &forged("lifeline:n1")).await, "204");
+        let p = rx.recv().await.unwrap();
+        assert_eq!((p.device.as_str(), p.records), ("n1", 1));
         let mut s = TcpStream::connect(&addr).await.unwrap();
         s.write_all(b"GET /events HTTP/1.1\r\n\r\n").await.unwrap();
         let mut reply = String::new();
         s.read_to_string(&mut reply).await.unwrap();
         assert!(reply.starts_with("HTTP/1.1 405"), "{reply}");
+    }
+
+    #[tokio::test]
+    async fn a_flood_from_one_source_is_refused_after_its_burst() {
+        let (l, mut rx) = EventListener::bind("127.0.0.1:0".parse().unwrap(), gate()).await.unwrap();
+        let addr = l.url().unwrap().trim_start_matches("http://").trim_end_matches("/events").to_owned();
+        let path = l.gate().destination("/events", "n1");
+        tokio::spawn(l.run());
+        let body = json!({ "Context": "lifeline:n1", "Events": [] }).to_string();
+        let mut codes = Vec::new();
+        for _ in 0..200 {
+            codes.push(post(&addr, &path, &body).await);
+        }
+        let ok = codes.iter().filter(|c| *c == "204").count();
+        let limited = codes.iter().filter(|c| *c == "429").count();
+        assert_eq!(ok + limited, 200, "{codes:?}");
+        assert!(ok < 60, "{ok} of 200 accepted");
+        let mut prompts = 0;
+        while rx.try_recv().is_ok() {
+            prompts += 1;
+        }
+        assert_eq!(prompts, ok);
     }
 }

@@ -17,6 +17,7 @@ pub mod audit;
 pub mod config;
 mod context;
 pub mod error;
+pub mod event_gate;
 pub mod event_listener;
 pub mod fault_rules;
 pub mod lease;

@@ -137,32 +137,15 @@ mod tests {
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            "[A-Za-z#@.]{0,12}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::hash_map(
-                    prop_oneof![
-                        Just("Actions".to_owned()),
-                        Just("#Manager.Reset".to_owned()),
-                        Just("target".to_owned()),
-                        Just("ResetType@Redfish.AllowableValues".to_owned()),
-                        Just("Version".to_owned()),
-                        Just("Links".to_owned()),
-                        Just("MACAddress".to_owned()),
-                        "[a-z]{1,4}",
-                    ],
-                    inner,
-                    0..5
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::doc::arb_json(&[
+            "Actions",
+            "#Manager.Reset",
+            "target",
+            "ResetType@Redfish.AllowableValues",
+            "Version",
+            "Links",
+            "MACAddress",
+        ])
     }
 
     proptest! {

@@ -240,6 +240,28 @@ pub fn parse_power_state(s: &str) -> Option<PowerState> {
     }
 }
 
+/// JSON documents for property tests of the readers: scalars, arrays and objects up to three levels deep
+/// whose keys are mostly `keys` (the fields the reader under test looks for), so the generated documents
+/// reach its branches.
+#[cfg(test)]
+pub(crate) fn arb_json(keys: &'static [&'static str]) -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| serde_json::json!(n)),
+        "[A-Za-z0-9#@. :()]{0,16}".prop_map(Value::String),
+    ];
+    let key = prop_oneof![proptest::sample::select(keys).prop_map(str::to_owned), "[a-z]{1,4}"];
+    leaf.prop_recursive(3, 24, 4, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::hash_map(key.clone(), inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 //! simulator can share the schema subset without depending on the client.
 
 pub mod bmc_model;
+pub mod component_model;
 pub mod doc;
 mod log_model;
 pub mod model;
@@ -37,7 +38,7 @@ pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
-    HeldSession, Listing, PowerOutcome, TrustOutcome, probe_certificate, trust,
+    HeldSession, Listing, PowerOutcome, ServiceConditions, TrustOutcome, probe_certificate, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

@@ -60,6 +60,8 @@ pub struct ServiceRoot {
     pub event_service: Option<String>,
     pub account_service: Option<String>,
     pub update_service: Option<String>,
+    /// `ServiceConditions` (Redfish 2021.4+): every active condition of the service in one document.
+    pub service_conditions: Option<String>,
     /// `ProtocolFeaturesSupported.ExpandQuery.NoLinks` (or `ExpandAll`): `$expand=.` embeds a collection's
     /// members, one request instead of one per member.
     pub expand: bool,
@@ -92,6 +94,7 @@ impl ServiceRoot {
             event_service: f.link("EventService"),
             account_service: f.link("AccountService"),
             update_service: f.link("UpdateService"),
+            service_conditions: f.link("ServiceConditions"),
             expand,
             warnings: Vec::new(),
         };
@@ -140,6 +143,12 @@ pub struct ComputerSystem {
     /// `LastResetTime` as served (ComputerSystem v1_16+): a change across a reset request is the BMC's own
     /// record that the reset happened, when the off phase was too short to see.
     pub last_reset_time: Option<String>,
+    /// The collections below the system that hold parts with a health of their own.
+    pub storage: Option<String>,
+    pub processors: Option<String>,
+    pub memory: Option<String>,
+    /// `Status.Conditions`.
+    pub conditions: Vec<crate::component_model::Condition>,
     pub warnings: Vec<FieldWarning>,
 }
 
@@ -191,9 +200,14 @@ impl ComputerSystem {
             chassis,
             managed_by,
             last_reset_time: f.str("LastResetTime"),
+            storage: f.link("Storage"),
+            processors: f.link("Processors"),
+            memory: f.link("Memory"),
+            conditions: Vec::new(),
             warnings: Vec::new(),
         };
         s.warnings = warnings;
+        s.conditions = crate::component_model::conditions_of(v, &s.odata_id);
         s
     }
 }
@@ -225,6 +239,10 @@ pub struct Chassis {
     /// `PowerSubsystem` (Redfish 2020.4+): power supplies with `LineInputStatus`, and redundancy groups.
     pub power_subsystem: Option<String>,
     pub log_services: Option<String>,
+    /// `Oem.Hpe.Links.Devices` (iLO): the PCIe devices, GPUs, NVSwitches and GPU baseboards among them.
+    pub oem_devices: Option<String>,
+    /// `Status.Conditions`.
+    pub conditions: Vec<crate::component_model::Condition>,
     pub warnings: Vec<FieldWarning>,
 }
 
@@ -249,9 +267,15 @@ impl Chassis {
             power: f.link("Power"),
             power_subsystem: f.link("PowerSubsystem"),
             log_services: f.link("LogServices"),
+            oem_devices: v
+                .pointer("/Oem/Hpe/Links/Devices/@odata.id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            conditions: Vec::new(),
             warnings: Vec::new(),
         };
         c.warnings = warnings;
+        c.conditions = crate::component_model::conditions_of(v, &c.odata_id);
         c
     }
 }
@@ -284,6 +308,12 @@ pub struct SensorReading {
     pub output_watts: Option<f64>,
     /// Power supplies: `LineInputStatus` (`Normal`, `LossOfInput`, `OutOfRange`) when the BMC reports it.
     pub line_input: Option<String>,
+    /// The sensor's own id: `Id` (Sensors), `MemberId` (legacy arrays), so two rows named alike differ.
+    pub id: Option<String>,
+    /// The chassis it was read under (its `Id`, else its path); set by the client.
+    pub chassis: Option<String>,
+    /// `DataSourceUri` (Sensors): the legacy member it mirrors, to read each sensor once.
+    pub data_source: Option<String>,
 }
 
 /// Sensors of one chassis, plus everything that could not be read.
@@ -327,6 +357,9 @@ pub fn sensor_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) 
         source: SensorSource::Sensors,
         output_watts: None,
         line_input: None,
+        id: f.str("Id"),
+        chassis: None,
+        data_source: f.str("DataSourceUri"),
     }
 }
 
@@ -381,9 +414,17 @@ fn legacy_array(
         let mut m = Fields::new(item, format!("{at}/{array}/{i}"), warnings);
         let status = Status::read(&mut m);
         let fan_units = if units.is_none() { m.str("ReadingUnits") } else { None };
+        let id = m.str("MemberId");
+        // Supermicro names fans in `FanName` only; a nameless member is its kind and id, never a pointer.
+        // AMI serves `"Name": "nil"` for a supply it knows nothing of: no name (the supplies are labelled later).
+        let named = |n: Option<String>| n.filter(|n| !n.trim().is_empty() && !n.eq_ignore_ascii_case("nil"));
+        let labelled_later = matches!(kind, "PowerSupply" | "Power");
+        let name = named(m.str("Name"))
+            .or_else(|| named(m.str("FanName")))
+            .or_else(|| id.as_ref().filter(|_| !labelled_later).map(|i| format!("{kind} {i}")));
         out.push(SensorReading {
             odata_id: m.str("@odata.id"),
-            name: m.str("Name"),
+            name,
             kind: Some(kind.to_owned()),
             reading: m.num(reading_key),
             units: units.map(str::to_owned).or(fan_units),
@@ -394,6 +435,9 @@ fn legacy_array(
             source: SensorSource::Thermal,
             output_watts: if kind == "PowerSupply" { m.num("LastPowerOutputWatts") } else { None },
             line_input: if kind == "PowerSupply" { m.str("LineInputStatus") } else { None },
+            id,
+            chassis: None,
+            data_source: None,
         });
     }
 }
@@ -683,6 +727,37 @@ mod tests {
             let _ = thermal_from_value(&junk, "/x", &mut Vec::new());
             let _ = Event::from_value(&junk, "/x");
         }
+    }
+
+    /// Supermicro's legacy Thermal names fans in `FanName` only and lists empty DIMM slots as absent
+    /// temperature sensors; AMI names unknown supplies "nil". Rows keep their member id and name.
+    #[test]
+    fn fan_name_member_id_and_absent_slots() {
+        let v = json!({
+            "Fans": [{"@odata.id": "/redfish/v1/Chassis/1/Thermal#/Fans/0", "MemberId": "0", "FanName": "FAN1",
+                "Reading": 3360, "ReadingUnits": "RPM", "Status": {"State": "Enabled", "Health": "OK"}},
+                {"MemberId": "1", "Reading": 0, "ReadingUnits": "RPM", "Status": {"State": "Absent"}}],
+            "Temperatures": [{"MemberId": "7", "Name": "P1-DIMMA2 Temp", "ReadingCelsius": 0,
+                "UpperThresholdCritical": 0, "Status": {"State": "Absent"}}]
+        });
+        let mut w = Vec::new();
+        let r = thermal_from_value(&v, "/redfish/v1/Chassis/1/Thermal", &mut w);
+        let names: Vec<_> =
+            r.iter().map(|x| (x.name.as_deref(), x.id.as_deref(), x.state.as_deref())).collect();
+        assert_eq!(
+            names,
+            [
+                (Some("P1-DIMMA2 Temp"), Some("7"), Some("Absent")),
+                (Some("FAN1"), Some("0"), Some("Enabled")),
+                (Some("Fan 1"), Some("1"), Some("Absent")),
+            ]
+        );
+        let p =
+            json!({"PowerSupplies": [{"MemberId": "0", "Name": "nil"}, {"MemberId": "1", "Name": "nil"}]});
+        let r = power_from_value(&p, "/p", &mut w);
+        let names: Vec<_> = r.iter().map(|x| x.name.clone().unwrap_or_default()).collect();
+        assert_eq!(names, ["PSU member 0", "PSU member 1"]);
+        assert!(w.is_empty(), "{w:?}");
     }
 
     #[test]

@@ -114,6 +114,9 @@ pub fn power_supply_from_value(
         source: SensorSource::PowerSubsystem,
         output_watts: reading_of(metrics, "OutputPowerWatts"),
         line_input,
+        id: f.str("Id").or_else(|| f.str("MemberId")),
+        chassis: None,
+        data_source: None,
     }
 }
 
@@ -173,6 +176,9 @@ pub fn redundancy_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarnin
             source: SensorSource::PowerSubsystem,
             output_watts: None,
             line_input: None,
+            id: f.str("MemberId"),
+            chassis: None,
+            data_source: None,
         });
     }
     out

@@ -224,10 +224,15 @@ async fn static_mockup_power_sensors_sel_and_services() {
     let chassis = c.chassis().await.unwrap();
     let ch = &chassis.items[0];
     let sensors = c.sensors(ch).await.unwrap();
-    // Four sensors from the Sensors collection, plus the four power supplies that only legacy Power carries
-    // (the failed PSU3 is visible there and nowhere else).
+    // Four sensors from the Sensors collection, plus what only legacy Power carries: the four power supplies
+    // (the failed PSU3 is visible there and nowhere else), the power control and the 12 V rail; and, the
+    // collection being sparse, the temperatures and fans only legacy Thermal lists.
     let from = |src| sensors.readings.iter().filter(|r| r.source == src).count();
-    assert_eq!((from(model::SensorSource::Sensors), from(model::SensorSource::Power)), (4, 4), "{sensors:?}");
+    assert_eq!(from(model::SensorSource::Sensors), 4, "{sensors:?}");
+    assert_eq!(from(model::SensorSource::Power), 6, "{sensors:?}");
+    // CPU0, GPU0-2 and Fan1-3: Inlet Temp, GPU3 Temp and Fan0 are in the collection already.
+    assert_eq!(from(model::SensorSource::Thermal), 7, "{sensors:?}");
+    assert!(sensors.readings.iter().all(|r| r.chassis.as_deref() == Some("1")), "{sensors:?}");
     let gpu = sensors.readings.iter().find(|r| r.name.as_deref() == Some("GPU3 Temp")).unwrap();
     assert_eq!((gpu.reading, gpu.health), (Some(87.0), Some(Health::Warning)));
     assert_eq!(gpu.source, model::SensorSource::Sensors);

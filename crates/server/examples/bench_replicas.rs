@@ -116,7 +116,7 @@ fn round(dir: &Path, inventory: &Path, admin: &str, n: usize, every: u64, k: usi
     });
     let shares: Vec<f64> = urls.iter().map(|u| metric(u, "lifeline_sweep_devices").unwrap_or(0.0)).collect();
     let durations: Vec<f64> =
-        urls.iter().map(|u| metric(u, "lifeline_sweep_duration_ms").unwrap_or(0.0) / 1000.0).collect();
+        urls.iter().map(|u| metric(u, "lifeline_sweep_duration_seconds").unwrap_or(0.0)).collect();
     // Two sweep periods (interval plus the slowest sweep, twice, plus slack): every BMC should be in it.
     // Observations are written when a replica's sweep ends, so one period can fall between two bursts.
     let slowest = durations.iter().copied().fold(0.0, f64::max);

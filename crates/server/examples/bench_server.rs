@@ -114,13 +114,10 @@ fn fleet_and_api(n: usize, every: u64, sweeps_wanted: usize, table: &mut Vec<(St
             if let Some(f) = idle.take() {
                 sweeps.push(f);
             }
-            let ms = metric(&s.url, "lifeline_sweep_duration_ms").unwrap_or(0.0);
+            let secs = metric(&s.url, "lifeline_sweep_duration_seconds").unwrap_or(0.0);
             let failing = metric(&s.url, "lifeline_sweep_failing").unwrap_or(0.0);
-            println!(
-                "sweep {done}: {:.1} s, {failing} failing, RSS {rss:.0} MiB (peak {peak:.0})",
-                ms / 1000.0
-            );
-            idle = Some(SweepFigures { secs: ms / 1000.0, peak, ..Default::default() });
+            println!("sweep {done}: {secs:.1} s, {failing} failing, RSS {rss:.0} MiB (peak {peak:.0})");
+            idle = Some(SweepFigures { secs, peak, ..Default::default() });
             peak = 0.0;
             done_at = Some(Instant::now());
         } else if in_idle && let Some(f) = idle.as_mut() {

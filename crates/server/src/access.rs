@@ -36,12 +36,22 @@ pub struct Route {
     pub summary: &'static str,
     /// The request body's schema (a component name), for the OpenAPI document.
     pub body: Option<&'static str>,
+    /// An intake of automated causes: what arrives here can open a fault or start recovery without a
+    /// person deciding (agent reports). The role matrix requires every intake to be authenticated.
+    pub intake: bool,
     pub handler: MethodRouter<AppState>,
 }
 
 impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} ({:?})", self.method, self.path, self.access)
+        write!(
+            f,
+            "{} {} ({:?}{})",
+            self.method,
+            self.path,
+            self.access,
+            if self.intake { ", intake" } else { "" }
+        )
     }
 }
 
@@ -54,12 +64,18 @@ pub fn route(
     summary: &'static str,
     handler: MethodRouter<AppState>,
 ) -> Route {
-    Route { method, path, access, tag, summary, body: None, handler }
+    Route { method, path, access, tag, summary, body: None, intake: false, handler }
 }
 
 impl Route {
     pub fn body(mut self, schema: &'static str) -> Route {
         self.body = Some(schema);
+        self
+    }
+
+    /// Marks the route as an intake of automated causes (see [`Route::intake`]).
+    pub fn intake(mut self) -> Route {
+        self.intake = true;
         self
     }
 }

@@ -1,13 +1,10 @@
 //! Who is calling: local users with argon2id password hashes, browser sessions (an HttpOnly,
 //! SameSite=Strict cookie, `Secure` under TLS, with a double-submit CSRF token for every mutating request),
 //! and API tokens (`Authorization: Bearer`, stored as SHA-256, shown once, with a role and an expiry).
-//! Failed logins are rate-limited per user and per address, in memory (a restart forgets, which only
-//! helps the legitimate user).
+//! Failed logins back off per (user, address), in memory (a restart forgets, which only helps the
+//! legitimate user): see [`crate::login_limit`].
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::http::HeaderMap;
@@ -193,67 +190,10 @@ pub fn check_csrf(caller: &Caller, headers: &HeaderMap) -> ApiResult<()> {
     if ok { Ok(()) } else { Err(ApiError::Csrf) }
 }
 
-/// Failed logins per user and per address in a sliding window.
-#[derive(Debug)]
-pub struct LoginLimiter {
-    window: Duration,
-    per_user: usize,
-    per_addr: usize,
-    failures: Mutex<HashMap<String, Vec<Instant>>>,
-}
+pub use crate::login_limit::LoginLimiter;
 
-impl Default for LoginLimiter {
-    fn default() -> Self {
-        LoginLimiter {
-            window: Duration::from_secs(300),
-            per_user: 5,
-            per_addr: 20,
-            failures: Mutex::default(),
-        }
-    }
-}
-
-impl LoginLimiter {
-    pub fn new(window: Duration, per_user: usize, per_addr: usize) -> Self {
-        LoginLimiter { window, per_user, per_addr, failures: Mutex::default() }
-    }
-
-    fn keys(user: &str, addr: Option<IpAddr>) -> [(String, bool); 2] {
-        [
-            (format!("user {user}"), true),
-            (format!("address {}", addr.map(|a| a.to_string()).unwrap_or_default()), false),
-        ]
-    }
-
-    /// Refuses when either key has too many recent failures.
-    pub fn check(&self, user: &str, addr: Option<IpAddr>) -> ApiResult<()> {
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        for (key, is_user) in Self::keys(user, addr) {
-            let limit = if is_user { self.per_user } else { self.per_addr };
-            if let Some(v) = f.get_mut(&key) {
-                v.retain(|t| now.duration_since(*t) < self.window);
-                if v.len() >= limit {
-                    let oldest = v.first().copied().unwrap_or(now);
-                    let retry = self.window.saturating_sub(now.duration_since(oldest)).as_secs().max(1);
-                    return Err(ApiError::RateLimited { key, retry_after_s: retry });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    pub fn failed(&self, user: &str, addr: Option<IpAddr>) {
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        for (key, _) in Self::keys(user, addr) {
-            f.entry(key).or_default().push(Instant::now());
-        }
-    }
-
-    pub fn succeeded(&self, user: &str) {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&format!("user {user}"));
-    }
-}
+/// The longest password checked (argon2 over megabytes is work an attacker should not get for free).
+pub const MAX_PASSWORD: usize = 1024;
 
 /// Checks a username and password; the limiter sees every failure.
 pub async fn login(
@@ -264,13 +204,17 @@ pub async fn login(
     addr: Option<IpAddr>,
 ) -> ApiResult<(String, Role)> {
     limiter.check(user, addr)?;
+    if !crate::accounts::valid_username(user) || password.len() > MAX_PASSWORD {
+        limiter.failed(user, addr);
+        return Err(ApiError::Unauthenticated);
+    }
     let row = store.user(user).await?;
     let hash = row.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| dummy_hash().to_owned());
     let password = password.to_owned();
     let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);
     match row {
         Some(u) if ok && !u.disabled => {
-            limiter.succeeded(user);
+            limiter.succeeded(user, addr);
             let role = Role::parse(&u.role).ok_or(ApiError::Unauthenticated)?;
             Ok((u.name, role))
         }
@@ -292,21 +236,6 @@ mod tests {
         assert!(verify_password("s3cret", &h));
         assert!(!verify_password("s3cre", &h));
         assert!(!verify_password("s3cret", "not a hash"));
-    }
-
-    #[test]
-    fn limiter_blocks_per_user_and_per_address() {
-        let l = LoginLimiter::new(Duration::from_secs(60), 2, 3);
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        l.failed("bob", Some(a));
-        assert!(l.check("bob", Some(a)).is_ok());
-        l.failed("bob", Some(a));
-        assert!(matches!(l.check("bob", Some(a)), Err(ApiError::RateLimited { .. })));
-        // Another user from the same address: one more failure allowed, then the address is blocked.
-        assert!(l.check("eve", Some(a)).is_ok());
-        l.failed("eve", Some(a));
-        assert!(matches!(l.check("carol", Some(a)), Err(ApiError::RateLimited { .. })));
-        assert!(l.check("carol", Some("10.0.0.2".parse().unwrap())).is_ok());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! token comes from `$LIFELINE_TOKEN` or a file (`$LIFELINE_TOKEN_FILE`, default
 //! `~/.config/lifeline/token`), never from an argument (arguments are visible in `ps`). HTTPS is verified
 //! against a pinned certificate fingerprint (`$LIFELINE_SERVER_FINGERPRINT`, as `lifeline serve` prints
-//! it), since the default certificate is self-signed.
+//! it), since the default certificate is self-signed. Plain `http://` is refused except to a loopback
+//! address, as the server refuses to serve it elsewhere: the bearer token must not cross a network in clear.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,9 +35,36 @@ pub enum ClientError {
         #[source]
         source: reqwest::Error,
     },
-    /// The server answered with an error body.
+    /// The server answered with an error body (`confirm`: the count an `unconfirmed` refusal asks for).
     #[error("{message}")]
-    Api { status: u16, class: String, message: String },
+    Api { status: u16, class: String, message: String, confirm: Option<usize> },
+    #[error(
+        "`{url}`: the token would travel in clear text; use https:// (plain http:// only to a loopback address)"
+    )]
+    PlainHttp { url: String },
+    #[error("`{url}`: expected https://HOST[:PORT] (or http:// to a loopback address)")]
+    BadUrl { url: String },
+}
+
+/// Whether `url` may carry the token: `https://`, or `http://` to a loopback address (the server allows
+/// plain HTTP only there, behind `ssh -L`). A host name other than `localhost` is not trusted to resolve
+/// to loopback.
+pub fn check_url(url: &str) -> Result<(), ClientError> {
+    if url.starts_with("https://") {
+        return Ok(());
+    }
+    let Some(rest) = url.strip_prefix("http://") else { return Err(ClientError::BadUrl { url: url.into() }) };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(ClientError::BadUrl { url: url.into() });
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback { Ok(()) } else { Err(ClientError::PlainHttp { url: url.into() }) }
 }
 
 fn token() -> Result<String, ClientError> {
@@ -122,6 +150,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(url: &str) -> Result<Client, ClientError> {
+        check_url(url)?;
         let token = token()?;
         let mut b = reqwest::Client::builder()
             .timeout(Duration::from_secs(600))
@@ -131,7 +160,12 @@ impl Client {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
                 .with_safe_default_protocol_versions()
-                .map_err(|e| ClientError::Api { status: 0, class: "usage".into(), message: e.to_string() })?
+                .map_err(|e| ClientError::Api {
+                    status: 0,
+                    class: "usage".into(),
+                    message: e.to_string(),
+                    confirm: None,
+                })?
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(Pinned { fingerprint: fp, provider }))
                 .with_no_client_auth();
@@ -163,6 +197,10 @@ impl Client {
                 .and_then(|v| v.as_str())
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("HTTP {status}")),
+            confirm: body
+                .get("confirm")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok()),
         })
     }
 
@@ -184,5 +222,34 @@ impl Client {
             req = req.header("Idempotency-Key", id);
         }
         self.send(req, &url).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        for ok in [
+            "https://jump:7443",
+            "http://127.0.0.1:7443",
+            "http://127.9.9.9",
+            "http://[::1]:7443/",
+            "http://localhost:1",
+        ] {
+            assert!(check_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://10.0.0.5:7443",
+            "http://jump:7443",
+            "http://127.0.0.1.evil.example:80",
+            "http://127.0.0.1@evil.example/",
+            "http://[::ffff:10.0.0.1]:1",
+            "ftp://127.0.0.1",
+            "127.0.0.1:7443",
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -40,15 +40,26 @@ pub enum ApiError {
     BadRequest { message: String },
     #[error("{what} `{name}` not found")]
     NotFound { what: &'static str, name: String },
+    #[error("{who} already holds {limit} open streams (live feeds, consoles); close one first")]
+    TooManyStreams { who: String, limit: usize },
+    /// A group action without the confirmation count: the devices it would hit, to be confirmed by
+    /// sending their number back.
+    #[error("{what} hits {} device(s) ({}): send \"confirm\": {} to go ahead", devices.len(), devices.join(", "), devices.len())]
+    Unconfirmed { what: String, devices: Vec<String> },
 }
 
 /// The JSON body of every error.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// `usage`, `not-found`, `refused`, `conflict`, `failed`, `unavailable`, `unauthenticated`, `forbidden`,
-    /// `rate-limited`.
+    /// `rate-limited`, `unconfirmed`.
     pub class: String,
     pub message: String,
+    /// For `unconfirmed`: the number to send back as `confirm`, and the devices it stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<String>>,
 }
 
 /// The one class → status mapping.
@@ -74,9 +85,12 @@ impl ApiError {
             ApiError::Runbook(e) => (status_of(e.class()), e.class().as_str()),
             ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             ApiError::Forbidden { .. } | ApiError::Csrf => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
+            ApiError::RateLimited { .. } | ApiError::TooManyStreams { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate-limited")
+            }
             ApiError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "usage"),
             ApiError::NotFound { .. } => (StatusCode::NOT_FOUND, "not-found"),
+            ApiError::Unconfirmed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "unconfirmed"),
         }
     }
 }
@@ -98,7 +112,12 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::warn!(%status, "{message}");
         }
-        let mut resp = (status, axum::Json(ErrorBody { class: class.into(), message })).into_response();
+        let (confirm, devices) = match &self {
+            ApiError::Unconfirmed { devices, .. } => (Some(devices.len()), Some(devices.clone())),
+            _ => (None, None),
+        };
+        let body = ErrorBody { class: class.into(), message, confirm, devices };
+        let mut resp = (status, axum::Json(body)).into_response();
         if let ApiError::RateLimited { retry_after_s, .. } = self
             && let Ok(v) = retry_after_s.to_string().parse()
         {

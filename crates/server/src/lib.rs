@@ -7,7 +7,8 @@
 //!
 //! - [`access`]: the route table — every route with the least role that may call it; the router, the
 //!   access layer and the OpenAPI document ([`openapi`]) are built from it.
-//! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens, login rate limits.
+//! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens; [`login_limit`]:
+//!   lockout per (user, source) and refused logins audited in bounded rows.
 //! - [`api`]: the JSON API under `/api/v1`, one module per concern.
 //! - [`runbooks`]: runbook runs driven in the background by the server (from the API, from the fault
 //!   policy, resumed on start, stopped at a step boundary on SIGTERM).
@@ -19,7 +20,8 @@
 //! - [`tls`]: the operator's certificate or a self-signed one; [`serve`]: start and graceful stop;
 //!   [`sdnotify`]: readiness and watchdog for systemd's `Type=notify`.
 //! - [`client`]: the CLI's `--server URL` mode.
-//! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates.
+//! - [`web`]: the web console's embedded pages and the security headers; [`live`]: its SSE updates;
+//!   [`streams`]: how many of those streams and console WebSockets a user or an address may hold.
 
 pub mod access;
 pub mod accounts;
@@ -29,6 +31,7 @@ pub mod client;
 pub mod error;
 pub mod faults;
 pub mod live;
+pub mod login_limit;
 pub mod metrics;
 pub mod openapi;
 pub mod origin;
@@ -39,6 +42,7 @@ pub mod scheduler;
 pub mod sdnotify;
 pub mod serve;
 pub mod state;
+pub mod streams;
 pub mod tls;
 pub mod web;
 pub mod webhook;

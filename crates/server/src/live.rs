@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::Method;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -16,6 +17,8 @@ use axum::routing::get;
 use futures::Stream;
 
 use crate::access::{Route, route, viewer};
+use crate::auth::Caller;
+use crate::error::ApiResult;
 use crate::state::AppState;
 
 /// How often the store is looked at for changes.
@@ -34,6 +37,8 @@ pub fn routes() -> Vec<Route> {
 
 struct Cursor {
     s: AppState,
+    /// This stream's place among its user's and source's open streams, given back when it ends.
+    _slot: crate::streams::StreamSlot,
     last_devices: String,
     after: i64,
     pending: std::collections::VecDeque<Event>,
@@ -81,7 +86,11 @@ impl RunWatch {
     }
 }
 
-async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn live(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let slot = crate::streams::open(&s, &caller)?;
     // Start after the newest event: the page reads the history itself; the stream brings what is new.
     let mut after = 0;
     while let Ok(rows) = s.store.events_after(after, 10_000).await {
@@ -92,8 +101,15 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
     }
     let mut runs = RunWatch::default();
     runs.changed(&s, true).await;
-    let cur =
-        Cursor { s, last_devices: String::new(), after, pending: Default::default(), first: true, runs };
+    let cur = Cursor {
+        s,
+        _slot: slot,
+        last_devices: String::new(),
+        after,
+        pending: Default::default(),
+        first: true,
+        runs,
+    };
     let stream = futures::stream::unfold(cur, |mut c| async move {
         loop {
             if let Some(ev) = c.pending.pop_front() {
@@ -124,5 +140,5 @@ async fn live(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event,
             c.pending.extend(c.runs.changed(&s, false).await);
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

@@ -1,5 +1,7 @@
 //! `/metrics` in the Prometheus text format. A handful of counters and gauges kept in atomics (no metrics
-//! framework: the set is small and fixed, and every name starts with `lifeline_`).
+//! framework: the set is small and fixed, and every name starts with `lifeline_`). Names follow
+//! Prometheus' conventions, checked by `promtool check metrics` in the tests: base units (`_seconds`),
+//! `_total` on counters.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -96,12 +98,11 @@ impl Metrics {
             );
         };
         g(&mut o, "lifeline_sweeps_total", "Fleet sweeps run by the scheduler.", "counter", &self.sweeps);
-        g(
-            &mut o,
-            "lifeline_sweep_duration_ms",
-            "Duration of the last sweep.",
-            "gauge",
-            &self.sweep_duration_ms,
+        let _ = writeln!(
+            o,
+            "# HELP lifeline_sweep_duration_seconds Duration of the last sweep.\n\
+             # TYPE lifeline_sweep_duration_seconds gauge\nlifeline_sweep_duration_seconds {}",
+            self.sweep_duration_ms.load(Ordering::Relaxed) as f64 / 1000.0
         );
         g(&mut o, "lifeline_sweep_devices", "BMCs in the last sweep.", "gauge", &self.sweep_devices);
         g(
@@ -141,5 +142,59 @@ impl Metrics {
             &self.replicas,
         );
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    fn sample() -> Metrics {
+        let m = Metrics::default();
+        m.http_requests.inc(&[("route", "/api/v1/power/{target}"), ("status", "200")]);
+        m.power_actions.inc(&[("action", "cycle"), ("result", "ok")]);
+        m.backups.inc(&[("trigger", "schedule"), ("result", "failed")]);
+        m.logins.inc(&[("result", "ok")]);
+        m.bmc_events.inc(&[("source", "sse"), ("severity", "critical")]);
+        m.bmc_reachable.set(&[("protocol", "redfish")], 7);
+        m.sweep_duration_ms.store(1500, Ordering::Relaxed);
+        m
+    }
+
+    #[test]
+    fn durations_are_in_seconds() {
+        let text = sample().render();
+        assert!(text.contains("\nlifeline_sweep_duration_seconds 1.5\n"), "{text}");
+        assert!(!text.contains("_ms"), "{text}");
+    }
+
+    /// Prometheus' own linter (`promtool`, Debian package `prometheus`; `.ci/run` installs it) accepts the
+    /// exposition: names, units, types, help. Without it the test says SKIP, and fails in CI.
+    #[test]
+    fn exposition_passes_promtool() {
+        let child = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
+                eprintln!("SKIP: promtool not installed (apt install prometheus)");
+                return;
+            }
+            Err(e) => panic!("promtool: {e}"),
+        };
+        child.stdin.take().expect("stdin").write_all(sample().render().as_bytes()).expect("write");
+        let out = child.wait_with_output().expect("promtool");
+        assert!(
+            out.status.success(),
+            "promtool check metrics: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -98,6 +98,7 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::devices::DeviceSummary>()
         .schema_from::<crate::api::devices::PowerRequest>()
         .schema_from::<crate::api::devices::TargetsRequest>()
+        .schema_from::<crate::api::devices::GroupPowerRequest>()
         .schema_from::<crate::api::backups::RestoreRequest>()
         .schema_from::<crate::api::consoles::ConsoleLog>()
         .schema_from::<crate::api::consoles::LogLine>()

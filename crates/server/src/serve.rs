@@ -78,6 +78,7 @@ pub async fn state(
         consoles,
         metrics: Default::default(),
         limiter: Default::default(),
+        refused_logins: Default::default(),
         clock,
         secure_cookies,
         session_ttl: ttl,
@@ -87,6 +88,8 @@ pub async fn state(
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
         runbooks: Default::default(),
         replica: Arc::new(crate::replica::Replica::new(store)),
+        problems: Default::default(),
+        streams: Default::default(),
     })))
 }
 
@@ -233,6 +236,7 @@ pub async fn finish(st: &AppState, mut jobs: JoinSet<()>) {
         tracing::warn!("scheduled jobs did not stop in 20 s; abandoning them");
         jobs.abort_all();
     }
+    crate::api::session::audit_refused(st, st.refused_logins.due(true)).await;
     st.consoles.shutdown().await;
     st.replica.leave().await;
     st.base.close().await;

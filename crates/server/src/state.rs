@@ -43,6 +43,8 @@ pub struct Inner {
     pub consoles: ConsoleManager,
     pub metrics: Metrics,
     pub limiter: LoginLimiter,
+    /// Refused logins, folded per source per window before they reach the audit log.
+    pub refused_logins: crate::login_limit::RefusedLogins,
     pub clock: Arc<dyn Clock>,
     /// Cookies carry `Secure` when the listener is TLS.
     pub secure_cookies: bool,
@@ -59,6 +61,12 @@ pub struct Inner {
     pub runbooks: crate::runbooks::Runner,
     /// This process as one of the replicas sharing the store (membership, work claims).
     pub replica: Arc<crate::replica::Replica>,
+    /// What does not work though the server runs (an event receiver that cannot listen, a BMC whose
+    /// events cannot be received): each is logged as an error when found and fails `/readyz` until fixed
+    /// by a restart, so that a silent half-working server is not taken for a working one.
+    pub problems: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// Open live feeds and console WebSockets per user and per source.
+    pub streams: crate::streams::StreamCounts,
 }
 
 impl std::ops::Deref for AppState {
@@ -71,8 +79,13 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// The engine context for one request: acting as `web:<user>` (or `token:<id>` user), with the
     /// `Idempotency-Key` as the request id.
+    ///
+    /// The key is scoped to the caller (`web:<user>/<key>`): another user sending the same key makes a
+    /// request of their own (audited as them), never a replay of someone else's outcome.
     pub fn engine_for(&self, caller: &Caller, request_id: Option<String>) -> Lifeline {
-        self.base.with_identity(Identity { actor: caller.actor(), request_id, wait: None })
+        let actor = caller.actor();
+        let request_id = request_id.map(|k| format!("{actor}/{k}"));
+        self.base.with_identity(Identity { actor, request_id, wait: None })
     }
 
     /// The engine context for scheduled work.
@@ -88,6 +101,26 @@ impl AppState {
     /// Installs the responder that carries out fault-policy decisions (the runbook executor).
     pub fn set_responder(&self, r: Arc<dyn crate::policy::FaultResponder>) {
         *self.responder.write().unwrap_or_else(std::sync::PoisonError::into_inner) = r;
+    }
+
+    /// Records a problem (logged as an error; `/readyz` fails while any is recorded).
+    pub fn problem(&self, what: &str, detail: &str) {
+        tracing::error!("{what}: {detail}");
+        self.problems
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(what.to_owned(), detail.to_owned());
+    }
+
+    /// Forgets a problem that went away (the next sweep found every credential).
+    pub fn clear_problem(&self, what: &str) {
+        self.problems.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(what);
+    }
+
+    /// The recorded problems, `what: detail` each.
+    pub fn problems(&self) -> Vec<String> {
+        let p = self.problems.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        p.iter().map(|(k, v)| format!("{k}: {v}")).collect()
     }
 
     pub async fn audit_as(&self, actor: &str) -> ApiResult<lifeline_engine::AuditService> {

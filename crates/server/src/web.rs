@@ -5,7 +5,8 @@
 //!
 //! Every response of the server (pages and API) carries a strict Content-Security-Policy — scripts and
 //! styles only from this origin, no inline script or style, no framing — and `nosniff`, so that a BMC
-//! string that slipped into markup could still not run.
+//! string that slipped into markup could still not run; HSTS on every response, and `no-store` on every
+//! API answer (the token-creation answer carries the secret).
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -40,6 +41,7 @@ static ASSETS: &[Asset] = assets! {
     "lib.js" => "js/lib.js", JS;
     "app.js" => "js/app.js", JS;
     "login.js" => "js/login.js", JS;
+    "next.js" => "js/next.js", JS;
     "fleet.js" => "js/fleet.js", JS;
     "fabrics.js" => "js/fabrics.js", JS;
     "node.js" => "js/node.js", JS;
@@ -129,16 +131,29 @@ async fn asset(Path(file): Path<String>) -> Response {
     }
 }
 
-/// Adds the security headers to every response of `app`.
+/// `Strict-Transport-Security`: a year, this host only (browsers ignore it over plain HTTP, which the
+/// server serves only on loopback).
+pub const HSTS: &str = "max-age=31536000";
+
+/// Adds the security headers to every response of `app`; API answers (some carry secrets: a new token)
+/// are never stored by a browser or a proxy.
 pub fn secure(app: axum::Router) -> axum::Router {
-    app.layer(axum::middleware::map_response(|mut resp: Response| async move {
-        let h = resp.headers_mut();
-        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-        h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-        resp
-    }))
+    app.layer(axum::middleware::from_fn(
+        |req: axum::extract::Request, next: axum::middleware::Next| async move {
+            let api = req.uri().path().starts_with("/api/");
+            let mut resp = next.run(req).await;
+            let h = resp.headers_mut();
+            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+            h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+            h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+            h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+            h.insert(header::STRICT_TRANSPORT_SECURITY, HeaderValue::from_static(HSTS));
+            if api {
+                h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            }
+            resp
+        },
+    ))
 }
 
 #[cfg(test)]

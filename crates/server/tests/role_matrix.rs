@@ -1,5 +1,8 @@
-//! Every route of the router × {anonymous, viewer, operator, admin}: the allowed set is asserted against
-//! the expectation written here, so a route added without a rule (or without updating this list) fails.
+//! Every route of the router × {anonymous, viewer, operator, admin, automated cause}: the allowed set is
+//! asserted against the expectation written here, so a route added without a rule (or without updating
+//! this list) fails. The "automated cause" column marks the intakes — what can open a fault or start
+//! recovery without a person deciding (agent reports; pushed BMC events reach their own receiver, checked
+//! below): each must be authenticated, so a new intake without authentication fails the build.
 
 mod common;
 
@@ -10,65 +13,71 @@ use lifeline_server::Role;
 use lifeline_server::access::{self, Access, Route};
 use tower::ServiceExt;
 
-/// The expected least role per route: `None` = public.
-const EXPECTED: &[(&str, &str, Option<Role>)] = &[
-    ("GET", "/healthz", None),
-    ("GET", "/readyz", None),
-    ("GET", "/metrics", None),
-    ("GET", "/api/v1/openapi.json", None),
-    ("POST", "/api/v1/login", None),
-    ("POST", "/api/v1/logout", Some(Role::Viewer)),
-    ("GET", "/api/v1/me", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices/{name}", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices/{name}/health", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices/{name}/sel", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices/{name}/power", Some(Role::Viewer)),
-    ("POST", "/api/v1/devices/{name}/power", Some(Role::Operator)),
-    ("POST", "/api/v1/devices/{name}/trust", Some(Role::Admin)),
-    ("GET", "/api/v1/health", Some(Role::Viewer)),
-    ("POST", "/api/v1/sweep", Some(Role::Operator)),
-    ("GET", "/api/v1/events", Some(Role::Viewer)),
-    ("GET", "/api/v1/backups/schedule", Some(Role::Viewer)),
-    ("POST", "/api/v1/backups/run", Some(Role::Operator)),
-    ("GET", "/api/v1/backups/{switch}", Some(Role::Viewer)),
-    ("GET", "/api/v1/backups/{switch}/diff", Some(Role::Viewer)),
-    ("POST", "/api/v1/backups/{switch}/restore", Some(Role::Operator)),
-    ("POST", "/api/v1/backups/{switch}/trust", Some(Role::Admin)),
-    ("GET", "/api/v1/consoles", Some(Role::Viewer)),
-    ("GET", "/api/v1/consoles/{name}/log", Some(Role::Viewer)),
-    ("GET", "/api/v1/consoles/{name}/attach", Some(Role::Viewer)),
-    ("GET", "/api/v1/consoles/{name}/write", Some(Role::Operator)),
-    ("GET", "/api/v1/faults", Some(Role::Viewer)),
-    ("GET", "/api/v1/faults/{id}", Some(Role::Viewer)),
-    ("POST", "/api/v1/faults/{id}/ack", Some(Role::Operator)),
-    ("POST", "/api/v1/agent/reports", Some(Role::Operator)),
-    ("GET", "/api/v1/runbooks", Some(Role::Viewer)),
-    ("GET", "/api/v1/runbooks/{name}", Some(Role::Viewer)),
-    ("POST", "/api/v1/runbooks/{name}/plan", Some(Role::Viewer)),
-    ("POST", "/api/v1/runbooks/{name}/runs", Some(Role::Operator)),
-    ("GET", "/api/v1/runs", Some(Role::Viewer)),
-    ("GET", "/api/v1/runs/{id}", Some(Role::Viewer)),
-    ("GET", "/api/v1/runs/{id}/journal", Some(Role::Viewer)),
-    ("POST", "/api/v1/runs/{id}/approve", Some(Role::Operator)),
-    ("POST", "/api/v1/runs/{id}/abort", Some(Role::Operator)),
-    ("GET", "/api/v1/audit", Some(Role::Viewer)),
-    ("GET", "/api/v1/audit/export", Some(Role::Viewer)),
-    ("GET", "/api/v1/users", Some(Role::Admin)),
-    ("POST", "/api/v1/users", Some(Role::Admin)),
-    ("POST", "/api/v1/users/{name}/password", Some(Role::Admin)),
-    ("POST", "/api/v1/users/{name}/disable", Some(Role::Admin)),
-    ("GET", "/api/v1/tokens", Some(Role::Admin)),
-    ("POST", "/api/v1/tokens", Some(Role::Admin)),
-    ("DELETE", "/api/v1/tokens/{id}", Some(Role::Admin)),
-    ("GET", "/api/v1/inventory", Some(Role::Viewer)),
-    ("GET", "/api/v1/devices/{name}/evidence", Some(Role::Viewer)),
-    ("POST", "/api/v1/bmc/hygiene", Some(Role::Admin)),
-    ("GET", "/api/v1/live", Some(Role::Viewer)),
-    ("GET", "/", None),
-    ("GET", "/ui/{page}", None),
-    ("GET", "/ui/{page}/{name}", None),
-    ("GET", "/assets/{file}", None),
+/// Whether a route is an intake of automated causes.
+const INTAKE: bool = true;
+const PERSON: bool = false;
+
+/// The expected least role per route (`None` = public), and whether it is an intake.
+const EXPECTED: &[(&str, &str, Option<Role>, bool)] = &[
+    ("GET", "/healthz", None, PERSON),
+    ("GET", "/readyz", None, PERSON),
+    ("GET", "/metrics", None, PERSON),
+    ("GET", "/api/v1/openapi.json", None, PERSON),
+    ("POST", "/api/v1/login", None, PERSON),
+    ("POST", "/api/v1/logout", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/me", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices/{name}", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices/{name}/health", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices/{name}/sel", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices/{name}/power", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/devices/{name}/power", Some(Role::Operator), PERSON),
+    ("POST", "/api/v1/devices/{name}/trust", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/power", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/power", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/health", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/sweep", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/events", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/backups/schedule", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/backups/run", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/backups/{switch}", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/backups/{switch}/diff", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/backups/{switch}/restore", Some(Role::Operator), PERSON),
+    ("POST", "/api/v1/backups/{switch}/trust", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/consoles", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/consoles/{name}/log", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/consoles/{name}/attach", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/consoles/{name}/write", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/faults", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/faults/{id}", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/faults/{id}/ack", Some(Role::Operator), PERSON),
+    ("POST", "/api/v1/agent/reports", Some(Role::Operator), INTAKE),
+    ("GET", "/api/v1/runbooks", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/runbooks/{name}", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/runbooks/{name}/plan", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/runbooks/{name}/runs", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/runs", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/runs/{id}", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/runs/{id}/journal", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/runs/{id}/approve", Some(Role::Operator), PERSON),
+    ("POST", "/api/v1/runs/{id}/abort", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/audit", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/audit/export", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/users", Some(Role::Admin), PERSON),
+    ("POST", "/api/v1/users", Some(Role::Admin), PERSON),
+    ("POST", "/api/v1/users/{name}/password", Some(Role::Admin), PERSON),
+    ("POST", "/api/v1/users/{name}/disable", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/tokens", Some(Role::Admin), PERSON),
+    ("POST", "/api/v1/tokens", Some(Role::Admin), PERSON),
+    ("DELETE", "/api/v1/tokens/{id}", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/inventory", Some(Role::Viewer), PERSON),
+    ("GET", "/api/v1/devices/{name}/evidence", Some(Role::Viewer), PERSON),
+    ("POST", "/api/v1/bmc/hygiene", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/live", Some(Role::Viewer), PERSON),
+    ("GET", "/", None, PERSON),
+    ("GET", "/ui/{page}", None, PERSON),
+    ("GET", "/ui/{page}/{name}", None, PERSON),
+    ("GET", "/assets/{file}", None, PERSON),
 ];
 
 fn concrete(path: &str) -> String {
@@ -82,18 +91,21 @@ fn concrete(path: &str) -> String {
 async fn every_route_times_every_role() {
     let f = common::fixture().await;
     let routes = lifeline_server::api::routes();
-    let declared: Vec<(String, String, Option<Role>)> = routes
+    let declared: Vec<(String, String, Option<Role>, bool)> = routes
         .iter()
         .map(|r| {
             let min = match r.access {
                 Access::Public => None,
                 Access::AtLeast(role) => Some(role),
             };
-            (r.method.to_string(), r.path.to_owned(), min)
+            (r.method.to_string(), r.path.to_owned(), min, r.intake)
         })
         .collect();
-    let expected: Vec<(String, String, Option<Role>)> =
-        EXPECTED.iter().map(|(m, p, r)| ((*m).to_owned(), (*p).to_owned(), *r)).collect();
+    let expected: Vec<(String, String, Option<Role>, bool)> =
+        EXPECTED.iter().map(|(m, p, r, i)| ((*m).to_owned(), (*p).to_owned(), *r, *i)).collect();
+    for (m, p, min, intake) in &declared {
+        assert!(!intake || min.is_some(), "{m} {p} is an intake of automated causes without authentication");
+    }
     for d in &declared {
         assert!(
             expected.contains(d),
@@ -116,7 +128,7 @@ async fn every_route_times_every_role() {
         .chain(f.tokens.iter().map(|(r, t)| (Some(*r), Some(t.as_str()))))
         .collect();
     let mut checked = 0;
-    for (m, p, min) in &expected {
+    for (m, p, min, _) in &expected {
         for (role, token) in &callers {
             let mut req =
                 Request::builder().method(Method::from_bytes(m.as_bytes()).unwrap()).uri(concrete(p));
@@ -135,6 +147,41 @@ async fn every_route_times_every_role() {
         }
     }
     assert_eq!(checked, EXPECTED.len() * 4);
+}
+
+/// The intake outside the router: the BMC event receiver. A delivery with no secret, a wrong one, or for
+/// a device it does not know is refused and prompts nothing; only the BMC's own secret does.
+#[tokio::test]
+async fn the_event_receiver_is_an_authenticated_intake() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sources = std::collections::HashMap::new();
+    sources.insert("gpu-node-04".to_owned(), vec!["127.0.0.1".parse().unwrap()]);
+    let gate = std::sync::Arc::new(lifeline_engine::event_gate::EventGate::new(sources));
+    let (l, mut rx) =
+        lifeline_engine::event_listener::EventListener::bind("127.0.0.1:0".parse().unwrap(), gate.clone())
+            .await
+            .unwrap();
+    let addr = l.url().unwrap().trim_start_matches("http://").trim_end_matches("/events").to_owned();
+    tokio::spawn(l.run());
+    let body = serde_json::json!({ "Context": "lifeline:gpu-node-04",
+        "Events": [{ "Severity": "Critical", "Message": "forged" }] })
+    .to_string();
+    let post = |path: String| {
+        let (addr, body) = (addr.clone(), body.clone());
+        async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let req = format!("POST {path} HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut reply = String::new();
+            let _ = s.read_to_string(&mut reply).await;
+            reply.split(' ').nth(1).unwrap_or("").to_owned()
+        }
+    };
+    assert_eq!(post("/events".into()).await, "401", "anonymous");
+    assert_eq!(post(format!("/events/{}", "ab".repeat(32))).await, "401", "a guessed secret");
+    assert!(rx.try_recv().is_err());
+    assert_eq!(post(gate.destination("/events", "gpu-node-04")).await, "204", "the BMC's own secret");
+    assert_eq!(rx.recv().await.unwrap().device, "gpu-node-04");
 }
 
 #[tokio::test]

@@ -6,12 +6,14 @@
 mod credential;
 mod device;
 mod duration;
+mod error_chain;
 mod fingerprint;
 mod state;
 
 pub use credential::{CredentialRef, CredentialRefError};
 pub use device::{BmcProtocol, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
 pub use duration::Human;
+pub use error_chain::error_chain;
 pub use fingerprint::{Fingerprint, FingerprintError};
 pub use state::{Health, PowerAction, PowerState};
 

@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod host;
 #[cfg(feature = "inventory")]
 pub mod inventory;
+pub mod levels;
 pub mod policy;
 pub mod rails;
 pub mod report;

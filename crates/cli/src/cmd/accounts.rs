@@ -243,23 +243,34 @@ pub async fn events(g: &Global, a: EventsArgs) -> CmdResult {
         l.close().await;
         return Ok(verdict(false));
     }
-    let (listener, mut rx) = lifeline_engine::event_listener::EventListener::bind(a.listen)
-        .await
-        .map_err(|e| crate::exit::Exit::usage(anyhow::anyhow!("cannot listen on {}: {e}", a.listen)))?;
-    let url = listener.url().map_err(crate::exit::Exit::usage)?;
-    eprintln!("receiving BMC events at {url}");
-    let listener_tx = listener.sender();
-    tokio::spawn(listener.run());
     let redfish = redfish_only(&sel);
+    // Deliveries are accepted from these BMCs only, each with its own secret, and only prompt a read of
+    // that BMC's log (never stored as pushed).
+    let (gate, unresolved) = lifeline_engine::event_gate::EventGate::for_selection(&redfish).await;
+    for p in &unresolved {
+        eprintln!("{p}: its pushed events are refused");
+    }
+    let (listener, mut prompts) =
+        lifeline_engine::event_listener::EventListener::bind(a.listen, std::sync::Arc::new(gate))
+            .await
+            .map_err(|e| crate::exit::Exit::usage(anyhow::anyhow!("cannot listen on {}: {e}", a.listen)))?;
+    let url = listener.url().map_err(crate::exit::Exit::usage)?;
+    let gate = listener.gate();
+    eprintln!("receiving BMC events at {url}");
+    tokio::spawn(listener.run());
     if a.subscribe {
-        for r in l.bmc_subscribe(&redfish, Some(&url)).await? {
-            if let Err(e) = &r.result {
-                eprintln!("{}: not subscribed: {}", r.target, e.chain());
+        for b in &redfish.bmcs {
+            let one = lifeline_engine::BmcSelection { bmcs: vec![b.clone()], skipped: Vec::new() };
+            for r in l.bmc_subscribe(&one, Some(&gate.destination(&url, b.name()))).await? {
+                if let Err(e) = &r.result {
+                    eprintln!("{}: not subscribed: {}", r.target, e.chain());
+                }
             }
         }
     }
+    let (sse_tx, mut streamed) = tokio::sync::mpsc::channel(1024);
     if a.sse {
-        l.stream_events(&redfish, listener_tx.clone()).await?;
+        l.stream_events(&redfish, sse_tx.clone()).await?;
     }
     let mut last = 0;
     for e in l.bmc_events(0, 10_000).await? {
@@ -273,7 +284,12 @@ pub async fn events(g: &Global, a: EventsArgs) -> CmdResult {
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            Some(r) = rx.recv() => { l.record_received(&r).await?; }
+            Some(p) = prompts.recv() => {
+                let mut one = redfish.clone();
+                one.bmcs.retain(|b| b.name() == p.device);
+                l.poll_sel_events(&one, a.newest).await?;
+            }
+            Some(r) = streamed.recv() => { l.record_received(&r).await?; }
             _ = tick.tick() => { l.poll_sel_events(&sel, a.newest).await?; }
         }
         for e in l.bmc_events(last, 1000).await? {
@@ -281,6 +297,7 @@ pub async fn events(g: &Global, a: EventsArgs) -> CmdResult {
             print_event(g, &e)?;
         }
     }
+    drop(sse_tx);
     if a.subscribe {
         // No orphan subscription left behind.
         l.bmc_subscribe(&redfish, None).await?;

@@ -17,7 +17,10 @@ fn exit_of(e: ClientError) -> Exit {
             "unavailable" => Exit::internal(msg),
             _ => Exit::failed(msg),
         },
-        ClientError::NoToken { .. } | ClientError::NoFingerprint => Exit::usage(msg),
+        ClientError::NoToken { .. }
+        | ClientError::NoFingerprint
+        | ClientError::PlainHttp { .. }
+        | ClientError::BadUrl { .. } => Exit::usage(msg),
         _ => Exit::internal(msg),
     }
 }
@@ -57,35 +60,40 @@ async fn go(g: &Global, url: &str, cmd: &Command) -> CmdResult {
             if !a.sel.bmc.is_empty() {
                 return Err(Exit::usage(anyhow!("--bmc URL is not supported with --server")));
             }
-            let mut rows = Vec::new();
-            let mut failing = 0;
             if a.verb != PowerVerb::Status && !a.yes {
                 return Err(Exit::usage(anyhow!(
                     "power actions through --server need --yes (no prompt over the API)"
                 )));
             }
-            for t in &a.sel.targets {
-                let r = if a.verb == PowerVerb::Status {
-                    c.get(&format!("/api/v1/devices/{t}/power")).await
-                } else {
-                    let action = format!("{:?}", a.verb).to_lowercase();
-                    let rid = g.request_id.as_ref().map(|r| format!("{r}/{t}"));
-                    c.post(
-                        &format!("/api/v1/devices/{t}/power"),
-                        &serde_json::json!({ "action": action }),
-                        rid.as_deref(),
-                    )
-                    .await
-                };
-                match r {
-                    Ok(v) => rows.push(v),
-                    Err(e) => {
-                        failing += 1;
-                        rows.push(serde_json::json!({ "bmc": t, "error": lifeline_engine::error_chain(&e) }));
+            let v = if a.verb == PowerVerb::Status {
+                c.get(&format!("/api/v1/power?targets={}", csv(&a.sel.targets))).await.map_err(exit_of)?
+            } else {
+                // The group route asks for the number of devices hit; --yes confirms whatever the targets
+                // resolve to, as it does without --server. The count travels back, so the server acts only
+                // if the targets still resolve to that many devices.
+                let action = format!("{:?}", a.verb).to_lowercase();
+                let body = |confirm: Option<usize>| serde_json::json!({ "targets": a.sel.targets, "action": action, "confirm": confirm });
+                let rid = g.request_id.as_deref();
+                match c.post("/api/v1/power", &body(None), None).await {
+                    Err(ClientError::Api { class, confirm: Some(n), .. }) if class == "unconfirmed" => {
+                        c.post("/api/v1/power", &body(Some(n)), rid).await.map_err(exit_of)?
                     }
+                    Err(e) => return Err(exit_of(e)),
+                    Ok(v) => v,
                 }
-            }
-            (serde_json::Value::Array(rows), failing)
+            };
+            let failing = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|r| {
+                            r.get("error").is_some()
+                                || r.get("confirmed") == Some(&serde_json::Value::Bool(false))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            (v, failing)
         }
         Command::Health(a) => {
             let v =

@@ -111,6 +111,8 @@ struct RuleDoc {
     severity: Severity,
     regex: String,
     #[serde(default)]
+    literals: Vec<String>,
+    #[serde(default)]
     escalate: Option<EscalateDoc>,
     #[serde(default)]
     remember_lines: Option<u32>,
@@ -133,6 +135,8 @@ pub struct Rule {
     pub kind: FindingKind,
     pub severity: Severity,
     pub note: Option<String>,
+    /// At least one of these is in every line the regex matches (the literal prefilter).
+    pub literals: Vec<String>,
     pub(crate) regex: Regex,
     pub(crate) escalate: Option<(String, Vec<String>, Severity)>,
     pub(crate) remember_lines: u32,
@@ -165,6 +169,9 @@ pub struct BootLoop {
 #[derive(Debug)]
 pub struct RuleSet {
     pub(crate) rules: Vec<Rule>,
+    /// Every rule's literals in one literal-only regex; `None` when a rule has none (all lines then go
+    /// to the set).
+    pub(crate) prefilter: Option<Regex>,
     pub(crate) set: RegexSet,
     pub(crate) boot_loop: Option<BootLoop>,
 }
@@ -210,6 +217,9 @@ impl RuleSet {
                 return Err(err(&r.id, "kind boot-loop is raised by the scanner, not by a rule".into()));
             }
             let regex = Regex::new(&r.regex).map_err(|e| err(&r.id, format!("regex: {e}")))?;
+            if r.literals.iter().any(String::is_empty) {
+                return Err(err(&r.id, "an empty literal would let every line through".into()));
+            }
             if r.kind == FindingKind::Context && regex.capture_names().flatten().next().is_none() {
                 return Err(err(&r.id, "a context rule needs at least one named group to remember".into()));
             }
@@ -230,6 +240,7 @@ impl RuleSet {
                 kind: r.kind,
                 severity: r.severity,
                 note: r.note,
+                literals: r.literals,
                 regex,
                 escalate,
                 remember_lines: r.remember_lines.unwrap_or(if r.kind == FindingKind::Context {
@@ -239,6 +250,18 @@ impl RuleSet {
                 }),
             });
         }
+        let prefilter = if rules.iter().all(|r| !r.literals.is_empty()) {
+            let mut lits: Vec<String> =
+                rules.iter().flat_map(|r| r.literals.iter().map(|l| regex::escape(l))).collect();
+            lits.sort();
+            lits.dedup();
+            Some(Regex::new(&lits.join("|")).map_err(|e| RuleError::File {
+                origin: origin.to_owned(),
+                problem: format!("literal prefilter: {e}"),
+            })?)
+        } else {
+            None
+        };
         let set = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
             .map_err(|e| RuleError::File { origin: origin.to_owned(), problem: format!("regex set: {e}") })?;
         let boot_loop = match doc.boot_loop {
@@ -253,7 +276,7 @@ impl RuleSet {
             }
             None => None,
         };
-        Ok(RuleSet { rules, set, boot_loop })
+        Ok(RuleSet { rules, prefilter, set, boot_loop })
     }
 
     pub fn rules(&self) -> &[Rule] {
@@ -270,10 +293,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_builtin_rules_compile() {
+    fn the_builtin_rules_compile_with_a_literal_prefilter() {
         let r = RuleSet::builtin();
         assert!(r.rules().len() >= 15);
         assert!(r.boot_loop().is_some());
+        assert!(r.prefilter.is_some(), "every builtin rule names its literals");
+    }
+
+    #[test]
+    fn a_rule_without_literals_sends_every_line_to_the_set() {
+        let r =
+            RuleSet::from_toml("[[rule]]\nid='a'\nkind='oops'\nseverity='info'\nregex='x'\n", "t").unwrap();
+        assert!(r.prefilter.is_none());
     }
 
     #[test]
@@ -291,6 +322,7 @@ mod tests {
                 "not a named group",
             ),
             ("[[rule]]\nid='a'\nkind='context'\nseverity='info'\nregex='x'\n", "named group"),
+            ("[[rule]]\nid='a'\nkind='oops'\nseverity='info'\nregex='x'\nliterals=['']\n", "empty literal"),
             ("[[rule]]\nid='a'\nkind='boot-loop'\nseverity='info'\nregex='x'\n", "raised by the scanner"),
             (
                 "[boot_loop]\nboots=1\nwindow_secs=5\n[[rule]]\nid='a'\nkind='boot'\nseverity='info'\nregex='x'\n",

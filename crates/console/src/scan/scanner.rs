@@ -124,10 +124,16 @@ impl State {
             *left > 0
         });
         let text = String::from_utf8_lossy(line.bytes);
-        let rules = self.rules.clone();
-        if !rules.set.is_match(&text) {
+        // Most lines hold none of the rules' literals: one SIMD literal scan and done.
+        if let Some(p) = &self.rules.prefilter
+            && !p.is_match(&text)
+        {
             return;
         }
+        if !self.rules.set.is_match(&text) {
+            return;
+        }
+        let rules = self.rules.clone();
         // Captures of every rule that matched this line, in rule order.
         let mut hits: Vec<(usize, BTreeMap<String, String>)> = Vec::new();
         for i in rules.set.matches(&text).iter() {

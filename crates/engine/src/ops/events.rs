@@ -59,6 +59,25 @@ impl Lifeline {
     /// Reads the newest `newest` entries of each BMC's event log into the store, once per entry; returns
     /// the rows that were new.
     pub async fn poll_sel_events(&self, sel: &BmcSelection, newest: usize) -> Result<Vec<Row<Vec<i64>>>> {
+        let rows = self.read_new_log_entries(sel, newest).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Row {
+                key: r.key,
+                target: r.target,
+                result: r.result.map(|v| v.into_iter().map(|(id, _)| id).collect()),
+            })
+            .collect())
+    }
+
+    /// Reads the newest `newest` entries of each BMC's event log (over the authenticated client) into the
+    /// store, once per entry; returns the entries that were new with their rows. This is what a pushed
+    /// event prompts: a fault is raised from what the BMC's own log says, never from a pushed body.
+    pub async fn read_new_log_entries(
+        &self,
+        sel: &BmcSelection,
+        newest: usize,
+    ) -> Result<Vec<Row<Vec<(i64, NewEvent)>>>> {
         let store = self.store().await?.clone();
         let store = &store;
         self.each_bmc(sel, |bmc| async move {
@@ -73,7 +92,7 @@ impl Lifeline {
                     data: serde_json::json!(e),
                 };
                 match store.record_event_once(&ev, &format!("sel:{}", e.id)).await {
-                    Ok(Some(id)) => new.push(id),
+                    Ok(Some(id)) => new.push((id, ev)),
                     Ok(None) => {}
                     Err(err) => tracing::warn!(bmc = %bmc.name(), "event not stored: {err}"),
                 }

@@ -68,6 +68,9 @@ const STRUCTURAL: &[&str] = &[
     "mode",
     "management",
     "trusted",
+    "route",
+    "bgp",
+    "named",
     "length",
     "policy",
     "chain",
@@ -158,6 +161,8 @@ const HARMLESS: &[&str] = &[
     "gshut",
     "graceful-shutdown",
     "blackhole",
+    "permit",
+    "deny",
 ];
 
 static BGP_COMMUNITY: LazyLock<Regex> =
@@ -182,6 +187,10 @@ fn lower_parts(token: &str) -> Vec<String> {
 
 /// Whether `token` is a secret-like keyword (`password`, `hashed-password`, `auth-sha`, `-cvauth`).
 pub fn is_secret_keyword(token: &str) -> bool {
+    // An assignment or a path is not a keyword (assignments are read by [`assignment_value`]).
+    if token.contains(['=', '/', ',', ':']) && !token.ends_with(':') {
+        return false;
+    }
     let parts = lower_parts(token);
     parts.iter().any(|p| SECRET_WORDS.contains(&p.as_str()))
         && !parts.iter().any(|p| STRUCTURAL.contains(&p.as_str()))
@@ -262,9 +271,13 @@ fn assignment_value(line: &str, (s, e): Span) -> Option<(Span, String)> {
         let vstart = at + i + 1;
         if is_secret_keyword(key) {
             let value = &tok[vstart..];
-            // `key,SECRET` / `token,FILE`: the word before the comma says what follows.
+            // `key,SECRET` / `token,FILE`: the word before the comma says what follows; a file
+            // (a token or certificates on the switch's disk) is a path, not the secret.
             let vstart = match value.split_once(',') {
-                Some((how, _)) if how.bytes().all(|b| b.is_ascii_alphabetic()) => vstart + how.len() + 1,
+                Some((how, _)) if ["token", "token-secure", "certs"].contains(&how) => return None,
+                Some((how, _)) if how.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') => {
+                    vstart + how.len() + 1
+                }
                 _ => vstart,
             };
             let (vs, ve) = unquote(line, (s + vstart, e));
@@ -305,8 +318,11 @@ pub fn scan(line: &str, toks: &[Span], taken: &[Span], mode: Mode) -> Vec<(Span,
     let mut out: Vec<(Span, Reason)> = Vec::new();
     let mut i = 0;
     // Descriptions and remarks are free text for people; a keyword there is a word, not a field.
+    // So are comments (`!` in Cisco-style configs, `#` in NVUE, ifupdown2 and FRR files).
     let prose = toks.first().is_some_and(|&(s, e)| {
-        ["description", "remark", "alias", "banner"].iter().any(|w| w.eq_ignore_ascii_case(&line[s..e]))
+        let first = &line[s..e];
+        first.starts_with(['!', '#'])
+            || ["description", "remark", "alias", "banner"].iter().any(|w| w.eq_ignore_ascii_case(first))
     });
     while i < toks.len() {
         let t = text(i);
@@ -315,7 +331,8 @@ pub fn scan(line: &str, toks: &[Span], taken: &[Span], mode: Mode) -> Vec<(Span,
             continue;
         }
         if keywords && !prose {
-            if is_secret_keyword(t) {
+            // CLI keywords are lower case; `EXTENDED-COMMUNITY` is a name someone gave a peer group.
+            if is_secret_keyword(t) && !t.bytes().any(|b| b.is_ascii_uppercase()) {
                 let mut j = i + 1;
                 while j < toks.len() && is_modifier(text(j)) && !overlaps(toks[j]) {
                     j += 1;
@@ -398,7 +415,8 @@ mod tests {
             ["CvKey1"]
         );
         assert_eq!(masked("exec x -cvopt=DEFAULT.auth=key,CvKey2"), ["CvKey2"]);
-        assert_eq!(masked("exec x -cvauth=token,/tmp/token"), ["/tmp/token"]);
+        assert_eq!(masked("exec x -cvauth=token,/tmp/token -next"), Vec::<String>::new());
+        assert_eq!(masked("exec x -cvauth=token-secure,/tmp/t -cvcompression=gzip"), Vec::<String>::new());
         assert_eq!(masked("snmp-server mib community-map CommX context c1"), ["CommX"]);
         assert_eq!(
             masked("nv set x trap-destination 1.1.1.1 username u auth-sha AuthS encrypt-aes PrivS"),

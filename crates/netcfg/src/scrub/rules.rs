@@ -140,6 +140,12 @@ const IOS_LINES: &[LineRule] = &[
 
 /// Cisco-style forms that hold a secret-like keyword and no secret.
 const CISCO_SAFE: &[LineRule] = &[
+    r(Other, "route-map *"),
+    r(Other, "ip {community-list|extcommunity-list|large-community-list} *"),
+    r(Other, "ntp {server|peer} *"),
+    r(Other, "mpls ldp password {required|option|fallback|rollover} *"),
+    r(Other, "[no] {match|set} community *"),
+    r(Other, "[no] bgp aggregate-route community *"),
     r(Other, "key chain *"),
     r(Other, "key <n> $"),
     r(Other, "dot1x credentials <any> $"),
@@ -173,7 +179,11 @@ const NXOS_LINES: &[LineRule] = &[
     r(Fhrp, "authentication text SECRET"),
 ];
 
-const NXOS_SAFE: &[LineRule] = &[r(Other, "feature password encryption aes *"), r(Other, "ssh key *")];
+const NXOS_SAFE: &[LineRule] = &[
+    r(Other, "username <any> passphrase {lifetime|warntime|gracetime} *"),
+    r(Other, "feature password encryption aes *"),
+    r(Other, "ssh key *"),
+];
 
 pub const NXOS: RuleSet = RuleSet {
     safe: &[CISCO_SAFE, NXOS_SAFE],
@@ -210,7 +220,16 @@ const EOS_SAFE: &[LineRule] = &[
     r(Other, "password minimum length <n> $"),
     r(Other, "password encryption reversible *"),
     r(Other, "password encryption-key {common|custom} $"),
-    r(Other, "neighbor <any> * password shared-secret profile <any> *"),
+    r(Other, "* shared-secret profile <any> *"),
+    r(Other, "key {size|field} *"),
+    r(Other, "key controller $"),
+    r(Other, "secret hash *"),
+    r(Other, "private-vlan *"),
+    r(Other, "route-map *"),
+    r(Other, "ip {community-list|extcommunity-list|large-community-list} *"),
+    r(Other, "ntp server *"),
+    r(Other, "[no] {match|set} community *"),
+    r(Other, "[no] bgp aggregate-route community *"),
     s(Other, "management security", "session shared-secret profile <any> $"),
     r(Other, "key chain *"),
     r(Other, "key <n> $"),
@@ -256,7 +275,13 @@ const FRR_LINES: &[LineRule] = &[
 
 /// Cumulus Linux: NVUE commands, or ifupdown2 `interfaces` plus FRR (the two never share a line shape:
 /// every NVUE line starts with `nv set`).
-const FRR_SAFE: &[LineRule] = &[r(Other, "key chain *"), r(Other, "key <n> $")];
+const FRR_SAFE: &[LineRule] = &[
+    r(Other, "key chain *"),
+    r(Other, "key <n> $"),
+    r(Other, "route-map *"),
+    r(Other, "[no] {match|set} community *"),
+    r(Other, "{bgp|ip} {community-list|extcommunity-list|large-community-list} *"),
+];
 
 pub const NVUE: RuleSet =
     RuleSet { safe: &[FRR_SAFE], lines: &[NVUE_LINES, FRR_LINES, OSPF], blocks: &[PEM] };

@@ -10,6 +10,7 @@
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
 pub(crate) mod accounts;
+mod components;
 mod connected;
 mod early;
 mod held;
@@ -44,6 +45,7 @@ use crate::quirks::{PlatformProfile, RuleSet};
 use crate::session::{LoginError, Session, SessionPool};
 use crate::tls::{TlsTrust, lock};
 
+pub use components::ServiceConditions;
 pub use early::FIRST_CONTACT_READS;
 pub use held::HeldSession;
 pub use logs::EventLogs;

@@ -85,8 +85,45 @@ impl Client {
         tracing::debug!(bmc = self.bmc(), collection = link, pages = paged.pages, "collection read");
         warnings.extend(paged.warnings);
         let mut members = paged.members;
-        let more =
-            members.len() > max || paged.unread_pages || warnings.iter().any(|w| w.problem.contains("page"));
+        let mut short = false;
+        // A BMC that serves fewer members than `Members@odata.count` without a next link pages by query
+        // (`$skip`, DSP0266 "Query parameters"): ask for the rest, page after page, within `max_pages`.
+        let count = doc.get("Members@odata.count").and_then(Value::as_u64).map(|n| n as usize);
+        let paged_by_link =
+            doc.get("Members@odata.nextLink").is_some() || paged.pages > 1 || paged.unread_pages;
+        if let (Some(count), false) = (count, link.contains('?') || paged_by_link) {
+            let mut pages = 1;
+            while members.len() < count.min(max) && pages < self.inner.opts.max_pages {
+                let next = format!("{link}?$skip={}", members.len());
+                match self.get_json(&next).await {
+                    Ok((page, _)) => {
+                        let got = page.get("Members").and_then(Value::as_array).cloned().unwrap_or_default();
+                        if got.is_empty() {
+                            break;
+                        }
+                        members.extend(got);
+                        pages += 1;
+                    }
+                    Err(e) => {
+                        warnings.push(FieldWarning { at: next, problem: format!("page unreadable: {e}") });
+                        break;
+                    }
+                }
+            }
+            short = members.len() < count.min(max);
+            if short {
+                warnings.push(FieldWarning {
+                    at: link.to_owned(),
+                    problem: format!("read {} of the {count} members it lists", members.len()),
+                });
+            }
+        }
+        // `Members@odata.count` is the whole collection's size (DSP0266): with that many in hand, a next
+        // link that fails (Intel and the DMTF mockups link a `$skiptoken` page past the end) hides nothing.
+        let complete = count.is_some_and(|c| members.len() >= c);
+        let more = members.len() > max
+            || short
+            || (!complete && (paged.unread_pages || warnings.iter().any(|w| w.problem.contains("page"))));
         members.truncate(max);
         Ok((members, warnings, more))
     }

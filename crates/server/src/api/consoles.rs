@@ -160,6 +160,7 @@ async fn attach(
             what: format!("open a console from another origin ({origin})"),
         });
     }
+    let slot = crate::streams::open(&s, &caller)?;
     let audit = s.audit_as(&caller.actor()).await?;
     let opts = AttachOptions { who: caller.actor(), mode, steal: false };
     let (viewer, _) = s.consoles.attach(&name, opts).await.map_err(|e| match e {
@@ -189,6 +190,7 @@ async fn attach(
                 serde_json::json!({ "how": how, "mode": mode_word }),
             )
             .await;
+        drop(slot);
     }))
 }
 

@@ -1,5 +1,10 @@
 //! Devices: the inventory with the last observed power, health and reachability; per-BMC health, SEL,
 //! power status and actions (audited as the web user), BMC certificate trust; fleet sweeps and events.
+//!
+//! A route under `/devices/{name}` acts on exactly that one device: a rack, role, glob or `all` there is
+//! refused (it powered a whole rack, control plane included, past the confirmation the web console and
+//! the CLI ask for). Group power has its own route, `/power`, which needs the number of devices it hits
+//! sent back as `confirm`, as the CLI asks the operator to type it.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
@@ -25,6 +30,8 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)),
         route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest"),
         route(Method::POST, "/api/v1/devices/{name}/trust", admin(), "devices", "Re-pin the BMC's TLS certificate after an intended replacement.", post(trust)),
+        route(Method::GET, "/api/v1/power", viewer(), "devices", "Read the power state of several devices now (`?targets=a,r02,gpu-*`).", get(group_power_status)),
+        route(Method::POST, "/api/v1/power", operator(), "devices", "Power action on a group (names, racks, roles, globs): refused with the device list unless `confirm` is their number; audited per device as the web user.", post(group_power)).body("GroupPowerRequest"),
         route(Method::GET, "/api/v1/health", viewer(), "devices", "Health of every BMC (or `?targets=a,b`).", get(fleet_health)),
         route(Method::POST, "/api/v1/sweep", operator(), "devices", "Sweep the fleet (or `targets`) now: power, health, newest SEL entries.", post(sweep)).body("TargetsRequest"),
         route(Method::GET, "/api/v1/events", viewer(), "devices", "Events after an id (`?after=ID&limit=N`): SEL entries, sweep changes.", get(events)),
@@ -174,6 +181,26 @@ async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<
     Ok(Json(v))
 }
 
+/// The BMC of exactly the device `name`: a group, rack, role, glob or `all` is refused (400), an unknown
+/// name is 404.
+fn one_device(l: &lifeline_engine::Lifeline, name: &str) -> ApiResult<lifeline_engine::BmcSelection> {
+    let inv = l.inventory()?;
+    if !inv.devices.iter().any(|d| d.name.as_str() == name) {
+        if lifeline_inventory::select(&inv, &[name.to_owned()]).is_ok_and(|d| !d.is_empty()) {
+            return Err(ApiError::bad_request(format!(
+                "`{name}` names a group, not one device: this route acts on exactly one device \
+                 (group power: POST /api/v1/power with the confirmation count)"
+            )));
+        }
+        return Err(lifeline_engine::EngineError::UnknownDevice { name: name.into() }.into());
+    }
+    let sel = l.select_bmcs(&[name.to_owned()], &[], false)?;
+    if sel.bmcs.len() != 1 {
+        return Err(ApiError::bad_request(format!("`{name}` does not resolve to exactly one BMC")));
+    }
+    Ok(sel)
+}
+
 /// The one row of a single-target engine result, or its error.
 fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResult<T> {
     let row = rows.into_iter().next().ok_or_else(|| ApiError::NotFound { what: "BMC", name: name.into() })?;
@@ -184,7 +211,7 @@ async fn health(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<lifeline_bmc::HealthSummary>> {
-    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let sel = one_device(&s.base, &name)?;
     Ok(Json(one(s.base.health(&sel).await?, &name)?))
 }
 
@@ -198,7 +225,7 @@ async fn sel(
     Path(name): Path<String>,
     Query(q): Query<SelQuery>,
 ) -> ApiResult<Json<lifeline_bmc::EventLog>> {
-    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let sel = one_device(&s.base, &name)?;
     Ok(Json(one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?))
 }
 
@@ -206,7 +233,7 @@ async fn power_status(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<lifeline_engine::ops::power::PowerStatus>> {
-    let sel = s.base.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let sel = one_device(&s.base, &name)?;
     Ok(Json(one(s.base.power_status(&sel).await?, &name)?))
 }
 
@@ -223,11 +250,9 @@ async fn power(
     Path(name): Path<String>,
     Json(req): Json<PowerRequest>,
 ) -> ApiResult<Json<Value>> {
-    let action: PowerAction = req.action.parse().map_err(|_| {
-        ApiError::bad_request(format!("unknown power action `{}` (on, off, cycle, reset, soft)", req.action))
-    })?;
+    let action = power_action(&req.action)?;
     let l = engine(&s, &caller, &headers)?;
-    let sel = l.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let sel = one_device(&l, &name)?;
     let res = l.power(&sel, action).await.and_then(|rows| {
         rows.into_iter()
             .next()
@@ -244,6 +269,76 @@ async fn power(
     Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
 }
 
+fn power_action(action: &str) -> ApiResult<PowerAction> {
+    action.parse().map_err(|_| {
+        ApiError::bad_request(format!("unknown power action `{action}` (on, off, cycle, reset, soft)"))
+    })
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct GroupPowerRequest {
+    /// Selectors (names, racks, roles, globs, `all`); at least one.
+    pub targets: Vec<String>,
+    /// `on`, `off`, `cycle`, `reset`, `soft`.
+    pub action: String,
+    /// The number of devices the targets resolve to, as the refusal without it listed them.
+    pub confirm: Option<usize>,
+}
+
+async fn group_power(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Json(req): Json<GroupPowerRequest>,
+) -> ApiResult<Json<Value>> {
+    let action = power_action(&req.action)?;
+    if req.targets.is_empty() {
+        return Err(ApiError::bad_request("`targets` names no device (use `all` for the whole fleet)"));
+    }
+    let l = engine(&s, &caller, &headers)?;
+    // What the targets hit, from the inventory alone: the list to confirm needs no credential.
+    let inv = l.inventory()?;
+    let hit: Vec<String> = lifeline_inventory::select(&inv, &req.targets)
+        .map_err(lifeline_engine::EngineError::Select)?
+        .into_iter()
+        .filter(|d| d.bmc.is_some())
+        .map(|d| d.name.to_string())
+        .collect();
+    if req.confirm != Some(hit.len()) {
+        return Err(ApiError::Unconfirmed { what: format!("power {}", action.as_str()), devices: hit });
+    }
+    let sel = l.select_bmcs(&req.targets, &[], false)?;
+    if sel.bmcs.len() != hit.len() {
+        return Err(ApiError::Unconfirmed {
+            what: format!("power {}", action.as_str()),
+            devices: sel.names().into_iter().map(str::to_owned).collect(),
+        });
+    }
+    let rows = l.power(&sel, action).await?;
+    for r in &rows {
+        let result = match &r.result {
+            Ok(o) if o.confirmed() => "ok",
+            Ok(_) => "unconfirmed",
+            Err(_) => "failed",
+        };
+        s.metrics.power_actions.inc(&[("action", action.as_str()), ("result", result)]);
+    }
+    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+}
+
+async fn group_power_status(
+    State(s): State<AppState>,
+    Query(q): Query<TargetsQuery>,
+) -> ApiResult<Json<Value>> {
+    let targets = selectors(q.targets.as_deref());
+    if targets.is_empty() {
+        return Err(ApiError::bad_request("`targets` names no device (use `all` for the whole fleet)"));
+    }
+    let sel = s.base.select_bmcs(&targets, &[], false)?;
+    let rows = s.base.power_status(&sel).await?;
+    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+}
+
 async fn trust(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -251,7 +346,7 @@ async fn trust(
     Path(name): Path<String>,
 ) -> ApiResult<Json<lifeline_engine::ops::bmc::Trusted>> {
     let l = engine(&s, &caller, &headers)?;
-    let sel = l.select_bmcs(std::slice::from_ref(&name), &[], false)?;
+    let sel = one_device(&l, &name)?;
     Ok(Json(one(l.bmc_trust(&sel).await?, &name)?))
 }
 

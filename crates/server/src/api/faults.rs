@@ -38,7 +38,8 @@ pub fn routes() -> Vec<Route> {
             "An in-band agent's report: a failing verdict opens an `agent-report` fault.",
             post(agent_report),
         )
-        .body("AgentReport"),
+        .body("AgentReport")
+        .intake(),
     ]
 }
 

@@ -20,13 +20,17 @@ pub fn routes() -> Vec<Route> {
             Access::Public,
             "session",
             "Log in: sets the session cookie and returns the CSRF token.",
-            post(login),
+            // A login is a user name and a password: nothing needs more than a few KiB.
+            post(login).layer(axum::extract::DefaultBodyLimit::max(MAX_LOGIN_BODY)),
         )
         .body("LoginRequest"),
         route(Method::POST, "/api/v1/logout", viewer(), "session", "End this session.", post(logout)),
         route(Method::GET, "/api/v1/me", viewer(), "session", "The caller: user and role.", get(me)),
     ]
 }
+
+/// The largest login request body read.
+pub const MAX_LOGIN_BODY: usize = 4096;
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct LoginRequest {
@@ -62,15 +66,18 @@ async fn login(
     let ip = addr.map(|c| (c.0).0.0.ip());
     let res = auth::login(&s.store, &s.limiter, &req.username, &req.password, ip).await;
     s.metrics.logins.inc(&[("result", if res.is_ok() { "ok" } else { "failed" })]);
-    let audit = s.audit_as(&format!("web:{}", req.username)).await?;
     let (user, role) = match res {
         Ok(v) => v,
         Err(e) => {
-            let detail = serde_json::json!({ "from": ip, "error": e.to_string() });
-            let _ = audit.record("login", "server", lifeline_engine::Outcome::Refused, None, detail).await;
+            let reason = match e {
+                crate::error::ApiError::RateLimited { .. } => "backing off",
+                _ => "wrong user name or password",
+            };
+            audit_refused(&s, s.refused_logins.refused(ip, &req.username, reason)).await;
             return Err(e);
         }
     };
+    let audit = s.audit_as(&format!("web:{user}")).await?;
     let sid = auth::random_secret(32);
     let csrf = auth::random_secret(24);
     let ttl = s.session_ttl;
@@ -110,6 +117,18 @@ async fn logout(
     resp.headers_mut().append(header::SET_COOKIE, cookie(SESSION_COOKIE, "", true, 0, s.secure_cookies));
     resp.headers_mut().append(header::SET_COOKIE, cookie(CSRF_COOKIE, "", false, 0, s.secure_cookies));
     Ok(resp)
+}
+
+/// Writes refused-login rows (each a first refusal from a source, or a window's summary): actor `server`,
+/// since the name an attacker typed is not an identity.
+pub async fn audit_refused(s: &AppState, rows: Vec<crate::login_limit::RefusalRow>) {
+    for detail in rows {
+        let audit = lifeline_engine::AuditService::new(s.store.clone(), "server");
+        if let Err(e) = audit.record("login", "server", lifeline_engine::Outcome::Refused, None, detail).await
+        {
+            tracing::warn!("refused login not audited: {}", e.chain());
+        }
+    }
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -1,4 +1,5 @@
-//! Probes and documents: `/healthz` (the process answers), `/readyz` (store and inventory usable),
+//! Probes and documents: `/healthz` (the process answers), `/readyz` (store and inventory usable, no
+//! recorded problem such as an event receiver that could not start),
 //! `/metrics` (Prometheus), `/api/v1/openapi.json`.
 
 use std::sync::atomic::Ordering;
@@ -27,7 +28,7 @@ pub fn routes() -> Vec<Route> {
             "/readyz",
             Access::Public,
             "system",
-            "The store and the inventory answer.",
+            "The store and the inventory answer, and every configured listener and intake runs.",
             get(readyz),
         ),
         route(
@@ -62,6 +63,10 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     }
     if let Err(e) = s.base.inventory() {
         return (StatusCode::SERVICE_UNAVAILABLE, format!("inventory: {}\n", e.chain()));
+    }
+    let problems = s.problems();
+    if !problems.is_empty() {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("{}\n", problems.join("\n")));
     }
     (StatusCode::OK, "ready\n".to_owned())
 }

@@ -37,8 +37,8 @@ pub fn events_key(device: &str) -> String {
 pub enum Receive {
     /// Each BMC's SSE stream into the store's channel.
     Sse(mpsc::Sender<Received>),
-    /// Each BMC subscribed to this replica's receiver at this URL.
-    Push(String),
+    /// Each BMC subscribed to this replica's receiver at `url`, followed by the BMC's secret from `gate`.
+    Push { url: String, gate: std::sync::Arc<lifeline_engine::event_gate::EventGate> },
 }
 
 /// One BMC held: its claim's fence and the task that streams (SSE) or subscribes (push, ends once
@@ -108,7 +108,7 @@ pub async fn run(s: AppState, sel: BmcSelection, how: Receive) {
     for h in held.values() {
         h.task.abort();
     }
-    if let Receive::Push(_) = how {
+    if let Receive::Push { .. } = how {
         let bmcs: Vec<SelectedBmc> =
             sel.bmcs.iter().filter(|b| held.contains_key(b.name())).cloned().collect();
         let mine = BmcSelection { bmcs, skipped: Vec::new() };
@@ -132,7 +132,7 @@ pub async fn run(s: AppState, sel: BmcSelection, how: Receive) {
 /// subscription is removed; then the claim is given back. In a task of its own, off the owner's loop.
 fn hand_over(s: &AppState, b: &SelectedBmc, how: &Receive, h: Held) {
     h.task.abort();
-    let (s, b, push) = (s.clone(), b.clone(), matches!(how, Receive::Push(_)));
+    let (s, b, push) = (s.clone(), b.clone(), matches!(how, Receive::Push { .. }));
     tokio::spawn(async move {
         if push {
             subscribe(&s, &b, None).await;
@@ -149,9 +149,10 @@ async fn receive(s: AppState, b: SelectedBmc, how: Receive) {
             Ok(stream) => stream.await,
             Err(e) => tracing::warn!(bmc = %b.name(), "no event stream: {}", e.chain()),
         },
-        Receive::Push(url) => {
+        Receive::Push { url, gate } => {
+            let destination = gate.destination(&url, b.name());
             let mut pause = Duration::from_secs(5);
-            while !subscribe(&s, &b, Some(&url)).await {
+            while !subscribe(&s, &b, Some(&destination)).await {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(300));
             }

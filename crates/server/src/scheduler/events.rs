@@ -1,9 +1,12 @@
 //! BMC events into the events table without anyone running `lifeline events --follow`: Redfish SSE streams
 //! (`[server] events = "sse"`, reopened when they end; the client's byte and idle limits apply) or
 //! EventService subscriptions to the server's own receiver (`events = "push"`, `event-listen = ADDR:PORT`,
-//! `event-destination` when the BMCs must reach another address). What arrives is stored once (deduplicated
-//! with what the sweeps' SEL reads store), counted in `lifeline_bmc_events_total`, and a critical event
-//! opens a `sel-critical` fault like one a sweep finds, so the fault policy sees it at once.
+//! `event-destination` when the BMCs must reach another address). A pushed delivery is authenticated
+//! ([`lifeline_engine::event_gate`]: the device's secret in the URL, the BMC's inventory address, limits)
+//! and then only prompts a read of that BMC's own log over the authenticated client; what a stream or
+//! that read brings is stored once (deduplicated with what the sweeps' SEL reads store), counted in
+//! `lifeline_bmc_events_total`, and a new critical entry opens a `sel-critical` fault like one a sweep
+//! finds, so the fault policy sees it at once. A forged or replayed delivery changes nothing.
 //!
 //! Push subscriptions carry Lifeline's marker and replace Lifeline's earlier ones; they are removed on a
 //! clean stop, so no orphan subscription stays on a BMC. Off by default: a stream or a subscription per
@@ -11,9 +14,12 @@
 //! received by one of them ([`super::event_owner`]), so the setting can be on in every replica; with
 //! `push` each replica needs its own `event-listen` (or `event-destination`) reachable from the BMCs.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
-use lifeline_engine::event_listener::{EventListener, Received};
+use lifeline_engine::event_gate::EventGate;
+use lifeline_engine::event_listener::{EventListener, Prompt, Received};
 use lifeline_engine::{BmcSelection, EngineError};
 use lifeline_types::BmcProtocol;
 use tokio::sync::mpsc;
@@ -41,26 +47,26 @@ pub fn mode(s: &AppState) -> Result<Mode, EngineError> {
     }
 }
 
-/// The Redfish BMCs of the inventory (the only ones with an EventService).
-fn redfish_bmcs(s: &AppState) -> Result<BmcSelection, EngineError> {
-    let mut sel = s.base.select_bmcs(&[], &[], true)?;
-    sel.bmcs.retain(|b| matches!(b.target.protocol, BmcProtocol::Redfish | BmcProtocol::Auto));
-    Ok(sel)
-}
-
-/// Starts the receiver or the streams and the task that stores what arrives.
+/// Starts the receiver or the streams and the task that stores what arrives. A receiver that cannot
+/// listen is an error (the caller records it as a problem); a BMC left out is recorded here.
 pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineError> {
     let mode = mode(s)?;
     if mode == Mode::Off {
         return Ok(());
     }
-    let sel = match redfish_bmcs(s) {
-        Ok(sel) if !sel.bmcs.is_empty() => sel,
-        Ok(_) => return Ok(()),
-        Err(e) if e.class() == lifeline_engine::ErrorClass::Usage => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let (tx, rx, how) = match mode {
+    // The Redfish BMCs (the only ones with an EventService).
+    let (sel, problems) =
+        super::each_bmc(s, |d| d.bmc.as_ref().is_some_and(|b| b.protocol != BmcProtocol::Ipmi))?;
+    if !problems.is_empty() {
+        s.problem(
+            "BMC events",
+            &format!("not received from {} BMC(s): {}", problems.len(), problems.join("; ")),
+        );
+    }
+    if sel.bmcs.is_empty() {
+        return Ok(());
+    }
+    let how = match mode {
         Mode::Push => {
             let listen = s.base.config.config.server.event_listen.clone().ok_or_else(|| {
                 EngineError::bad_argument(
@@ -70,14 +76,18 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
             let addr: SocketAddr = listen.parse().map_err(|e| {
                 EngineError::bad_argument(format!("[server] event-listen = \"{listen}\": {e}"))
             })?;
-            let (listener, rx) = EventListener::bind(addr).await.map_err(|e| {
+            let (gate, unresolved) = EventGate::for_selection(&sel).await;
+            if !unresolved.is_empty() {
+                s.problem("BMC event sources", &unresolved.join("; "));
+            }
+            let (listener, rx) = EventListener::bind(addr, Arc::new(gate)).await.map_err(|e| {
                 EngineError::bad_argument(format!("[server] event-listen = \"{listen}\": cannot listen: {e}"))
             })?;
             let url = match &s.base.config.config.server.event_destination {
                 Some(d) => d.clone(),
                 None => listener.url().map_err(|e| EngineError::internal("event receiver address", e))?,
             };
-            let tx = listener.sender();
+            let gate = listener.gate();
             let stop = s.shutdown.clone();
             jobs.spawn(async move {
                 tokio::select! {
@@ -86,25 +96,103 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
                 }
             });
             tracing::info!(%url, bmcs = sel.bmcs.len(), "BMC events pushed to the server's receiver");
-            (tx, rx, Receive::Push(url))
+            let st = s.clone();
+            let bmcs = sel.clone();
+            jobs.spawn(async move { read_on_prompt(&st, bmcs, rx).await });
+            Receive::Push { url, gate }
         }
         _ => {
             let (tx, rx) = mpsc::channel(1024);
             tracing::info!(bmcs = sel.bmcs.len(), "BMC events read from Redfish SSE streams");
-            (tx.clone(), rx, Receive::Sse(tx))
+            let st = s.clone();
+            let keep = tx.clone();
+            jobs.spawn(async move {
+                store_all(&st, rx).await;
+                drop(keep);
+            });
+            Receive::Sse(tx)
         }
     };
-    let st = s.clone();
-    jobs.spawn(async move {
-        store_all(&st, rx).await;
-        drop(tx);
-    });
     // This replica's share of the BMCs (all of them when it is alone), subscribed or streamed.
     jobs.spawn(event_owner::run(s.clone(), sel, how));
     Ok(())
 }
 
-/// Stores every event until shutdown; new critical ones open faults.
+/// How many of a BMC's newest log entries a prompted read looks at.
+const PROMPTED_READ: usize = 50;
+
+/// Reads a BMC's own log each time an authenticated delivery prompts it (never acting on the pushed
+/// body): new entries are stored once (deduplicated with the sweeps' reads) and a new critical one opens
+/// a `sel-critical` fault. Prompts for a BMC whose read is in flight are folded into one more read.
+async fn read_on_prompt(s: &AppState, sel: BmcSelection, mut rx: mpsc::Receiver<Prompt>) {
+    let busy: Arc<Mutex<HashMap<String, bool>>> = Arc::default();
+    loop {
+        let p = tokio::select! {
+            p = rx.recv() => match p { Some(p) => p, None => return },
+            _ = s.shutdown.cancelled() => return,
+        };
+        let Some(b) = sel.bmcs.iter().find(|b| b.name() == p.device) else { continue };
+        {
+            let mut m = busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(again) = m.get_mut(&p.device) {
+                *again = true;
+                continue;
+            }
+            m.insert(p.device.clone(), false);
+        }
+        tracing::debug!(bmc = %p.device, peer = %p.peer, records = p.records, "event delivery: reading the BMC's log");
+        let (s, one, busy) =
+            (s.clone(), BmcSelection { bmcs: vec![b.clone()], skipped: Vec::new() }, busy.clone());
+        tokio::spawn(async move {
+            loop {
+                read_log(&s, &one).await;
+                let mut m = busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let name = one.bmcs[0].name();
+                if m.get(name) == Some(&true) {
+                    m.insert(name.to_owned(), false);
+                } else {
+                    m.remove(name);
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// One prompted read of `one`'s log; new critical entries open faults.
+async fn read_log(s: &AppState, one: &BmcSelection) {
+    let rows = match s.engine_as("server").read_new_log_entries(one, PROMPTED_READ).await {
+        Ok(rows) => rows,
+        Err(e) => return tracing::warn!("reading a BMC's log after an event: {}", e.chain()),
+    };
+    for row in rows {
+        let new = match row.result {
+            Ok(new) => new,
+            Err(e) => {
+                tracing::warn!(bmc = %row.target, "reading the BMC's log after an event: {}", e.chain());
+                continue;
+            }
+        };
+        for (_, ev) in new {
+            s.metrics.bmc_events.inc(&[("source", ev.source.as_str()), ("severity", ev.severity.as_str())]);
+            if ev.severity == "critical"
+                && let Err(e) = crate::faults::raise(
+                    s,
+                    "sel-critical",
+                    &row.target,
+                    "critical",
+                    &ev.message,
+                    serde_json::json!({ "source": "sel", "prompted_by": "redfish-event", "entry": ev.data }),
+                )
+                .await
+            {
+                tracing::warn!(bmc = %row.target, "fault from the BMC's log: {}", e.chain());
+            }
+        }
+    }
+}
+
+/// Stores every event read from the BMCs' own SSE streams until shutdown; new critical ones open faults.
 async fn store_all(s: &AppState, mut rx: mpsc::Receiver<Received>) {
     let l = s.engine_as("server");
     loop {

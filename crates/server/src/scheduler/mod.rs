@@ -30,6 +30,8 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
                 _ = s.shutdown.cancelled() => break,
             }
             heartbeat(&s).await;
+            // Refused logins folded in windows that ended since.
+            crate::api::session::audit_refused(&s, s.refused_logins.due(false)).await;
         }
     });
     let s = state.clone();
@@ -53,7 +55,38 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
         jobs.spawn(consoles::run(state.clone()));
     }
     if let Err(e) = events::start(state, jobs).await {
-        tracing::warn!("BMC events: {}; not received", e.chain());
+        state.problem("BMC events", &format!("{}; not received", e.chain()));
+    }
+}
+
+/// Every BMC of the inventory whose device `keep` accepts, credentials resolved. A BMC whose credential
+/// does not resolve is left out and described in the returned problems: one bad reference must not stop
+/// the sweeps or the event intake of the whole fleet (it did, silently).
+pub fn each_bmc(
+    s: &AppState,
+    keep: impl Fn(&lifeline_inventory::Device) -> bool,
+) -> Result<(lifeline_engine::BmcSelection, Vec<String>), lifeline_engine::EngineError> {
+    let inv = s.base.inventory()?;
+    let names: Vec<String> =
+        inv.devices.iter().filter(|d| d.bmc.is_some() && keep(d)).map(|d| d.name.to_string()).collect();
+    if names.is_empty() {
+        return Ok((Default::default(), Vec::new()));
+    }
+    match s.base.select_bmcs(&names, &[], false) {
+        Ok(sel) => Ok((sel, Vec::new())),
+        Err(lifeline_engine::EngineError::Credentials { .. }) => {
+            // Only now one by one (a linear look-up each): the common case stays one pass.
+            let mut sel = lifeline_engine::BmcSelection::default();
+            let mut problems = Vec::new();
+            for n in names {
+                match s.base.select_bmcs(std::slice::from_ref(&n), &[], false) {
+                    Ok(one) => sel.bmcs.extend(one.bmcs),
+                    Err(e) => problems.push(e.chain()),
+                }
+            }
+            Ok((sel, problems))
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -63,11 +63,12 @@ pub async fn sweep_once(
     tracker: &mut ChangeTracker,
 ) -> Result<(), lifeline_engine::EngineError> {
     let l = &s.base;
-    let mut sel = match l.select_bmcs(&[], &[], true) {
-        Ok(sel) => sel,
-        Err(e) if e.class() == lifeline_engine::ErrorClass::Usage => return Ok(()), // no BMC at all
-        Err(e) => return Err(e),
-    };
+    let (mut sel, problems) = super::each_bmc(s, |_| true)?;
+    if !problems.is_empty() {
+        s.problem("sweeps", &format!("{} BMC(s) not swept: {}", problems.len(), problems.join("; ")));
+    } else {
+        s.clear_problem("sweeps");
+    }
     sel.bmcs.retain(|b| s.replica.prefers(&sweep_key(b.name())));
     if sel.bmcs.is_empty() {
         return Ok(()); // every BMC is another replica's share

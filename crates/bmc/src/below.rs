@@ -1,0 +1,153 @@
+//! What `health` reads below the system over Redfish: parts (storage, drives, controllers, processors,
+//! memory), the BMC's own Managers, firmware items that are not OK, the service's conditions, and the GPUs
+//! out of band (Processors of `ProcessorType: GPU`, with their metrics where the BMC has them).
+//!
+//! Why in `health`: a system rollup of `Warning` with no reason is not actionable, and the GPUs' Redfish view
+//! is the one still working when the host OS is hung. Everything here is one concurrent round of reads
+//! after the system is known; a part that cannot be read is a warning.
+
+use lifeline_redfish::component_model::{Component, ComponentKind, Condition, GpuDetail};
+use lifeline_redfish::model::ComputerSystem;
+use lifeline_types::Health;
+use serde::Serialize;
+
+use crate::verdict::ComponentHealth;
+
+/// One GPU as the BMC sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuHealth {
+    pub resource: String,
+    pub id: Option<String>,
+    pub name: String,
+    /// `gpu`, `nvswitch` or `baseboard`.
+    pub role: &'static str,
+    /// The system (or, for iLO devices, the chassis) it belongs to (`@odata.id`).
+    pub system: String,
+    /// `unknown` when the BMC gives no health.
+    pub health: Health,
+    pub state: Option<String>,
+    #[serde(flatten)]
+    pub detail: GpuDetail,
+    /// XID / SXID numbers among its conditions.
+    pub driver_events: Vec<String>,
+}
+
+/// What was read below the system.
+#[derive(Debug, Default)]
+pub(crate) struct Below {
+    /// Parts that are not OK (in service or not: the verdict decides what counts).
+    pub components: Vec<ComponentHealth>,
+    pub conditions: Vec<Condition>,
+    pub gpus: Vec<GpuHealth>,
+    pub service_rollup: Option<Health>,
+    pub warnings: Vec<String>,
+}
+
+fn component_health(c: &Component) -> ComponentHealth {
+    ComponentHealth {
+        kind: c.kind.to_string(),
+        resource: c.odata_id.clone(),
+        name: c.label(),
+        health: c.health().unwrap_or(Health::Unknown),
+        state: c.status.state.clone(),
+    }
+}
+
+/// The GPU view of a component of kind GPU.
+pub(crate) fn gpu_health(c: &Component, system: &str) -> Option<GpuHealth> {
+    let detail = c.gpu.clone()?;
+    Some(GpuHealth {
+        resource: c.odata_id.clone(),
+        id: c.id.clone(),
+        name: c.label(),
+        role: lifeline_redfish::component_model::gpu_role(&format!(
+            "{} {}",
+            c.label(),
+            c.model.as_deref().unwrap_or("")
+        )),
+        system: system.to_owned(),
+        health: c.health().unwrap_or(Health::Unknown),
+        state: c.status.state.clone(),
+        driver_events: c
+            .conditions
+            .iter()
+            .filter_map(|x| x.gpu_event.as_ref().map(|e| format!("{} {}", e.kind, e.number)))
+            .collect(),
+        detail,
+    })
+}
+
+/// Whether a part goes into the verdict's list: not OK, or carrying uncorrectable ECC errors.
+fn notable(c: &Component) -> bool {
+    let bad_health =
+        c.health().is_some_and(|h| matches!(h, Health::Warning | Health::Critical)) && c.in_service();
+    let ecc = c.gpu.as_ref().and_then(|g| g.ecc_uncorrectable).is_some_and(|n| n > 0);
+    bad_health || ecc
+}
+
+/// Parts of `systems`, the Managers, firmware problems and the service's conditions, concurrently.
+pub(crate) async fn below(
+    client: &lifeline_redfish::Client,
+    systems: &[ComputerSystem],
+    chassis: &[lifeline_redfish::model::Chassis],
+) -> Below {
+    let per_system = futures::future::join_all(systems.iter().map(|s| client.components(s)));
+    let (per_system, managers, firmware, service, devices) = tokio::join!(
+        per_system,
+        client.manager_components(),
+        client.firmware_problems(),
+        client.service_conditions(),
+        client.chassis_gpus(chassis)
+    );
+    let mut out = Below::default();
+    let warn = |w: &lifeline_redfish::FieldWarning| format!("{}: {}", w.at, w.problem);
+    out.warnings.extend(devices.warnings.iter().map(warn));
+    for c in &devices.items {
+        let home = c.odata_id.split("/Devices/").next().unwrap_or(&c.odata_id);
+        out.gpus.extend(gpu_health(c, home));
+        if notable(c) {
+            out.components.push(component_health(c));
+        }
+    }
+    for (s, l) in systems.iter().zip(per_system) {
+        out.warnings.extend(l.warnings.iter().map(warn));
+        out.conditions.extend(s.conditions.iter().cloned());
+        for c in &l.items {
+            out.conditions.extend(c.conditions.iter().cloned());
+            if let Some(g) = gpu_health(c, &s.odata_id) {
+                out.gpus.push(g);
+            }
+            if notable(c) {
+                let mut h = component_health(c);
+                if c.gpu.as_ref().and_then(|g| g.ecc_uncorrectable).is_some_and(|n| n > 0) {
+                    h.health = h.health.worst(Health::Critical);
+                    h.name = format!("{} (uncorrectable ECC errors)", h.name);
+                }
+                out.components.push(h);
+            }
+        }
+    }
+    for l in [managers, firmware] {
+        out.warnings.extend(l.warnings.iter().map(warn));
+        for c in &l.items {
+            out.conditions.extend(c.conditions.iter().cloned());
+            if notable(c) || c.kind == ComponentKind::Firmware {
+                out.components.push(component_health(c));
+            }
+        }
+    }
+    match service {
+        Some(Ok(sc)) => {
+            out.service_rollup = sc.rollup;
+            out.conditions.extend(sc.conditions);
+        }
+        Some(Err(e)) => out.warnings.push(format!("ServiceConditions unreadable: {e}")),
+        None => {}
+    }
+    // A condition is often listed both on its resource and in ServiceConditions: once each.
+    let mut seen = std::collections::HashSet::new();
+    out.conditions.retain(|c| {
+        seen.insert((c.origin.clone(), c.message_id.clone(), c.message.clone(), c.timestamp.clone()))
+    });
+    out
+}
