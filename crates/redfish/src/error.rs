@@ -110,6 +110,8 @@ pub enum RedfishError {
     },
     #[error("{bmc}: event stream {url} reached its limit of {limit} bytes")]
     SseByteLimit { bmc: String, url: String, limit: usize },
+    #[error("{bmc}: {method} {url}: the reply passed the limit of {limit} bytes")]
+    BodyTooLarge { bmc: String, method: &'static str, url: String, limit: usize },
     #[error("{bmc}: the client was closed")]
     Closed { bmc: String },
 }
@@ -141,6 +143,7 @@ impl RedfishError {
             | SseIdle { bmc, .. }
             | Sse { bmc, .. }
             | SseByteLimit { bmc, .. }
+            | BodyTooLarge { bmc, .. }
             | Closed { bmc } => bmc,
         }
     }

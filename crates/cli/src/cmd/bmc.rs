@@ -159,11 +159,18 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
             continue;
         }
         outln!("{} ({}): {}", h.bmc, h.protocol, h.health);
-        let mut t = table(&["sensor", "kind", "reading", "health", "state"]);
+        for r in &h.reasons {
+            outln!("  because {r}");
+        }
+        if let Some(d) = &h.disagreement {
+            outln!("  note: {d}");
+        }
+        let mut t = table(&["chassis", "sensor", "kind", "reading", "health", "state"]);
         for s in &h.sensors {
+            // The reading with the precision the BMC gave (1.059 V, not 1.1 V).
             let mut reading = match (s.reading, &s.units) {
-                (Some(v), Some(u)) => format!("{v:.1} {u}"),
-                (Some(v), None) => format!("{v:.1}"),
+                (Some(v), Some(u)) => format!("{v} {u}"),
+                (Some(v), None) => format!("{v}"),
                 _ => "-".into(),
             };
             if let Some(w) = s.output_watts {
@@ -173,6 +180,7 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
                 reading = format!("{reading} input {l}");
             }
             t.add_row(vec![
+                s.chassis.clone().unwrap_or_default(),
                 s.name.clone(),
                 s.kind.clone(),
                 reading,
@@ -181,6 +189,19 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
             ]);
         }
         outln!("{t}");
+        for x in &h.gpus {
+            let events = if x.driver_events.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", x.driver_events.join(", "))
+            };
+            outln!("  {} {}: {}{events}", x.role, x.name, x.health);
+        }
+        for c in &h.conditions {
+            let sev = c.severity.map(|s| s.to_string()).unwrap_or_else(|| "?".into());
+            let what = c.message.as_deref().or(c.message_id.as_deref()).unwrap_or("");
+            outln!("  condition [{sev}] {}: {what}", c.origin);
+        }
         for w in &h.warnings {
             outln!("  warning: {w}");
         }

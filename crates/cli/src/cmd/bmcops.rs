@@ -48,6 +48,9 @@ pub struct BmcInfoCli {
     /// `version`: one row per (model, BMC firmware, BIOS) with the BMCs that run it.
     #[arg(long, value_name = "version")]
     pub group_by: Option<GroupBy>,
+    /// The GPUs, NVSwitches and GPU baseboards each BMC lists (Redfish), with their health, out of band.
+    #[arg(long, conflicts_with = "group_by")]
+    pub gpus: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -302,6 +305,9 @@ fn yes_no(b: bool) -> String {
 async fn info(g: &Global, a: BmcInfoCli) -> CmdResult {
     let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
     let sel = select(&l, &a.sel, false)?;
+    if a.gpus {
+        return gpus(g, &l, &sel).await;
+    }
     let rows = l.bmc_info(&sel).await?;
     let failed = rows.iter().any(|r| !r.is_ok());
     if let Some(GroupBy::Version) = a.group_by {
@@ -447,6 +453,54 @@ pub async fn fru(g: &Global, a: BmcArgs) -> CmdResult {
     if g.json {
         print_json(&rows)?;
     }
+    l.close().await;
+    Ok(verdict(failed))
+}
+
+/// `bmc info --gpus`: the health read's GPU view, one row per GPU.
+async fn gpus(g: &Global, l: &lifeline_engine::Lifeline, sel: &lifeline_engine::BmcSelection) -> CmdResult {
+    let rows = l.health(sel).await?;
+    let failed = rows.iter().any(|r| !r.is_ok());
+    if g.json {
+        let out: Vec<_> = rows
+            .iter()
+            .map(|r| match &r.result {
+                Ok(h) => serde_json::json!({ "target": r.target, "gpus": h.gpus }),
+                Err(e) => serde_json::json!({ "target": r.target, "error": e.chain() }),
+            })
+            .collect();
+        print_json(&out)?;
+        l.close().await;
+        return Ok(verdict(failed));
+    }
+    let mut t =
+        table(&["bmc", "gpu", "role", "model", "health", "state", "firmware", "ecc uncorr", "events"]);
+    for r in &rows {
+        match &r.result {
+            Ok(h) if h.gpus.is_empty() => {
+                t.add_row(vec![h.bmc.clone(), "(none listed)".into()]);
+            }
+            Ok(h) => {
+                for x in &h.gpus {
+                    t.add_row(vec![
+                        h.bmc.clone(),
+                        x.name.clone(),
+                        x.role.to_owned(),
+                        opt(&x.detail.model),
+                        x.health.to_string(),
+                        opt(&x.state),
+                        opt(&x.detail.firmware_version),
+                        x.detail.ecc_uncorrectable.map(|n| n.to_string()).unwrap_or_default(),
+                        x.driver_events.join(", "),
+                    ]);
+                }
+            }
+            Err(e) => {
+                t.add_row(vec![r.target.clone(), format!("error: {}", e.chain())]);
+            }
+        }
+    }
+    outln!("{t}");
     l.close().await;
     Ok(verdict(failed))
 }

@@ -218,15 +218,58 @@ pub(super) fn is_connect(e: &RedfishError) -> bool {
     matches!(e, RedfishError::Http { source, .. } if source.is_connect())
 }
 
-pub(super) async fn body_bytes(t: &Transport, reply: Reply) -> Result<bytes::Bytes, RedfishError> {
-    let Reply { resp, url, method, guard, _slot } = reply;
-    let r = match tokio::time::timeout(t.timeout, resp.bytes()).await {
+/// The most bytes one reply may carry. A document is kilobytes and an expanded log of thousands of entries
+/// a few megabytes; a BMC that sends without end must not fill the controller's memory, one per BMC.
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// The whole body of `resp`, within the request timeout and [`MAX_BODY_BYTES`].
+async fn bounded_body(
+    t: &Transport,
+    mut resp: reqwest::Response,
+    method: &'static str,
+    url: &Url,
+) -> Result<bytes::Bytes, RedfishError> {
+    let too_large = || RedfishError::BodyTooLarge {
+        bmc: t.bmc.clone(),
+        method,
+        url: url.to_string(),
+        limit: MAX_BODY_BYTES,
+    };
+    if resp.content_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let read = async {
+        // One chunk (most replies) is returned as it came, without a copy.
+        let mut first: Option<bytes::Bytes> = None;
+        let mut more = bytes::BytesMut::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| t.map_err(e, method, url))? {
+            let had = first.as_ref().map_or(0, bytes::Bytes::len) + more.len();
+            if had + chunk.len() > MAX_BODY_BYTES {
+                return Err(too_large());
+            }
+            match &first {
+                None => first = Some(chunk),
+                Some(f) => {
+                    if more.is_empty() {
+                        more.extend_from_slice(f);
+                    }
+                    more.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(if more.is_empty() { first.unwrap_or_default() } else { more.freeze() })
+    };
+    match tokio::time::timeout(t.timeout, read).await {
         Err(_) => {
             Err(RedfishError::Timeout { bmc: t.bmc.clone(), method, url: url.to_string(), after: t.timeout })
         }
-        Ok(Ok(b)) => Ok(b),
-        Ok(Err(e)) => Err(t.map_err(e, method, &url)),
-    };
+        Ok(r) => r,
+    }
+}
+
+pub(super) async fn body_bytes(t: &Transport, reply: Reply) -> Result<bytes::Bytes, RedfishError> {
+    let Reply { resp, url, method, guard, _slot } = reply;
+    let r = bounded_body(t, resp, method, &url).await;
     drop(guard);
     r
 }
@@ -245,18 +288,7 @@ pub(super) async fn read_json(
     url: &Url,
 ) -> Result<Value, RedfishError> {
     let status = resp.status();
-    let bytes = match tokio::time::timeout(t.timeout, resp.bytes()).await {
-        Err(_) => {
-            return Err(RedfishError::Timeout {
-                bmc: t.bmc.clone(),
-                method,
-                url: url.to_string(),
-                after: t.timeout,
-            });
-        }
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => return Err(t.map_err(e, method, url)),
-    };
+    let bytes = bounded_body(t, resp, method, url).await?;
     parse_json(t, status, &bytes, method, url)
 }
 
