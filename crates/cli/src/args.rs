@@ -427,6 +427,15 @@ pub enum BackupCmd {
     },
     /// Re-pin a switch's SSH host key after an intended replacement.
     Trust { switch: String },
+    /// Scrub config files offline: what the rules masked, what the fail-closed fallback masked and why;
+    /// exit 1 if the fallback fired.
+    ScrubCheck {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// sonic, eos, cumulus, ios or nxos (default: guessed from each file).
+        #[arg(long)]
+        platform: Option<String>,
+    },
     /// The backup schedules of the server config (`[[backup-schedule]]`) and each switch's next run.
     Schedule {
         /// Compute the next runs after this time (RFC 3339; default: now).

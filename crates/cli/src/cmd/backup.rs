@@ -39,6 +39,9 @@ fn colour_diff(diff: &str) -> String {
 }
 
 pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
+    if let BackupCmd::ScrubCheck { files, platform } = &cmd {
+        return crate::cmd::scrub_check::run(g, files, platform.as_deref());
+    }
     let l = lifeline(g)?;
     let code = match cmd {
         BackupCmd::Run { targets, concurrency, keep_raw: _, no_raw, timeout } => {
@@ -239,6 +242,7 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             }
             Code::Ok
         }
+        BackupCmd::ScrubCheck { .. } => unreachable!("handled before the store is opened"),
         BackupCmd::Trust { switch } => {
             let r = l.backup_trust(&switch).await?;
             if g.json {

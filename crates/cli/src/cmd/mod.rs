@@ -12,6 +12,7 @@ mod demo_replicas;
 pub mod inventory;
 mod remote;
 pub mod runbook;
+mod scrub_check;
 pub mod server;
 pub mod sim;
 pub mod sim_summary;

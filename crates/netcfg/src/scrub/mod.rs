@@ -14,6 +14,7 @@
 //! looks secret, and says so ([`MaskedBy::Fallback`]); known-safe forms are data beside the rules.
 //! Each masked value becomes `<removed:xxxx>` with a keyed per-secret tag ([`tag`]).
 
+pub mod check;
 pub mod fallback;
 pub mod grammar;
 mod json;
