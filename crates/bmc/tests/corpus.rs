@@ -25,16 +25,17 @@ use serde_json::Value;
 /// and fail with `LIFELINE_REDFISH_CORPUS_REQUIRED=1`.
 fn corpus_dir() -> Option<PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = std::env::var_os("LIFELINE_REDFISH_CORPUS").map(PathBuf::from).into_iter().chain([
-        manifest.join("../../../shared/redfish-corpus"),
-        manifest.join("../../../redfish-corpus"),
-    ]);
+    let candidates = std::env::var_os("LIFELINE_REDFISH_CORPUS")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([manifest.join("../../../shared/redfish-corpus"), manifest.join("../../../redfish-corpus")]);
     for c in candidates {
         if c.join("hpe-ilo5-dl325-gen10plus.tar.gz").is_file() {
             return Some(c);
         }
     }
-    let why = "Redfish capture corpus not found (set LIFELINE_REDFISH_CORPUS to the folder of its .tar.gz trees)";
+    let why =
+        "Redfish capture corpus not found (set LIFELINE_REDFISH_CORPUS to the folder of its .tar.gz trees)";
     if std::env::var("LIFELINE_REDFISH_CORPUS_REQUIRED").is_ok_and(|v| v == "1") {
         panic!("{why}");
     }
