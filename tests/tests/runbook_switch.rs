@@ -14,19 +14,7 @@ const OFFSET: u16 = 25300;
 
 #[test]
 fn switch_boot_loop_cycles_once_rescues_and_restores_the_last_good_config() {
-    let (sw, bmc) = (unique_loopback(), unique_loopback());
-    let inv = format!(
-        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
-         [[device]]\nname = \"leaf\"\nrole = \"switch\"\nrack = \"r\"\nfabric = \"backend\"\nplatform = \"sonic\"\n\
-         management = {{ address = \"{sw}\", port = {} }}\nbmc = {{ address = \"{bmc}\", port = {}, protocol = \"ipmi\" }}\n",
-        22 + OFFSET,
-        623 + OFFSET
-    );
-    let sim = SimProcess::start(&inv, OFFSET, &[("LIFELINE_BMC_PASSWORD", "pw")]);
-    let o = sim.lifeline(&["backup", "run", "leaf", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let sim = backed_up_leaf(OFFSET);
     sim.fault("leaf", "config-change");
     sim.fault("leaf", "boot-loop");
     let rb = workspace_root().join("runbooks");
@@ -93,6 +81,24 @@ fn switch_boot_loop_cycles_once_rescues_and_restores_the_last_good_config() {
     assert!(rescue["evidence_digest"].as_str().unwrap().starts_with("sha256:"));
 }
 
+/// A simulated SONiC leaf with an IPMI BMC at port offset `offset`, its config backed up once.
+fn backed_up_leaf(offset: u16) -> SimProcess {
+    let (sw, bmc) = (unique_loopback(), unique_loopback());
+    let inv = format!(
+        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
+         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\n\
+         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
+         [[device]]\nname = \"leaf\"\nrole = \"switch\"\nrack = \"r\"\nfabric = \"backend\"\nplatform = \"sonic\"\n\
+         management = {{ address = \"{sw}\", port = {} }}\nbmc = {{ address = \"{bmc}\", port = {}, protocol = \"ipmi\" }}\n",
+        22 + offset,
+        623 + offset
+    );
+    let sim = SimProcess::start(&inv, offset, &[("LIFELINE_BMC_PASSWORD", "pw")]);
+    let o = sim.lifeline(&["backup", "run", "leaf", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    sim
+}
+
 /// The simulator's own view of one device (phase, faults).
 fn sim_device(sim: &SimProcess, name: &str) -> serde_json::Value {
     let all: serde_json::Value =
@@ -106,19 +112,7 @@ fn sim_device(sim: &SimProcess, name: &str) -> serde_json::Value {
 #[test]
 fn a_boot_loop_the_steps_leave_in_place_ends_escalated_with_its_evidence() {
     const OFF: u16 = 25400;
-    let (sw, bmc) = (unique_loopback(), unique_loopback());
-    let inv = format!(
-        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
-         [[device]]\nname = \"leaf\"\nrole = \"switch\"\nrack = \"r\"\nfabric = \"backend\"\nplatform = \"sonic\"\n\
-         management = {{ address = \"{sw}\", port = {} }}\nbmc = {{ address = \"{bmc}\", port = {}, protocol = \"ipmi\" }}\n",
-        22 + OFF,
-        623 + OFF
-    );
-    let sim = SimProcess::start(&inv, OFF, &[("LIFELINE_BMC_PASSWORD", "pw")]);
-    let o = sim.lifeline(&["backup", "run", "leaf", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let sim = backed_up_leaf(OFF);
     sim.fault("leaf", "boot-loop");
     let dir = tempfile::tempdir().unwrap();
     let rb = "# Fault: x\n# Touches: x\n# Never: x\n# Worst case: x\nname = \"probe-only\"\ndescription = \"d\"\ntargets = [\"switch\"]\nfault = \"f\"\ntouches = \"t\"\nnever-touches = \"n\"\nworst-case = \"w\"\n\n[[step]]\nname = \"port\"\nkind = \"wait-for\"\ntcp = \"management\"\ntimeout = \"5s\"\non-failure = \"continue\"\n\n[[step]]\nname = \"events\"\nkind = \"sel\"\nnewest = 5\n\n[[verify]]\nname = \"mgmt-ssh\"\nkind = \"wait-for\"\nssh = \"management\"\ntimeout = \"6s\"\ninterval = \"1s\"\n";

@@ -67,6 +67,14 @@ async fn pfc_storm_shows_in_every_platforms_counters_and_clears() {
     tokio::time::timeout(Duration::from_secs(10), f.shutdown()).await.unwrap();
 }
 
+/// OpenSSH's `show version` on a switch, bounded: a hung port accepts TCP but never sends a banner.
+fn bounded_ssh(ep: &lifeline_sim::Endpoint) -> Command {
+    let c = common::ssh(ep, "show version");
+    let mut t = Command::new("timeout");
+    t.arg("4").arg(c.get_program()).args(c.get_args());
+    t
+}
+
 #[tokio::test]
 async fn mgmt_down_switch_keeps_its_bmc_and_a_power_cycle_brings_ssh_back() {
     if !have(&["sshpass", "ipmitool"]) {
@@ -75,13 +83,7 @@ async fn mgmt_down_switch_keeps_its_bmc_and_a_power_cycle_brings_ssh_back() {
     let f = Fleet::start(FleetSpec::generate(1, 1), SimOptions::for_tests()).await.unwrap();
     let ssh_ep = f.endpoint("leaf1", EndpointKind::Ssh).unwrap().clone();
     let ipmi_ep = f.endpoint("leaf1", EndpointKind::Ipmi).unwrap().clone();
-    let ssh = || {
-        let c = common::ssh(&ssh_ep, "show version");
-        // A hung port accepts TCP but never sends a banner: bound the whole attempt.
-        let mut t = Command::new("timeout");
-        t.arg("4").arg(c.get_program()).args(c.get_args());
-        t
-    };
+    let ssh = || bounded_ssh(&ssh_ep);
     assert!(run(ssh()).await.status.success(), "ssh works before");
     let info = Client::inject(f.control_url(), "leaf1", "mgmt-down").await.unwrap();
     assert_eq!(info.faults, ["mgmt-down"]);
@@ -165,12 +167,7 @@ async fn a_boot_looping_switch_serves_no_ssh_until_its_nos_runs() {
     let f = Fleet::start(FleetSpec::generate(1, 1), SimOptions::for_tests()).await.unwrap();
     let ssh_ep = f.endpoint("leaf1", EndpointKind::Ssh).unwrap().clone();
     let ipmi_ep = f.endpoint("leaf1", EndpointKind::Ipmi).unwrap().clone();
-    let ssh = || {
-        let c = common::ssh(&ssh_ep, "show version");
-        let mut t = Command::new("timeout");
-        t.arg("4").arg(c.get_program()).args(c.get_args());
-        t
-    };
+    let ssh = || bounded_ssh(&ssh_ep);
     assert!(run(ssh()).await.status.success(), "ssh works before");
     let info = Client::inject(f.control_url(), "leaf1", "boot-loop").await.unwrap();
     assert_eq!(info.faults, ["boot-loop"]);

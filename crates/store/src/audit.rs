@@ -31,22 +31,7 @@ pub struct AuditRow {
 
 impl Store {
     pub async fn audit(&self, e: &AuditEntry) -> Result<i64, StoreError> {
-        let q = self.sql(
-            "INSERT INTO audit_log (at, actor, action, target, outcome, detail_json, request_id) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        );
-        let row = sqlx::query(&q)
-            .bind(now_ms())
-            .bind(&e.actor)
-            .bind(&e.action)
-            .bind(&e.target)
-            .bind(&e.outcome)
-            .bind(e.detail.to_string())
-            .bind(&e.request_id)
-            .fetch_one(&self.pool)
-            .await
-            .op("audit.insert")?;
-        row.try_get::<i64, _>("id").op("audit.id")
+        self.insert_audit(e, None).await
     }
 
     /// [`Store::audit`] for the row that authorizes an external action (a BMC command's intent), under a
@@ -59,30 +44,44 @@ impl Store {
         fence: (&str, &str, i64),
         margin_ms: i64,
     ) -> Result<i64, StoreError> {
-        let q = self.sql(
-            "INSERT INTO audit_log (at, actor, action, target, outcome, detail_json, request_id) \
-             SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM leases \
-             WHERE target = ? AND holder = ? AND fence = ? AND expires_at >= ?) RETURNING id",
-        );
+        self.insert_audit(e, Some((fence, margin_ms))).await
+    }
+
+    async fn insert_audit(
+        &self,
+        e: &AuditEntry,
+        fence: Option<((&str, &str, i64), i64)>,
+    ) -> Result<i64, StoreError> {
+        let insert = "INSERT INTO audit_log (at, actor, action, target, outcome, detail_json, request_id)";
+        let q = match fence {
+            None => self.sql(&format!("{insert} VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id")),
+            Some(_) => self.sql(&format!(
+                "{insert} SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM leases \
+                 WHERE target = ? AND holder = ? AND fence = ? AND expires_at >= ?) RETURNING id"
+            )),
+        };
         let now = now_ms();
-        let row = sqlx::query(&q)
+        let mut query = sqlx::query(&q)
             .bind(now)
             .bind(&e.actor)
             .bind(&e.action)
             .bind(&e.target)
             .bind(&e.outcome)
             .bind(e.detail.to_string())
-            .bind(&e.request_id)
-            .bind(fence.0.to_owned())
-            .bind(fence.1.to_owned())
-            .bind(fence.2)
-            .bind(now.saturating_add(margin_ms))
-            .fetch_optional(&self.pool)
-            .await
-            .op("audit.insert_fenced")?;
-        match row {
+            .bind(&e.request_id);
+        if let Some(((target, holder, token), margin_ms)) = fence {
+            query = query
+                .bind(target.to_owned())
+                .bind(holder.to_owned())
+                .bind(token)
+                .bind(now.saturating_add(margin_ms));
+        }
+        match query.fetch_optional(&self.pool).await.op("audit.insert")? {
             Some(r) => r.try_get::<i64, _>("id").op("audit.id"),
-            None => Err(StoreError::Fenced { target: fence.0.to_owned(), fence: fence.2 }),
+            None => {
+                let ((target, _, token), _) = fence.unwrap_or_default();
+                Err(StoreError::Fenced { target: target.to_owned(), fence: token })
+            }
         }
     }
 
