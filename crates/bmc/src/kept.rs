@@ -192,9 +192,12 @@ impl KeptSessions {
         &self.inner.opts
     }
 
-    /// Sessions kept now (IPMI and Redfish).
+    /// Sessions kept now (IPMI and Redfish), counting one out for a keepalive: it is still ours on the BMC.
     pub fn len(&self) -> usize {
-        lock(&self.inner.map).len() + self.inner.rf.len()
+        // Map before out, as the keeper takes them, so a session moving between the two is seen once.
+        let map = lock(&self.inner.map);
+        let out = lock(&self.inner.out).iter().filter(|b| !map.contains_key(*b)).count();
+        map.len() + out + self.inner.rf.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -203,7 +206,11 @@ impl KeptSessions {
 
     /// The BMCs (by name) that have a kept session now.
     pub fn bmcs(&self) -> Vec<String> {
-        let mut v: Vec<String> = lock(&self.inner.map).keys().cloned().collect();
+        let mut v: Vec<String> = {
+            let map = lock(&self.inner.map);
+            let out = lock(&self.inner.out);
+            map.keys().chain(out.iter()).cloned().collect()
+        };
         v.extend(self.inner.rf.names());
         v.sort();
         v.dedup();
@@ -402,6 +409,9 @@ async fn keeper(weak: Weak<Inner>) {
                 .collect();
             let due: Vec<(String, Entry)> =
                 due_names.into_iter().filter_map(|k| map.remove(&k).map(|e| (k, e))).collect();
+            // Out before the map is let go, so a sweep's `take` (and `len`) never finds the session in neither:
+            // `take` waits for it rather than logging in.
+            lock(&inner.out).extend(due.iter().map(|(bmc, _)| bmc.clone()));
             (due, idle)
         };
         let rf_idle = inner.rf.take_idle(inner.opts.close_idle_after);
@@ -421,8 +431,6 @@ async fn keeper(weak: Weak<Inner>) {
             );
         }
         if !due.is_empty() {
-            // Out before the tick ends, so a sweep's `take` waits for its session rather than logging in.
-            lock(&inner.out).extend(due.iter().map(|(bmc, _)| bmc.clone()));
             let weak = Arc::downgrade(&inner);
             tasks.spawn(
                 futures::stream::iter(due)
