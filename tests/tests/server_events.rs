@@ -69,6 +69,14 @@ fn pushed_events_are_stored_once_open_a_fault_and_leave_no_subscription() {
     xid_stored_once_with_a_fault(&sim, "gpu-node-31", "sel");
     let metrics = lifeline_test_utils::http_get(&format!("http://{}/metrics", srv.addr));
     assert!(metrics.contains("lifeline_bmc_events_total{"), "{metrics}");
+    // The fleet gauges read from the store at scrape time (PostgreSQL or SQLite alike).
+    for gauge in [
+        "\nlifeline_sweep_coverage_ratio ",
+        "\nlifeline_console_log_bytes ",
+        "# TYPE lifeline_runbook_runs gauge",
+    ] {
+        assert!(metrics.contains(gauge), "no `{}` in /metrics:\n{metrics}", gauge.trim());
+    }
 
     let _ = std::process::Command::new("kill").args(["-TERM", &srv.child.id().to_string()]).status();
     let status =

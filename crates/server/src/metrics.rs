@@ -26,10 +26,7 @@ impl Labelled {
     fn render(&self, out: &mut String, name: &str, help: &str, kind: &str) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for (labels, v) in self.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let l: Vec<String> = labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\"")))
-                .collect();
+            let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
             let _ = writeln!(out, "{name}{{{}}} {v}", l.join(","));
         }
     }
@@ -145,11 +142,81 @@ impl Metrics {
     }
 }
 
+/// Appends the fleet-wide gauges read from the store at scrape time (see
+/// [`lifeline_engine::ops::gauges`]); `now_ms` ages the backups.
+pub fn render_operator(o: &mut String, g: &lifeline_engine::ops::gauges::OperatorGauges, now_ms: i64) {
+    let _ = writeln!(
+        o,
+        "# HELP lifeline_backup_age_seconds Age of each switch's newest stored configuration backup.\n\
+         # TYPE lifeline_backup_age_seconds gauge"
+    );
+    for (device, newest) in &g.store.newest_backup_ms {
+        let age = (now_ms - newest).max(0) as f64 / 1000.0;
+        let _ = writeln!(o, "lifeline_backup_age_seconds{{device=\"{}\"}} {age}", escape(device));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP lifeline_runbook_runs Runbook runs in the store, by state.\n# TYPE lifeline_runbook_runs gauge"
+    );
+    for (state, n) in &g.store.runs_by_state {
+        let _ = writeln!(o, "lifeline_runbook_runs{{state=\"{}\"}} {n}", escape(state));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP lifeline_console_log_bytes Bytes of console log files kept on disk.\n\
+         # TYPE lifeline_console_log_bytes gauge\nlifeline_console_log_bytes {}",
+        g.store.console_log_bytes
+    );
+    let _ = writeln!(
+        o,
+        "# HELP lifeline_sweep_coverage_ratio Share of the inventory's BMCs swept within three sweep intervals.\n\
+         # TYPE lifeline_sweep_coverage_ratio gauge\nlifeline_sweep_coverage_ratio {}",
+        g.coverage()
+    );
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write as _;
     use std::process::{Command, Stdio};
+
+    fn operator_sample() -> lifeline_engine::ops::gauges::OperatorGauges {
+        lifeline_engine::ops::gauges::OperatorGauges {
+            store: lifeline_store::FleetGauges {
+                runs_by_state: vec![("escalated".into(), 1), ("running".into(), 2)],
+                newest_backup_ms: vec![("leaf-01".into(), 1_000), ("spine\"x".into(), 9_500)],
+                console_log_bytes: 4096,
+            },
+            bmcs: 4,
+            swept: 3,
+        }
+    }
+
+    fn exposition() -> String {
+        let mut text = sample().render();
+        render_operator(&mut text, &operator_sample(), 10_000);
+        text
+    }
+
+    #[test]
+    fn operator_gauges_are_rendered_with_ages_in_seconds() {
+        let text = exposition();
+        for line in [
+            "lifeline_backup_age_seconds{device=\"leaf-01\"} 9\n",
+            "lifeline_backup_age_seconds{device=\"spine\\\"x\"} 0.5\n",
+            "lifeline_runbook_runs{state=\"escalated\"} 1\n",
+            "lifeline_runbook_runs{state=\"running\"} 2\n",
+            "lifeline_console_log_bytes 4096\n",
+            "lifeline_sweep_coverage_ratio 0.75\n",
+        ] {
+            assert!(text.contains(line), "no `{}` in:\n{text}", line.trim());
+        }
+    }
 
     fn sample() -> Metrics {
         let m = Metrics::default();
@@ -188,7 +255,7 @@ mod tests {
             }
             Err(e) => panic!("promtool: {e}"),
         };
-        child.stdin.take().expect("stdin").write_all(sample().render().as_bytes()).expect("write");
+        child.stdin.take().expect("stdin").write_all(exposition().as_bytes()).expect("write");
         let out = child.wait_with_output().expect("promtool");
         assert!(
             out.status.success(),

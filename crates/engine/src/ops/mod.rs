@@ -10,6 +10,7 @@ pub mod bmc_reset;
 pub mod boot;
 pub mod console;
 pub mod events;
+pub mod gauges;
 pub mod inventory;
 pub mod notify;
 pub mod power;

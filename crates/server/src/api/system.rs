@@ -79,7 +79,15 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
         .filter(|c| matches!(c.status, lifeline_console::ConsoleStatus::Connected { .. }))
         .count();
     s.metrics.console_sessions.store(n as u64, Ordering::Relaxed);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
+    let mut text = s.metrics.render();
+    // A sweep counts for coverage while it is at most three intervals old (one missed sweep is not an alert).
+    let window = crate::scheduler::sweeps::interval(&s).unwrap_or(std::time::Duration::from_secs(60)) * 3;
+    match s.base.operator_gauges(window).await {
+        Ok(g) => crate::metrics::render_operator(&mut text, &g, lifeline_store::now_ms()),
+        // The in-memory figures still go out; the store's absence shows on /readyz.
+        Err(e) => tracing::warn!("/metrics: fleet gauges: {}", e.chain()),
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
 async fn openapi() -> Json<serde_json::Value> {
