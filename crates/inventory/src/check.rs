@@ -55,14 +55,7 @@ pub fn check_str(file: &Path, text: &str) -> Report {
     let mut root = root.into_inner();
     root.make_owned();
 
-    for (key, _) in root.iter() {
-        if !TOP_LEVEL_KEYS.contains(&key.get_ref().as_ref()) {
-            cx.err(
-                key.span().start,
-                format!("unknown key `{}` (expected one of: {})", key.get_ref(), TOP_LEVEL_KEYS.join(", ")),
-            );
-        }
-    }
+    cx.fix_top_level(&mut root, TOP_LEVEL_KEYS);
 
     // Devices are taken out and deserialized one at a time.
     let devices_value = root.iter().find(|(k, _)| k.get_ref() == "device").map(|(_, v)| v.clone());

@@ -6,10 +6,13 @@
 
 mod check;
 pub mod credentials;
+pub mod keys;
 mod location;
 mod model;
 mod raw;
+pub mod schema;
 mod select;
+pub mod suggest;
 mod timeouts;
 
 use std::path::{Path, PathBuf};

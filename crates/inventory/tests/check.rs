@@ -152,7 +152,7 @@ fn rails_must_match_gpus_and_switches_need_a_platform() {
     let base = example();
     let t = edit(
         &base,
-        "  { hca = \"mlx5_7\", netdev = \"rdma7\", fabric = \"backend\", subnet = \"127.100.7.0/24\", address = \"127.100.7.8\", rate-gbps = 400, mtu = 9000, link-layer = \"ethernet\" },\n",
+        "  { hca = \"mlx5_7\", netdev = \"rdma7\", fabric = \"backend\", subnet = \"127.100.7.0/24\", address = \"127.100.7.8\", rate-gbps = 400, mtu = 9000, link-layer = \"ethernet\", leaf = \"backend-leaf-02\", port = \"Ethernet248\" },\n",
         "",
     );
     let t = edit(&t, "platform = \"eos\"\n", "");
@@ -303,4 +303,70 @@ fn plain_http_redfish_is_explicit() {
     );
     let bad = edit(&t, "tls = false", "tls = \"no\"");
     assert!(!errors(&bad).is_empty());
+}
+
+// --- one typo is one error, with the key that was meant (the checker renames a near-miss key and checks on)
+
+#[test]
+fn a_misspelt_default_credential_is_one_error_with_a_suggestion() {
+    // Every BMC takes its credential from [defaults.bmc]: before, each one also said it had none.
+    let t = edit(
+        &example(),
+        "credential = \"env:LIFELINE_BMC_PASSWORD\"",
+        "credentails = \"env:LIFELINE_BMC_PASSWORD\"",
+    );
+    let errs = errors(&t);
+    let line = line_of(&t, "credentails");
+    assert_eq!(
+        errs,
+        [format!("inv.toml:{line}:1: unknown key `defaults.bmc.credentails` (did you mean `credential`?)")]
+    );
+}
+
+#[test]
+fn a_misspelt_required_key_is_one_error_and_the_device_is_still_checked() {
+    let t = edit(&example(), "bmc = { address = \"127.10.1.3\"", "bmc = { adress = \"127.10.1.3\"");
+    let errs = errors(&t);
+    let line = line_of(&t, "adress");
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(
+        errs[0].starts_with(&format!("inv.toml:{line}:"))
+            && errs[0]
+                .ends_with("unknown key `bmc.adress` in device `gpu-node-03` (did you mean `address`?)"),
+        "{errs:#?}"
+    );
+    // The renamed value is checked like any other: a bad address behind the typo is still found.
+    let t = edit(&example(), "bmc = { address = \"127.10.1.3\"", "bmc = { adress = \"10.9.9.9\"");
+    let errs = errors(&t);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert!(errs.iter().any(|e| e.contains("outside the declared OOB subnets")), "{errs:#?}");
+}
+
+#[test]
+fn misspelt_top_level_and_underscored_keys() {
+    let t = example().replace("[[device]]", "[[devices]]");
+    let errs = errors(&t);
+    let n = t.matches("[[devices]]").count();
+    assert!(n > 1);
+    // Every `[[devices]]` header names the same key: one error at the first.
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(errs[0].ends_with("unknown key `devices` (did you mean `device`?)"), "{errs:#?}");
+
+    // The first rail of the first device.
+    let t = example().replacen("rate-gbps = 400", "rate_gbps = 400", 1);
+    let errs = errors(&t);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(
+        errs[0]
+            .contains("unknown key `rail[0].rate_gbps` in device `gpu-node-01` (did you mean `rate-gbps`?)"),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn an_unrelated_key_is_reported_without_a_guess() {
+    let t = edit(&example(), "[defaults.bmc]\n", "[defaults.bmc]\ncolour = \"red\"\n");
+    let errs = errors(&t);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(errs[0].ends_with("unknown key `defaults.bmc.colour`"), "{errs:#?}");
 }

@@ -24,6 +24,21 @@ impl Cx<'_> {
         self.diags.push(self.map.warning(offset, msg));
     }
 
+    /// Reports unknown top-level keys, renaming a near miss (`[[devices]]`) to the key it was meant as.
+    pub(super) fn fix_top_level(&mut self, root: &mut DeTable<'_>, known: &'static [&'static str]) {
+        let shape = crate::schema::Shape::Table {
+            name: "inventory",
+            fields: known.iter().map(|k| (*k, crate::schema::Shape::Open)).collect(),
+        };
+        for u in crate::keys::fix(root, &shape) {
+            let msg = match u.suggestion {
+                Some(_) => u.message(""),
+                None => format!("{} (expected one of: {})", u.message(""), known.join(", ")),
+            };
+            self.err(u.offset, msg);
+        }
+    }
+
     pub(super) fn toml_error(&mut self, e: &toml::de::Error, what: &str) {
         let at = e.span().map_or(0, |s| s.start);
         let msg = e.message().trim().to_owned();
@@ -36,6 +51,15 @@ impl Cx<'_> {
         table: Spanned<DeTable<'_>>,
         prefix: &str,
     ) -> Option<T> {
+        // Unknown keys first, against the type's own keys: a near miss is renamed so that one typo is one
+        // error, and the checks after it see what was meant.
+        let span = table.span();
+        let mut table = table.into_inner();
+        let place = if prefix.is_empty() { String::new() } else { format!(" in {prefix}") };
+        for u in crate::keys::fix(&mut table, &crate::schema::shape_of::<T>()) {
+            self.err(u.offset, u.message(&place));
+        }
+        let table = Spanned::new(span, table);
         let tree = table.clone();
         let mut unknown: Vec<Vec<Seg>> = Vec::new();
         let de = toml::de::Deserializer::from(table);
