@@ -22,6 +22,7 @@ use crate::model::*;
 use crate::raw::*;
 
 mod diag;
+mod topology;
 use diag::Cx;
 
 /// The outcome of checking one file: all diagnostics, and the model when there were no errors.
@@ -348,10 +349,15 @@ impl Validator<'_, '_> {
                     frontend,
                     gpus,
                     rails,
+                    pdus: d.pdus.iter().map(|p| p.get_ref().clone()).collect(),
+                    nvlink_domain: d.nvlink_domain.as_ref().map(|x| x.get_ref().clone()),
+                    oob_switch: d.oob_switch.as_ref().map(|x| x.get_ref().clone()),
+                    oob_port: d.oob_port.as_ref().map(|x| x.get_ref().clone()),
                     line: dev_line,
                 });
             }
         }
+        topology::check(self.cx, &devices);
         let _ = self.file;
         Some(Inventory { source: self.file.to_path_buf(), cluster: cluster?, sites, racks, devices: out })
     }
@@ -751,6 +757,8 @@ impl Validator<'_, '_> {
                     rate_gbps: r.rate_gbps.as_ref().map(|x| *x.get_ref()),
                     mtu: r.mtu.as_ref().map(|x| *x.get_ref()),
                     link_layer,
+                    leaf: r.leaf.as_ref().map(|x| x.get_ref().clone()),
+                    port: r.port.as_ref().map(|x| x.get_ref().clone()),
                 });
             }
         }

@@ -79,6 +79,17 @@ pub struct Device {
     pub frontend: Option<Frontend>,
     pub gpus: Option<Gpus>,
     pub rails: Vec<Rail>,
+    /// The PDUs (power feeds) this device draws from; empty: not declared.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pdus: Vec<String>,
+    /// The NVLink domain (e.g. one NVL72 rack) this GPU node's GPUs belong to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_domain: Option<String>,
+    /// The OOB switch (a device of the file) the BMC or management port is cabled to, and its port.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oob_switch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oob_port: Option<String>,
     /// 1-based line of the device's table in the source file, for messages that point back at it.
     pub line: usize,
 }
@@ -180,4 +191,9 @@ pub struct Rail {
     pub rate_gbps: Option<u32>,
     pub mtu: Option<u32>,
     pub link_layer: LinkLayer,
+    /// The leaf switch this rail is cabled to (a switch of the same fabric in the file), and its port.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
 }

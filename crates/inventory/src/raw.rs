@@ -110,6 +110,12 @@ pub struct RawDevice {
     pub gpus: Option<S<RawGpus>>,
     #[serde(default)]
     pub rail: Vec<S<RawRail>>,
+    /// Topology (`check/topology.rs`): the PDUs feeding the device, its NVLink domain, its OOB switch.
+    #[serde(default)]
+    pub pdus: Vec<S<String>>,
+    pub nvlink_domain: Option<S<String>>,
+    pub oob_switch: Option<S<String>>,
+    pub oob_port: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,4 +174,7 @@ pub struct RawRail {
     pub rate_gbps: Option<S<u32>>,
     pub mtu: Option<S<u32>>,
     pub link_layer: Option<S<String>>,
+    /// The leaf switch (a device of the file) and its port this rail is cabled to.
+    pub leaf: Option<S<String>>,
+    pub port: Option<S<String>>,
 }
