@@ -217,10 +217,26 @@ pub(crate) fn login_banner(kind: HostKind, name: &str) -> String {
 /// What a machine stuck in a boot loop prints before it resets itself.
 pub(crate) fn boot_loop_lines(kind: HostKind) -> Vec<String> {
     match kind {
+        // The kernel starts, then oopses while the GPU driver probes and panics (the shape of a
+        // `panic_on_oops` host: BUG, #PF, Oops, RIP, "Kernel panic - not syncing: Fatal exception"), and
+        // the panic timer reboots it into the same loop.
         HostKind::Server => vec![
-            "ERROR: PCIe Training Error: Slot 3, Bus 0x3a: link failed to train (x16 expected, x0 found)"
+            "[    0.000000] Linux version 5.15.0-105-generic (buildd@lcy02-amd64-054) (gcc 11.4.0) #115-Ubuntu SMP"
                 .into(),
-            "ERROR: Fatal error in POST. System will reset in 3 seconds...".into(),
+            "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=/dev/md0 ro console=tty0 console=ttyS1,115200n8 iommu=pt panic=10"
+                .into(),
+            "[    6.870114] nvidia: loading out-of-tree module taints kernel.".into(),
+            "[    7.402871] BUG: unable to handle page fault for address: ffffb5e1c2a3f000".into(),
+            "[    7.402877] #PF: supervisor read access in kernel mode".into(),
+            "[    7.402879] #PF: error_code(0x0000) - not-present page".into(),
+            "[    7.402883] Oops: 0000 [#1] SMP NOPTI".into(),
+            "[    7.402887] CPU: 12 PID: 1873 Comm: nvidia-modprobe Tainted: P           OE     5.15.0-105-generic #115-Ubuntu"
+                .into(),
+            "[    7.402893] RIP: 0010:_nv041371rm+0x1a/0x40 [nvidia]".into(),
+            "[    7.403511] Kernel panic - not syncing: Fatal exception".into(),
+            "[    7.403902] Kernel Offset: 0x2c600000 from 0xffffffff81000000 (relocation range: 0xffffffff80000000-0xffffffffbfffffff)"
+                .into(),
+            "[    7.404117] ---[ end Kernel panic - not syncing: Fatal exception ]---".into(),
         ],
         HostKind::Switch(_) => vec![
             "[    3.318811] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)"

@@ -131,10 +131,14 @@ impl Host {
                             r.link_downed += 1;
                         }
                         if up {
+                            // As mlx5_core prints them (en_main.c mlx5e_update_carrier, events.c port
+                            // module event), so the console rules read the sim as they read a real host.
+                            let pci = nic_pci(&hca_name);
                             self.console.emit_line(&format!(
-                                "[ 9301.004411] mlx5_core {hca_name}: Port module event: module 0, Cable unplugged"
+                                "[ 9301.004411] mlx5_core {pci}: Port module event: module 0, Cable unplugged"
                             ));
-                            self.console.emit_line(&format!("[ 9301.004988] {netdev}: Link down"));
+                            self.console
+                                .emit_line(&format!("[ 9301.004988] mlx5_core {pci} {netdev}: Link down"));
                         }
                         self.log_sel(
                             &mut st,
@@ -241,7 +245,11 @@ impl Host {
             r.mtu = r.spec.mtu;
             r.pfc_storm = false;
             if was_down && up {
-                self.console.emit_line(&format!("[ 9400.100020] {}: Link up", r.spec.netdev));
+                self.console.emit_line(&format!(
+                    "[ 9400.100020] mlx5_core {} {}: Link up",
+                    nic_pci(&r.spec.hca),
+                    r.spec.netdev
+                ));
             }
         }
         drop(st);
@@ -287,4 +295,13 @@ pub(super) fn xid_message(code: u16) -> &'static str {
         95 => "Uncontained ECC error",
         _ => "GPU error",
     }
+}
+
+/// The PCI function of a ConnectX port, `dddd:bb:dd.f`, from its HCA index (`mlx5_3` → the fourth NIC):
+/// the buses of an HGX H100 board's eight NICs, then two storage NICs.
+pub(crate) fn nic_pci(hca: &str) -> String {
+    const BUSES: [u8; 10] = [0x0c, 0x12, 0x45, 0x4b, 0x8c, 0x92, 0xc5, 0xcb, 0xa1, 0xa2];
+    let i: usize = hca.rsplit('_').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let bus = BUSES.get(i).copied().unwrap_or(0xe0u8.wrapping_add(i as u8));
+    format!("0000:{bus:02x}:00.0")
 }

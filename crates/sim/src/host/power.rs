@@ -364,14 +364,22 @@ pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequenc
         let bios = weak.upgrade()?.bmc_config.identity.bios_version.clone();
         stage(&weak, generation, &post_lines(kind, &name, &bios, target), timings.post).await?;
         if looping {
-            if matches!(kind, HostKind::Switch(_)) {
-                stage(&weak, generation, &bootloader_lines(kind), timings.bootloader).await?;
-            }
+            stage(&weak, generation, &bootloader_lines(kind), timings.bootloader).await?;
             stage(&weak, generation, &boot_loop_lines(kind), timings.kernel).await?;
             advance(&weak, generation, |h, st| {
-                h.log_sel(
-                    st,
-                    NewSel {
+                let sel = match kind {
+                    // What a BMC logs when the host panics (the OS's critical-stop sensor).
+                    HostKind::Server => NewSel {
+                        sensor_type: sensor_type::OS_STOP,
+                        sensor_number: 0x71,
+                        event_type: 0x6f,
+                        deassertion: false,
+                        event_data: [0x01, 0xff, 0xff],
+                        severity: Health::Critical,
+                        message: "OS Critical Stop: run-time critical stop (kernel panic)".into(),
+                        message_id: "OpenBMC.0.1.OSCriticalStop",
+                    },
+                    HostKind::Switch(_) => NewSel {
                         sensor_type: sensor_type::SYSTEM_FIRMWARE_PROGRESS,
                         sensor_number: 0x74,
                         event_type: 0x6f,
@@ -381,7 +389,8 @@ pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequenc
                         message: "System firmware error: boot failed, system reset".into(),
                         message_id: "OpenBMC.0.1.BIOSPOSTError",
                     },
-                )
+                };
+                h.log_sel(st, sel)
             })?;
             continue;
         }
