@@ -16,6 +16,7 @@ pub mod adapters;
 pub mod audit;
 pub mod config;
 mod context;
+pub mod correlate;
 pub mod error;
 pub mod event_gate;
 pub mod event_listener;

@@ -1,0 +1,301 @@
+//! Fault correlation: blame the shared part. Observations from many devices (a console's "rdma3: Link
+//! down", a kernel panic, …) are held for a short while and grouped by the parts their units share
+//! ([`topology`]); when one part explains them, ONE fault is raised on that part with the members listed,
+//! and the members are not raised (nor acted on) one by one. A leaf that drops rail 3 then costs one
+//! switch fault instead of eight node power cycles.
+//!
+//! The score, for a part `C` and the observations of one kind within the window:
+//! - `affected`: distinct units observed that depend on `C`; `dependents`: units that depend on `C`;
+//! - `fraction = affected / dependents`; `unaffected_share = affected < dependents` (a healthy unit on the
+//!   same part is evidence against it);
+//! - `C` explains them when `affected >= min_members` (default 2: one node is never a shared fault) and
+//!   `fraction >= min_fraction` (default 0.5). Among parts that explain, the one that explains the most
+//!   observations wins, then the higher fraction, then the smaller part (the port group before the leaf).
+//!
+//! Timing: an observation is decided `hold` after it arrived (default 5 s), so that the other members of a
+//! shared failure, which arrive within a second or two, are seen with it. An observation that arrives while
+//! its part's group is open (within `window` of the group's last member) joins it. One decided alone and
+//! later found to be part of a group is reported as `linked` in the group (its own fault already exists).
+//!
+//! The correlator is pure (time is passed in, milliseconds), so the server's intake and the tests drive it
+//! the same way.
+
+pub mod topology;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use topology::{Component, ComponentKind, Topology, Unit};
+
+/// Tunables, `[correlation]` in the configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    pub hold: Duration,
+    pub window: Duration,
+    pub min_members: usize,
+    pub min_fraction: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            hold: Duration::from_secs(5),
+            window: Duration::from_secs(600),
+            min_members: 2,
+            min_fraction: 0.5,
+        }
+    }
+}
+
+/// One thing seen on one device: what its own fault would be.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Observation {
+    /// The fault kind it would raise alone (`rail-down`, `console-kernel-panic`).
+    pub kind: String,
+    pub unit: Unit,
+    pub severity: String,
+    pub message: String,
+    /// When it was seen, milliseconds since the epoch.
+    pub at_ms: i64,
+    pub detail: serde_json::Value,
+}
+
+/// The correlation score of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Score {
+    pub affected: usize,
+    pub dependents: usize,
+    pub fraction: f64,
+    /// A unit that depends on the part was not observed failing.
+    pub unaffected_share: bool,
+}
+
+/// A part blamed for several observations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shared {
+    /// `shared-<member kind>`.
+    pub kind: String,
+    pub component: Component,
+    /// Where the fault is recorded ([`Component::device`]).
+    pub device: String,
+    pub severity: String,
+    pub message: String,
+    pub score: Score,
+    /// Every member so far, one per unit, oldest first.
+    pub members: Vec<Observation>,
+    /// Members that had been decided alone before the group formed: their own faults exist and are to be
+    /// linked to this one.
+    pub linked: Vec<Unit>,
+    /// False when this only adds members to a group reported before.
+    pub new: bool,
+}
+
+/// What to do with observations that are due.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Nothing shared explains it: the device's own fault.
+    Own(Observation),
+    /// One fault on the shared part.
+    Shared(Shared),
+}
+
+#[derive(Debug)]
+struct Group {
+    kind: String,
+    component: Component,
+    members: BTreeMap<Unit, Observation>,
+    last_ms: i64,
+}
+
+/// Holds observations until they can be decided; see the module documentation.
+#[derive(Debug)]
+pub struct Correlator {
+    topology: Topology,
+    settings: Settings,
+    pending: Vec<Observation>,
+    /// Decided alone, kept for the window: a later group may explain them.
+    alone: Vec<Observation>,
+    groups: Vec<Group>,
+}
+
+impl Correlator {
+    pub fn new(topology: Topology, settings: Settings) -> Correlator {
+        Correlator { topology, settings, pending: Vec::new(), alone: Vec::new(), groups: Vec::new() }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Observations waiting for their hold to pass.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn observe(&mut self, o: Observation) {
+        self.pending.push(o);
+    }
+
+    /// Decides every observation whose hold has passed at `now_ms`.
+    pub fn decide(&mut self, now_ms: i64) -> Vec<Verdict> {
+        let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
+        let hold = i64::try_from(self.settings.hold.as_millis()).unwrap_or(i64::MAX);
+        self.alone.retain(|o| now_ms - o.at_ms <= window);
+        self.groups.retain(|g| now_ms - g.last_ms <= window);
+        self.pending.sort_by_key(|o| o.at_ms);
+        let mut out = Vec::new();
+        // Joining an open group needs no hold: the part is already blamed.
+        let pending = std::mem::take(&mut self.pending);
+        let mut joined: BTreeMap<usize, bool> = BTreeMap::new();
+        for o in pending {
+            match self.open_group(&o) {
+                Some(i) => {
+                    let g = &mut self.groups[i];
+                    g.last_ms = g.last_ms.max(o.at_ms);
+                    let fresh = !g.members.contains_key(&o.unit);
+                    g.members.entry(o.unit.clone()).or_insert(o);
+                    *joined.entry(i).or_default() |= fresh;
+                }
+                None => self.pending.push(o),
+            }
+        }
+        for (i, fresh) in joined {
+            if fresh {
+                out.push(Verdict::Shared(self.report(i, Vec::new(), false)));
+            }
+        }
+        while let Some(pos) = self.pending.iter().position(|o| now_ms - o.at_ms >= hold) {
+            let o = self.pending.remove(pos);
+            if let Some(i) = self.open_group(&o) {
+                let g = &mut self.groups[i];
+                g.last_ms = g.last_ms.max(o.at_ms);
+                if !g.members.contains_key(&o.unit) {
+                    g.members.insert(o.unit.clone(), o);
+                    out.push(Verdict::Shared(self.report(i, Vec::new(), false)));
+                }
+                continue;
+            }
+            match self.best(&o, now_ms) {
+                Some(component) => {
+                    let mut members = BTreeMap::new();
+                    let mut linked = Vec::new();
+                    let shares = |x: &Observation| {
+                        x.kind == o.kind && self.topology.parts(&x.unit).contains(&component)
+                    };
+                    let (mine, rest): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut self.pending).into_iter().partition(|x| shares(x));
+                    self.pending = rest;
+                    let (was_alone, rest): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut self.alone).into_iter().partition(|x| shares(x));
+                    self.alone = rest;
+                    for x in was_alone {
+                        linked.push(x.unit.clone());
+                        members.entry(x.unit.clone()).or_insert(x);
+                    }
+                    for x in std::iter::once(o.clone()).chain(mine) {
+                        members.entry(x.unit.clone()).or_insert(x);
+                    }
+                    let last_ms = members.values().map(|m| m.at_ms).max().unwrap_or(o.at_ms);
+                    linked.sort();
+                    linked.dedup();
+                    self.groups.push(Group { kind: o.kind.clone(), component, members, last_ms });
+                    let i = self.groups.len() - 1;
+                    out.push(Verdict::Shared(self.report(i, linked, true)));
+                }
+                None => {
+                    self.alone.push(o.clone());
+                    out.push(Verdict::Own(o));
+                }
+            }
+        }
+        out
+    }
+
+    /// The open group `o` belongs to, if any.
+    fn open_group(&self, o: &Observation) -> Option<usize> {
+        let parts = self.topology.parts(&o.unit);
+        self.groups.iter().position(|g| g.kind == o.kind && parts.contains(&g.component))
+    }
+
+    /// The part that best explains `o` with the observations of its kind in the window, if one does.
+    fn best(&self, o: &Observation, now_ms: i64) -> Option<Component> {
+        let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
+        let seen: BTreeSet<&Unit> = self
+            .pending
+            .iter()
+            .chain(&self.alone)
+            .filter(|x| x.kind == o.kind && now_ms - x.at_ms <= window)
+            .map(|x| &x.unit)
+            .chain(std::iter::once(&o.unit))
+            .collect();
+        self.topology
+            .parts(&o.unit)
+            .iter()
+            .filter_map(|c| {
+                let s = self.score(c, &seen);
+                let explains =
+                    s.affected >= self.settings.min_members && s.fraction >= self.settings.min_fraction;
+                explains.then_some((c, s))
+            })
+            .max_by(|(a, x), (b, y)| {
+                x.affected
+                    .cmp(&y.affected)
+                    .then(x.fraction.total_cmp(&y.fraction))
+                    .then(y.dependents.cmp(&x.dependents))
+                    .then(b.cmp(a))
+            })
+            .map(|(c, _)| c.clone())
+    }
+
+    fn score(&self, c: &Component, seen: &BTreeSet<&Unit>) -> Score {
+        let dependents = self.topology.dependents(c);
+        let affected = seen.iter().filter(|u| self.topology.parts(u).contains(c)).count();
+        let fraction = if dependents == 0 { 0.0 } else { affected as f64 / dependents as f64 };
+        Score { affected, dependents, fraction, unaffected_share: affected < dependents }
+    }
+
+    fn report(&self, i: usize, linked: Vec<Unit>, new: bool) -> Shared {
+        let g = &self.groups[i];
+        let units: BTreeSet<&Unit> = g.members.keys().collect();
+        let score = self.score(&g.component, &units);
+        let mut members: Vec<Observation> = g.members.values().cloned().collect();
+        members.sort_by_key(|m| m.at_ms);
+        let severity = if members.iter().any(|m| m.severity == "critical") { "critical" } else { "warning" };
+        let names: Vec<String> = members
+            .iter()
+            .map(|m| {
+                let port = m.unit.rail.as_deref().and_then(|r| self.topology.port(&m.unit.device, r));
+                match port {
+                    Some(p) => format!("{} ({p})", m.unit.device),
+                    None => m.unit.device.clone(),
+                }
+            })
+            .collect();
+        let message = format!(
+            "{} on {} of {} dependents of {}{}: {}",
+            g.kind,
+            score.affected,
+            score.dependents,
+            g.component.describe(),
+            if score.unaffected_share { "" } else { " (all of them)" },
+            names.join(", ")
+        );
+        Shared {
+            kind: format!("shared-{}", g.kind),
+            component: g.component.clone(),
+            device: g.component.device(),
+            severity: severity.into(),
+            message,
+            score,
+            members,
+            linked,
+            new,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
