@@ -592,7 +592,7 @@ impl BmcPool {
             request_id: None,
             detail: json!({ "protocol": protocol, "credential": id, "username": user, "address": t.address }),
         };
-        let intent_id = match self.inner.audit.intent(&intent).await {
+        let intent_id = match self.audit.intent(&intent).await {
             Ok(i) => i,
             Err(e) => {
                 attempt.detail = Some(format!("not attempted: audit log unavailable: {e}"));
@@ -655,7 +655,7 @@ impl BmcPool {
             ok: true,
             detail: json!({ "protocol": protocol, "credential": id, "username": user, "outcome": attempt.outcome }),
         };
-        if let Err(e) = self.inner.audit.outcome(&outcome).await {
+        if let Err(e) = self.audit.outcome(&outcome).await {
             tracing::error!(bmc = %t.name, error = %e, "audit outcome not recorded");
         }
         attempt

@@ -37,7 +37,6 @@ const RECENT_REPORTS: usize = 4096;
 pub(crate) struct PoolInner {
     pub opts: BmcOptions,
     pub memory: Arc<dyn ProtocolMemory>,
-    pub audit: Arc<dyn AuditSink>,
     pub fanout: Arc<Semaphore>,
     pub suites: conn::SuiteCache,
     pub sdr_cache: Arc<SdrCache>,
@@ -69,6 +68,9 @@ pub(crate) struct PoolInner {
 #[derive(Clone)]
 pub struct BmcPool {
     pub(crate) inner: Arc<PoolInner>,
+    /// Where this handle's actions are audited (as whose actor). Per handle, not per pool: one pool per
+    /// process serves every actor (see [`BmcPool::with_audit`]).
+    pub(crate) audit: Arc<dyn AuditSink>,
 }
 
 impl std::fmt::Debug for BmcPool {
@@ -90,10 +92,10 @@ impl BmcPool {
     pub fn with_memory(opts: BmcOptions, audit: Arc<dyn AuditSink>, memory: Arc<dyn ProtocolMemory>) -> Self {
         let fanout = Arc::new(Semaphore::new(opts.fanout.max(1)));
         BmcPool {
+            audit,
             inner: Arc::new(PoolInner {
                 opts,
                 memory,
-                audit,
                 fanout,
                 suites: conn::SuiteCache::default(),
                 sdr_cache: Arc::default(),
@@ -115,8 +117,26 @@ impl BmcPool {
         &self.inner.opts
     }
 
+    /// The same pool (fan-out and per-BMC connection limits, per-BMC locks, kept sessions, learned paths
+    /// and cipher suites, recent power reports) acting for another actor: its actions audited through
+    /// `audit`. Why one pool per process: the limits protect the BMCs only if every request counts against
+    /// the same ones.
+    pub fn with_audit(&self, audit: Arc<dyn AuditSink>) -> BmcPool {
+        BmcPool { inner: self.inner.clone(), audit }
+    }
+
+    /// Whether two handles share one pool.
+    pub fn same_pool(&self, other: &BmcPool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     pub fn bmc(&self, target: BmcTarget) -> Bmc {
-        Bmc { pool: self.inner.clone(), target: Arc::new(target), first_reads: SYSTEM_READS }
+        Bmc {
+            pool: self.inner.clone(),
+            audit: self.audit.clone(),
+            target: Arc::new(target),
+            first_reads: SYSTEM_READS,
+        }
     }
 
     /// The pool's shared IPMI transport, if it was created yet (tests and metrics: its sockets and routes).
@@ -214,6 +234,7 @@ impl PoolInner {
 #[derive(Clone)]
 pub struct Bmc {
     pool: Arc<PoolInner>,
+    audit: Arc<dyn AuditSink>,
     target: Arc<BmcTarget>,
     /// What a Redfish first contact reads with its login (`lifeline_redfish::FIRST_CONTACT_READS`): the
     /// systems, which every server operation starts from; a sweep that reads event logs adds the managers.
@@ -242,7 +263,12 @@ impl Bmc {
     pub fn over(&self, protocol: BmcProtocol) -> Bmc {
         let mut t = (*self.target).clone();
         t.protocol = protocol;
-        Bmc { pool: self.pool.clone(), target: Arc::new(t), first_reads: self.first_reads }
+        Bmc {
+            pool: self.pool.clone(),
+            audit: self.audit.clone(),
+            target: Arc::new(t),
+            first_reads: self.first_reads,
+        }
     }
 
     /// This handle, with a Redfish first contact that also reads `reads` with its login (paths the
@@ -528,7 +554,7 @@ impl Bmc {
             request_id: request_id.map(str::to_owned),
             detail,
         };
-        self.pool.audit.intent(&rec).await.map_err(|source| BmcError::AuditUnavailable {
+        self.audit.intent(&rec).await.map_err(|source| BmcError::AuditUnavailable {
             bmc: self.target.name.clone(),
             action: action.to_owned(),
             source,
@@ -551,7 +577,7 @@ impl Bmc {
             ok,
             detail,
         };
-        match self.pool.audit.outcome(&rec).await {
+        match self.audit.outcome(&rec).await {
             Ok(()) => None,
             Err(e) => {
                 tracing::error!(bmc = %self.target.name, action, error = %e, "audit outcome not recorded");

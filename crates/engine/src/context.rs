@@ -55,7 +55,12 @@ pub struct Lifeline {
     bmc_options: BmcOptions,
     store: OnceCell<Store>,
     inventory: OnceLock<Arc<Inventory>>,
+    /// This actor's handle on the process's pool: its actions audited as this actor.
     bmc_pool: OnceLock<BmcPool>,
+    /// The process's one BMC pool, shared by every context derived from the first (every web request,
+    /// scheduled job and runbook run), so its limits (fan-out, connections per BMC, per-BMC locks) and what
+    /// it learns (kept sessions, paths, cipher suites) hold for the process, not per request.
+    shared_pool: Arc<OnceLock<BmcPool>>,
     /// The process's console manager when it has one (the server's always-on logger): console operations
     /// attach to it instead of opening a second SOL session, which the BMC would refuse or steal.
     consoles: Option<lifeline_console::ConsoleManager>,
@@ -87,6 +92,7 @@ impl Lifeline {
             store: OnceCell::new(),
             inventory: OnceLock::new(),
             bmc_pool: OnceLock::new(),
+            shared_pool: Arc::default(),
             consoles: None,
         }
     }
@@ -125,12 +131,14 @@ impl Lifeline {
             store: self.store.clone(),
             inventory: self.inventory.clone(),
             bmc_pool: self.bmc_pool.clone(),
+            shared_pool: self.shared_pool.clone(),
             consoles: self.consoles.clone(),
         }
     }
 
     /// A context for another actor over the same store, inventory and configuration (a runbook run inside
-    /// the CLI or the server): its own lease holder and BMC pool (whose audit rows carry the new actor).
+    /// the CLI or the server): its own lease holder and its own handle on the process's BMC pool (whose audit
+    /// rows carry the new actor).
     /// Why share the store instead of opening it again: a process must open a SQLite file once — a second
     /// open reads the file's header through a new descriptor, and closing that descriptor drops every
     /// POSIX lock the process holds on the file, after which another process's last close may checkpoint
@@ -140,6 +148,7 @@ impl Lifeline {
         l.bmc_options = self.bmc_options.clone();
         l.store = self.store.clone();
         l.inventory = self.inventory.clone();
+        l.shared_pool = self.shared_pool.clone();
         l.consoles = self.consoles.clone();
         l
     }
@@ -165,9 +174,15 @@ impl Lifeline {
     pub async fn store(&self) -> Result<&Store> {
         self.store
             .get_or_try_init(|| async {
-                Store::open(&self.paths.data_dir, self.paths.database_url.as_deref())
+                let store = Store::open(&self.paths.data_dir, self.paths.database_url.as_deref())
                     .await
-                    .map_err(EngineError::from)
+                    .map_err(EngineError::from)?;
+                // Outcomes a store refused earlier, and the slots of processes that died after sending
+                // (recorded as interrupted), go in first.
+                if !store.is_read_only() {
+                    crate::outcome_wal::OutcomeWal::for_dir(&self.paths.data_dir).replay(&store).await;
+                }
+                Ok(store)
             })
             .await
     }
@@ -192,26 +207,34 @@ impl Lifeline {
     }
 
     pub async fn audit(&self) -> Result<AuditService> {
-        Ok(AuditService::new(self.store().await?.clone(), self.identity.actor.clone()))
+        Ok(AuditService::new(self.store().await?.clone(), self.identity.actor.clone())
+            .with_wal(crate::outcome_wal::OutcomeWal::for_dir(&self.paths.data_dir)))
     }
 
     pub async fn leases(&self) -> Result<Leases> {
         Ok(Leases::new(self.store().await?.clone(), self.holder.clone()).with_wait(self.identity.wait))
     }
 
-    /// The long-lived BMC pool (fan-out limit, per-BMC locks, SDR and path caches), built on first use.
+    /// The process's long-lived BMC pool (fan-out limit, per-BMC locks, SDR and path caches), built on first
+    /// use, as this actor.
     pub async fn bmc_pool(&self) -> Result<BmcPool> {
         if let Some(p) = self.bmc_pool.get() {
             return Ok(p.clone());
         }
-        let store = self.store().await?.clone();
-        let audit = self.audit().await?;
-        let opts = BmcOptions {
-            tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))),
-            ..self.bmc_options.clone()
+        let sink = self.audit().await?.bmc_sink();
+        let shared = match self.shared_pool.get() {
+            Some(p) => p.clone(),
+            None => {
+                let store = self.store().await?.clone();
+                let opts = BmcOptions {
+                    tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))),
+                    ..self.bmc_options.clone()
+                };
+                let pool = BmcPool::with_memory(opts, sink.clone(), Arc::new(StoreMemory(store)));
+                self.shared_pool.get_or_init(|| pool).clone()
+            }
         };
-        let pool = BmcPool::with_memory(opts, audit.bmc_sink(), Arc::new(StoreMemory(store)));
-        Ok(self.bmc_pool.get_or_init(|| pool).clone())
+        Ok(self.bmc_pool.get_or_init(|| shared.with_audit(sink)).clone())
     }
 
     /// The request id for one target of this call: the front end's, scoped to the target, or a fresh one.
