@@ -107,9 +107,12 @@ impl Lifeline {
         self.consoles.as_ref()
     }
 
-    /// Options of the BMC pool (fan-out, timeouts), before its first use.
+    /// Options of the BMC pool (fan-out, timeouts), before its first use. A context given options of its
+    /// own gets a pool of its own (and the contexts derived from it share that one).
     pub fn with_bmc_options(mut self, f: impl FnOnce(&mut BmcOptions)) -> Self {
         f(&mut self.bmc_options);
+        self.bmc_pool = OnceLock::new();
+        self.shared_pool = Arc::default();
         self
     }
 
