@@ -13,15 +13,27 @@ use crate::error::{EngineError, Result};
 
 const SYSTEM_CONFIG: &str = "/etc/lifeline/lifeline.toml";
 
-/// `lifeline.toml`.
+// The doc comments of these types are the configuration reference: `docs/configuration.md` is generated
+// from them by `config_reference`, and a test fails when it is stale.
+
+/// `lifeline.toml`: where the inventory, the data and the sealing key are.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServerConfig {
+    /// The inventory file; a verb that needs one and has none says how to give it. Default: none
+    /// (`--inventory` / `$LIFELINE_INVENTORY` first).
     pub inventory: Option<PathBuf>,
+    /// The SQLite store (`lifeline.db`, WAL mode), config backups, console logs and the server's TLS pair;
+    /// created 0700, files 0600. Default: `$XDG_STATE_HOME/lifeline`, else `~/.local/state/lifeline`
+    /// (`--data-dir` / `$LIFELINE_DATA_DIR` first).
     pub data_dir: Option<PathBuf>,
+    /// `postgres://…` for several replicas sharing one store. Default: SQLite in `data-dir`
+    /// (`--database-url` / `$LIFELINE_DATABASE_URL` first).
     pub database_url: Option<String>,
-    /// The key that seals raw switch configs; kept apart from the data directory so a copy of the data
-    /// directory (a backup, a support bundle) does not carry the key to its own secrets.
+    /// The key that seals raw switch configs and rotated BMC passwords (AES-256-GCM); kept apart from the
+    /// data directory so a copy of the data directory (a backup, a support bundle) does not carry the key to
+    /// its own secrets. Default: `$XDG_CONFIG_HOME/lifeline/seal.key`, else `~/.config/lifeline/seal.key`
+    /// (`$LIFELINE_SEAL_KEY` first).
     pub seal_key: Option<PathBuf>,
     /// Switch backup schedules, one per device group (run by `lifeline serve`; shown by `backup schedule`).
     #[serde(default)]
@@ -48,35 +60,41 @@ pub struct ServerConfig {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeSection {
-    /// `ADDR:PORT` (default `127.0.0.1:7443`); `--listen` overrides.
+    /// `ADDR:PORT` of the HTTPS listener of the API and the web console (default `127.0.0.1:7443`;
+    /// `--listen` first).
     pub listen: Option<String>,
-    /// The operator's certificate chain and key (PEM); without them a self-signed pair is made on first
-    /// start and kept under the data directory.
+    /// The operator's certificate chain (PEM); without it and `tls-key` a self-signed pair is made on first
+    /// start and kept in `DATA/server-tls/`.
     pub tls_cert: Option<PathBuf>,
+    /// The key of `tls-cert` (PEM).
     pub tls_key: Option<PathBuf>,
-    /// How often the whole fleet is swept (power, health, newest SEL entries), e.g. `60s`; `0s` disables.
+    /// How often the whole fleet is swept (power, health, newest event-log entries), split over the live
+    /// replicas; a duration (default `60s`; `0s` disables).
     pub sweep_interval: Option<String>,
-    /// Keep a session open and logged on every console of the inventory (default true).
+    /// Keep a session open and logged on every console of the inventory, whether or not anyone is
+    /// attached (default true).
     pub console_logging: Option<bool>,
-    /// How long a browser session lasts (default `12h`).
+    /// How long a browser login lasts (default `12h`).
     pub session_ttl: Option<String>,
-    /// A switch whose scheduled backup failed this many times in a row gets a fault (default 3).
+    /// A switch whose scheduled backup failed this many times in a row gets a fault (default 3, at least 1).
     pub backup_failures_fault: Option<u32>,
     /// How BMC events reach the server: `off` (default; the sweeps still read the event logs), `sse`
     /// (each Redfish BMC's event stream) or `push` (EventService subscriptions to `event-listen`).
     pub events: Option<String>,
-    /// `ADDR:PORT` of the server's event receiver, for `events = "push"`.
+    /// `ADDR:PORT` of the server's event receiver; required with `events = "push"`.
     pub event_listen: Option<String>,
     /// The URL the BMCs post to when it is not `http://EVENT-LISTEN/events` (NAT, a relay).
     pub event_destination: Option<String>,
 }
 
-/// `[[webhook]]`.
+/// `[[webhook]]`: where notifications are POSTed (JSON, in the background, retried with backoff; a
+/// delivery that fails every try is counted in `/metrics` and logged).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Webhook {
+    /// The receiver (`http://` or `https://`).
     pub url: String,
-    /// Which notifications (`fault`); empty: all.
+    /// Which notification kinds (`fault`) this receiver gets; empty: every kind.
     #[serde(default)]
     pub events: Vec<String>,
 }
@@ -85,7 +103,7 @@ pub struct Webhook {
 // The fault policy. Kept apart from the rest of the file: the server decides with it (see
 // `lifeline-server`'s `policy` module) and the runbook executor carries the decision out.
 
-/// `[[fault-policy]]`: what the server does when a fault of `kind` opens.
+/// `[[fault-policy]]`: what the server does when a fault of `kind` opens. The first matching entry wins.
 ///
 /// ```toml
 /// [[fault-policy]]
@@ -97,11 +115,16 @@ pub struct Webhook {
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct FaultPolicy {
+    /// A fault kind (`health-critical`, `bmc-unreachable`, `sel-critical`, `agent-report`, …) or `*`.
     pub kind: String,
+    /// Inventory selectors the fault's device must match; empty: every device.
     #[serde(default)]
     pub targets: Vec<String>,
+    /// The runbook to run on the fault's device; none: notify only.
     #[serde(default)]
     pub runbook: Option<String>,
+    /// `auto` starts the run at once under the guard; `approve` creates it waiting for an operator's
+    /// approval; `notify` (the default) runs nothing.
     #[serde(default)]
     pub mode: PolicyMode,
 }
@@ -131,7 +154,9 @@ impl PolicyMode {
 
 // ---------------------------------------------------------------------------------------------------
 
-/// `[[backup-schedule]]`: when to back up which switches.
+/// `[[backup-schedule]]`: when to back up which switches, one entry per device group. Run by
+/// `lifeline serve` (each slot claimed by one replica, a slot missed during downtime run once), listed by
+/// `lifeline backup schedule`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BackupSchedule {
@@ -139,10 +164,10 @@ pub struct BackupSchedule {
     pub targets: Vec<String>,
     /// 5-field cron expression (minute hour day-of-month month day-of-week), UTC.
     pub cron: String,
-    /// Spread the start over this long, per device, stable across restarts (e.g. `15m`).
+    /// Spread each switch's start over this long, stable per switch across restarts (a duration, e.g. `15m`).
     #[serde(default)]
     pub jitter: Option<String>,
-    /// Attempts per run, with exponential backoff between them.
+    /// Attempts per run, with exponential backoff between them (default 3).
     #[serde(default = "default_retries")]
     pub retries: u32,
 }
@@ -157,11 +182,13 @@ fn default_retries() -> u32 {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunbooksConfig {
-    /// The runbook library (default: `runbooks/` in the working directory).
+    /// The runbook library (default: `runbooks/` in the working directory; `--runbooks` /
+    /// `$LIFELINE_RUNBOOKS` first).
     pub dir: Option<PathBuf>,
     /// Runbooks an administrator allows to run `exec` steps on the jump host.
     #[serde(default)]
     pub exec_allowed: Vec<String>,
+    /// The blast-radius guard.
     #[serde(default)]
     pub guard: GuardConfig,
 }
@@ -172,13 +199,17 @@ pub struct RunbooksConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct GuardConfig {
+    /// Runs active at once in the fleet (default 8).
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent: u32,
+    /// Runs active at once in one rack (default 2).
     #[serde(default = "default_max_per_rack")]
     pub max_concurrent_per_rack: u32,
+    /// Runs active at once for one role (default 8).
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent_per_role: u32,
-    /// No new run in a rack where more than this share of the same role is in recovery.
+    /// No new run in a rack where more than this share (percent) of the same role is in recovery: active or
+    /// escalated runs (default 25).
     #[serde(default = "default_max_percent")]
     pub max_in_recovery_percent: u32,
 }

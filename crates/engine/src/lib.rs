@@ -15,6 +15,8 @@
 pub mod adapters;
 pub mod audit;
 pub mod config;
+pub mod config_check;
+pub mod config_reference;
 mod context;
 pub mod correlate;
 pub mod error;

@@ -14,6 +14,7 @@ pub mod schema;
 mod select;
 pub mod suggest;
 mod timeouts;
+pub mod tomlcheck;
 
 use std::path::{Path, PathBuf};
 
