@@ -95,14 +95,7 @@ pub enum BackupError {
 impl BackupError {
     /// The error and its causes on one line (for result tables).
     pub fn chain(&self) -> String {
-        let mut s = self.to_string();
-        let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(self);
-        while let Some(e) = cur {
-            s.push_str(": ");
-            s.push_str(&e.to_string());
-            cur = e.source();
-        }
-        s
+        lifeline_types::error_chain(self)
     }
 }
 

@@ -164,17 +164,9 @@ pub fn run_with_hook(policy: &Policy, opts: &Options, between_samples: impl FnOn
     Report::new(node, started_at, sources, checks, started.elapsed().as_micros() as u64)
 }
 
-/// An error and its causes on one line (the report has no room for a backtrace, but needs the why).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+/// An error and its causes on one line (the report has no room for a backtrace, but needs the why): the
+/// workspace's one definition.
+pub use lifeline_types::error_chain;
 
 /// This machine's host name (`/proc/sys/kernel/hostname`), or `unknown`.
 pub fn hostname() -> String {
