@@ -29,3 +29,15 @@ macro_rules! outln {
     () => { $crate::out::line("")? };
     ($($arg:tt)*) => { $crate::out::line(format_args!($($arg)*))? };
 }
+
+/// The warning line of an action whose outcome the store did not take yet ("done, recording delayed"), on
+/// stderr so that `--json` output stays one document; the exit code stays the action's own.
+pub fn acted_warnings<T>(rows: &[lifeline_engine::Row<lifeline_engine::Acted<T>>]) {
+    for r in rows {
+        if let Ok(a) = &r.result
+            && let Some(w) = a.warning()
+        {
+            eprintln!("warning: {}: {w}", r.target);
+        }
+    }
+}

@@ -12,12 +12,15 @@ use lifeline_store::{AuditEntry, Store};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
+use crate::outcome_wal::{OutcomeWal, Pending, Slot};
 
 /// Writes audit rows as one actor.
 #[derive(Debug, Clone)]
 pub struct AuditService {
     store: Store,
     actor: String,
+    /// Where a BMC command's outcome waits when the store refuses it (outcome first, then the answer).
+    wal: Option<Arc<OutcomeWal>>,
 }
 
 /// An intent written; its outcome is still owed.
@@ -65,11 +68,22 @@ impl Outcome {
 
 impl AuditService {
     pub fn new(store: Store, actor: impl Into<String>) -> Self {
-        AuditService { store, actor: actor.into() }
+        AuditService { store, actor: actor.into(), wal: None }
+    }
+
+    /// Keeps each BMC command's outcome in `wal`'s slot (reserved before the command is sent) when the
+    /// store refuses it.
+    pub fn with_wal(mut self, wal: Arc<OutcomeWal>) -> Self {
+        self.wal = Some(wal);
+        self
     }
 
     pub fn actor(&self) -> &str {
         &self.actor
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Writes the intent row. Failing here refuses the action.
@@ -146,7 +160,7 @@ impl AuditService {
 
     /// The sink the bmc crate writes its power/SEL rows through, as this actor.
     pub fn bmc_sink(&self) -> Arc<dyn AuditSink> {
-        Arc::new(BmcSink { audit: self.clone(), requests: Mutex::default() })
+        Arc::new(BmcSink { audit: self.clone(), requests: Mutex::default(), slots: Mutex::default() })
     }
 }
 
@@ -165,10 +179,11 @@ fn audit_unavailable(store: &Store, action: &str, e: lifeline_store::StoreError)
 pub const FENCE_MARGIN_MS: i64 = 2_000;
 
 /// The bmc crate's [`AuditSink`] over the audit service; remembers each intent's request id so the outcome
-/// row carries it too.
+/// row carries it too, and its outcome slot.
 struct BmcSink {
     audit: AuditService,
     requests: Mutex<HashMap<i64, Option<String>>>,
+    slots: Mutex<HashMap<i64, Slot>>,
 }
 
 #[async_trait]
@@ -199,6 +214,31 @@ impl AuditSink for BmcSink {
             }
         };
         self.requests.lock().unwrap_or_else(|p| p.into_inner()).insert(id, rec.request_id.clone());
+        if let Some(wal) = &self.audit.wal {
+            // The command's outcome must survive a store that stops taking writes while the command runs:
+            // its slot is on disk before anything is sent. No slot, no command.
+            let pending = Pending::Audit {
+                intent: id,
+                actor: self.audit.actor.clone(),
+                action: rec.action.clone(),
+                target: rec.bmc.clone(),
+                request_id: rec.request_id.clone(),
+            };
+            match wal.reserve(pending).await {
+                Ok(slot) => {
+                    self.slots.lock().unwrap_or_else(|p| p.into_inner()).insert(id, slot);
+                }
+                Err(e) => {
+                    let why = lifeline_types::error_chain(&e);
+                    let detail = serde_json::json!({ "intent": id, "reason": why, "sent": false });
+                    let _ = self
+                        .audit
+                        .write(&rec.action, &rec.bmc, "refused", detail, rec.request_id.as_deref())
+                        .await;
+                    return Err(Box::new(e));
+                }
+            }
+        }
         Ok(AuditId(id))
     }
 
@@ -209,9 +249,35 @@ impl AuditSink for BmcSink {
         }
         let request_id =
             self.requests.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.intent.0).flatten();
-        self.audit
-            .write(&rec.action, &rec.bmc, if rec.ok { "ok" } else { "failed" }, detail, request_id.as_deref())
-            .await?;
-        Ok(())
+        let slot = self.slots.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.intent.0);
+        let outcome = if rec.ok { "ok" } else { "failed" };
+        #[cfg(feature = "test-hooks")]
+        let written = match crate::hooks::recording_refused() {
+            Some(why) => Err(why),
+            None => self
+                .audit
+                .write(&rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
+                .await
+                .map_err(|e| lifeline_types::error_chain(&e)),
+        };
+        #[cfg(not(feature = "test-hooks"))]
+        let written = self
+            .audit
+            .write(&rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
+            .await
+            .map_err(|e| lifeline_types::error_chain(&e));
+        match (written, slot) {
+            (Ok(_), Some(slot)) => {
+                slot.recorded();
+                Ok(())
+            }
+            (Ok(_), None) => Ok(()),
+            // The command was sent: its outcome waits in the slot for the store, and is not lost.
+            (Err(why), Some(slot)) => {
+                tracing::warn!(bmc = %rec.bmc, action = %rec.action, "outcome kept until the store takes it: {why}");
+                slot.keep(outcome, detail, &why).await.map_err(|e| Box::new(e) as lifeline_bmc::BoxError)
+            }
+            (Err(why), None) => Err(why.into()),
+        }
     }
 }

@@ -168,7 +168,7 @@ pub fn holder_name(actor: &str) -> String {
     format!("{actor} (pid {} on {host}) #{tag}", std::process::id())
 }
 
-fn this_host() -> String {
+pub(crate) fn this_host() -> String {
     nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default()
 }
 
@@ -223,6 +223,15 @@ async fn interrupted(audit: &AuditService, prev: &LeaseRow) {
         audit.record(&prev.action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
     {
         tracing::warn!(target = %prev.target, "cannot audit an interrupted request: {}", e.chain());
+    }
+    // Its request row ends too, instead of staying `running` for ever: a retry is told the outcome is
+    // unknown at once.
+    let outcome = serde_json::json!({
+        "outcome": "unknown: the process stopped while acting (it may have sent its command)",
+        "holder": prev.holder,
+    });
+    if let Err(e) = audit.store().interrupt_request(&prev.request_id, &outcome).await {
+        tracing::warn!(target = %prev.target, "cannot end an interrupted request: {e}");
     }
 }
 
@@ -348,6 +357,7 @@ mod tests {
         let pid = child.id();
         child.wait().unwrap();
         let dead = format!("cli:a (pid {pid} on {}) #dead00", this_host());
+        assert!(store.begin_request("r-dead", "n1", "power.cycle", "cli:a").await.unwrap().is_none());
         let LeaseAttempt::Acquired { .. } =
             store.try_lease("n1", &dead, "r-dead", "power.cycle", 60_000).await.unwrap()
         else {
@@ -366,5 +376,7 @@ mod tests {
                 .any(|r| r.entry.outcome == "interrupted" && r.entry.request_id.as_deref() == Some("r-dead")),
             "{rows:?}"
         );
+        // The dead holder's request no longer reads `running`.
+        assert_eq!(store.request("r-dead").await.unwrap().unwrap().state, "interrupted");
     }
 }

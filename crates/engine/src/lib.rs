@@ -7,6 +7,8 @@
 //!   request id;
 //! - [`lease`]: per-target leases in the store, so two processes or replicas never act on one target at
 //!   once; [`Lifeline::guarded`] adds request-id idempotency (a replay returns the first outcome);
+//! - [`outcome_wal`]: an action's outcome is kept in a local slot when the store refuses it, so an action
+//!   that ran is never answered "not done";
 //! - [`error::EngineError::class`]: the one classification front ends map to exit codes and HTTP statuses.
 //!
 //! The store adapters for the protocol crates' traits ([`adapters`]) and the sealing of raw switch configs
@@ -23,8 +25,11 @@ pub mod error;
 pub mod event_gate;
 pub mod event_listener;
 pub mod fault_rules;
+#[cfg(feature = "test-hooks")]
+pub mod hooks;
 pub mod lease;
 pub mod ops;
+pub mod outcome_wal;
 pub mod seal;
 pub mod targets;
 

@@ -40,7 +40,8 @@ pub struct RequestRow {
     pub target: String,
     pub action: String,
     pub actor: String,
-    /// `running`, `done`, or `coalesced` (answered by another request's execution).
+    /// `running`, `done`, `coalesced` (answered by another request's execution), or `interrupted` (its
+    /// process stopped while it ran; the outcome says what is known).
     pub state: String,
     pub outcome: Option<serde_json::Value>,
     pub started_at_ms: i64,
@@ -268,6 +269,28 @@ impl Store {
             .await
             .op("request.finish")?;
         Ok(())
+    }
+
+    /// Ends a request whose process stopped while it ran (its lease was taken over, or its outcome slot was
+    /// left by a dead process): `interrupted`, with what is known. Only a request still `running` changes,
+    /// so an outcome recorded meanwhile is never overwritten.
+    pub async fn interrupt_request(
+        &self,
+        request_id: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<bool, StoreError> {
+        let q = self.sql(
+            "UPDATE requests SET state = 'interrupted', outcome_json = ?, finished_at = ? \
+             WHERE request_id = ? AND state = 'running'",
+        );
+        let done = sqlx::query(&q)
+            .bind(outcome.to_string())
+            .bind(now_ms())
+            .bind(request_id.to_owned())
+            .execute(&self.pool)
+            .await
+            .op("request.interrupt")?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Forgets a request that never acted (refused before any effect), so its id can be used again.

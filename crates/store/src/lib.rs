@@ -22,6 +22,7 @@ mod records;
 mod replicas;
 mod runs;
 mod schema;
+mod sessions;
 mod users;
 
 pub use audit::{AuditEntry, AuditRow};
@@ -39,6 +40,7 @@ pub use records::{ConfigVersionRow, ConsoleLogRow};
 pub use replicas::{ReplicaRow, WorkClaim, WorkRow};
 pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
 pub use schema::{MigrationRow, MigrationState, SchemaStatus};
+pub use sessions::BmcSessionRow;
 pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.

@@ -126,6 +126,12 @@ impl SimProcess {
         assert!(o.status.success(), "sim fault {device} {fault}: {}", output_text(&o));
     }
 
+    /// Sets (or replaces) one variable of the environment later commands and servers of this test get.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
+    }
+
     /// The environment the simulator and this test's `lifeline` commands run with.
     pub fn env(&self) -> &[(String, String)] {
         &self.env

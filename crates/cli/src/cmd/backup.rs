@@ -77,7 +77,7 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
                     .set_header(vec!["switch", "platform", "result", "raw", "took"]);
                 for r in &rows {
                     match &r.result {
-                        Ok(Acted::Fresh(b)) => {
+                        Ok(Acted::Fresh(b) | Acted::Delayed { value: b, .. }) => {
                             let d = &b.detail;
                             let result = if b.outcome == "ok" {
                                 format!(
@@ -201,7 +201,7 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             confirm(&format!("restore {switch} v{} onto {}?", p.version, p.to), yes)?;
             let r = l.backup_restore(&switch, Some(p.version), to.as_deref(), false, allow_scrubbed).await?;
             let ok = match &r {
-                Acted::Fresh(r) => r.verified,
+                Acted::Fresh(r) | Acted::Delayed { value: r, .. } => r.verified,
                 Acted::Replayed { outcome, .. } => outcome["verified"] == true,
             };
             if g.json {

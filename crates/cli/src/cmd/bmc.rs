@@ -99,11 +99,12 @@ pub async fn power(g: &Global, a: PowerArgs) -> CmdResult {
         confirm_bmcs(&format!("power {act}"), &sel, a.yes)?;
     }
     let rows = l.power(&sel, act).await?;
+    crate::out::acted_warnings(&rows);
     let mut failed = false;
     let mut t = table(&["bmc", "before", "observed", "sent", "confirmation", "took", "note"]);
     for r in &rows {
         match &r.result {
-            Ok(Acted::Fresh(p)) => {
+            Ok(Acted::Fresh(p) | Acted::Delayed { value: p, .. }) => {
                 failed |= !p.confirmed;
                 t.add_row(vec![
                     p.bmc.clone(),

@@ -144,7 +144,7 @@ pub async fn boot(g: &Global, a: BootArgs) -> CmdResult {
     let mut notes = Vec::new();
     for r in &rows {
         match &r.result {
-            Ok(Acted::Fresh(p)) => {
+            Ok(Acted::Fresh(p) | Acted::Delayed { value: p, .. }) => {
                 failed |= !p.applied();
                 t.add_row(report_row(p));
                 notes.extend(p.differences.iter().map(|d| format!("{}: {d}", p.bmc)));
@@ -246,7 +246,7 @@ async fn reset(g: &Global, a: BmcResetCli) -> CmdResult {
     let mut t = table(&["bmc", "protocol", "sent", "acknowledged", "answering again", "note"]);
     for r in &rows {
         match &r.result {
-            Ok(Acted::Fresh(x)) => {
+            Ok(Acted::Fresh(x) | Acted::Delayed { value: x, .. }) => {
                 failed |= !x.answering;
                 let back = match x.answered_after_ms {
                     Some(ms) => format!("yes, after {}", human_ms(ms)),

@@ -15,6 +15,7 @@ pub mod inventory;
 pub mod notify;
 pub mod power;
 pub mod readmit;
+mod recorded;
 pub mod sweep;
 pub mod wait;
 
@@ -74,6 +75,14 @@ pub enum Acted<T> {
         outcome: serde_json::Value,
         coalesced: bool,
     },
+    /// Done now, but the store refused its outcome: the outcome waits in a local slot
+    /// ([`crate::outcome_wal`]) and is recorded when the store takes writes again; a retry with the same
+    /// request id is answered from it. Never "not done": the action ran.
+    Delayed {
+        value: T,
+        request_id: String,
+        warning: String,
+    },
 }
 
 impl<T: Serialize> Serialize for Acted<T> {
@@ -93,15 +102,40 @@ impl<T: Serialize> Serialize for Acted<T> {
                 m.serialize_entry(key, request_id)?;
                 m.end()
             }
+            Acted::Delayed { value, request_id, warning } => {
+                let mut m = s.serialize_map(None)?;
+                match serde_json::to_value(value).unwrap_or(serde_json::Value::Null) {
+                    serde_json::Value::Object(o) => {
+                        for (k, v) in o {
+                            m.serialize_entry(&k, &v)?;
+                        }
+                    }
+                    other => m.serialize_entry("outcome", &other)?,
+                }
+                m.serialize_entry("recording", "delayed")?;
+                m.serialize_entry("request_id", request_id)?;
+                m.serialize_entry("warning", warning)?;
+                m.end()
+            }
         }
     }
 }
 
 impl<T> Acted<T> {
+    /// The result of work done by this request (recorded or not yet).
     pub fn fresh(&self) -> Option<&T> {
         match self {
-            Acted::Fresh(v) => Some(v),
+            Acted::Fresh(v) | Acted::Delayed { value: v, .. } => Some(v),
             Acted::Replayed { .. } => None,
+        }
+    }
+
+    /// Why the answer needs a warning: its outcome is not in the store yet.
+    pub fn warning(&self) -> Option<&str> {
+        match self {
+            Acted::Delayed { warning, .. } => Some(warning),
+            Acted::Replayed { outcome, .. } => outcome.get("warning").and_then(|w| w.as_str()),
+            Acted::Fresh(_) => None,
         }
     }
 }
@@ -150,6 +184,10 @@ impl Lifeline {
     {
         let store = self.store().await?;
         let request_id = self.request_id_for(target);
+        // Outcomes the store refused before go in first; a retry of one still waiting is answered from it.
+        if let Some(kept) = recorded::kept_first(self, store, &request_id).await {
+            return Ok(kept);
+        }
         if let Some(prev) = store.begin_request(&request_id, target, action, self.actor()).await? {
             return replay(store, prev, &request_id, target, action).await;
         }
@@ -172,16 +210,24 @@ impl Lifeline {
                 return Err(e);
             }
         };
+        // The outcome's slot is on disk before the action can send anything (outcome first, then the answer).
+        let slot = match recorded::reserve(self, &request_id, target, action).await {
+            Ok(slot) => slot,
+            Err(e) => {
+                let _ = store.drop_request(&request_id).await;
+                guard.release().await;
+                return Err(e);
+            }
+        };
         // Writes that must not happen after the lease is lost (a config version) check this token.
         let result = crate::lease::run_fenced(guard.fence_token(), f(request_id.clone())).await;
         let stored = match &result {
             Ok(v) => serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
             Err(e) => serde_json::json!({ "error": e.chain(), "class": e.class() }),
         };
-        let finished = store.finish_request(&request_id, &stored).await;
+        let answer = recorded::finish(store, slot, &request_id, stored, result).await;
         guard.release().await;
-        finished?;
-        result.map(Acted::Fresh)
+        answer
     }
 }
 
@@ -203,6 +249,13 @@ async fn replay<T>(
         Some(outcome) if prev.state == "done" || prev.state == "coalesced" => {
             Ok(Acted::Replayed { request_id: request_id.into(), outcome, coalesced: false })
         }
+        // Its process stopped while it ran: nobody will ever know more.
+        _ if prev.state == "interrupted" => Err(EngineError::UnknownOutcome {
+            request_id: request_id.into(),
+            target: target.into(),
+            action: action.into(),
+            started: ms(prev.started_at_ms),
+        }),
         _ => {
             // The first request is still at work (it holds the target's lease, or it registered recently
             // enough to be waiting for that lease): a retry with the same id must wait for its outcome,

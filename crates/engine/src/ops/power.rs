@@ -25,7 +25,7 @@ impl PowerOutcome {
     /// Whether the requested state was confirmed (a replay answers from the stored report).
     pub fn confirmed(&self) -> bool {
         match self {
-            Acted::Fresh(r) => r.confirmed,
+            Acted::Fresh(r) | Acted::Delayed { value: r, .. } => r.confirmed,
             Acted::Replayed { outcome, .. } => {
                 outcome.get("confirmed").and_then(|v| v.as_bool()).unwrap_or(false)
                     || outcome.pointer("/outcome/confirmed").and_then(|v| v.as_bool()).unwrap_or(false)

@@ -191,7 +191,7 @@ impl Lifeline {
                 })
                 .await
                 .map(|a| match a {
-                    crate::ops::Acted::Fresh(v) => v,
+                    crate::ops::Acted::Fresh(v) | crate::ops::Acted::Delayed { value: v, .. } => v,
                     crate::ops::Acted::Replayed { outcome, .. } => Drained {
                         node: name.clone(),
                         decisions: Vec::new(),

@@ -1,4 +1,5 @@
-//! Probes and documents: `/healthz` (the process answers), `/readyz` (store and inventory usable, no
+//! Probes and documents: `/healthz` (the process answers), `/readyz` (store and inventory usable, actions
+//! recordable (one committed write; no outcome waiting for the store), no
 //! recorded problem such as an event receiver that could not start),
 //! `/metrics` (Prometheus), `/api/v1/openapi.json`.
 
@@ -63,6 +64,10 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     }
     if let Err(e) = s.base.inventory() {
         return (StatusCode::SERVICE_UNAVAILABLE, format!("inventory: {}\n", e.chain()));
+    }
+    // Reads working is not enough: a full disk refuses every action's audit rows.
+    if let Some(why) = s.base.recording_problem().await {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"));
     }
     let problems = s.problems();
     if !problems.is_empty() {

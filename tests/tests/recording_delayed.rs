@@ -1,0 +1,140 @@
+//! Outcome first, then the answer: when the store stops taking writes after an action's BMC command was sent
+//! (a full disk, injected here with the `test-hooks` build's `LIFELINE_TEST_FAIL_RECORDING` exactly there),
+//! the action is answered "done, recording delayed" (exit 0 with a warning line; HTTP 200 with a warning
+//! field), never "not done"; a retry with the same request id returns the kept outcome and sends nothing;
+//! the outcome reaches the audit log once the store takes writes again; `/readyz` fails meanwhile, saying
+//! why. The simulator's own action log is the witness of how many cycles ran.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+
+use common::{Server, add_user, login, two_node_sim};
+use std::time::Duration;
+
+use lifeline_test_utils::{SimProcess, lifeline_bin, output_json, output_text, wait_until};
+use serde_json::{Value, json};
+
+const HOOK: &str = "LIFELINE_TEST_FAIL_RECORDING";
+
+/// `lifeline ARGS` on the sim's inventory and data dir, with the store refusing outcomes or not.
+fn lifeline(sim: &SimProcess, args: &[&str], refuse: bool) -> Output {
+    let mut c = Command::new(lifeline_bin());
+    c.args(args)
+        .arg("--inventory")
+        .arg(&sim.inventory)
+        .arg("--data-dir")
+        .arg(&sim.data)
+        .envs(sim.env().iter().map(|(k, v)| (k, v)))
+        .env_remove("LIFELINE_DATABASE_URL")
+        .env_remove("LIFELINE_CONFIG")
+        .env_remove(HOOK)
+        .stdin(Stdio::null());
+    if refuse {
+        c.env(HOOK, "1");
+    }
+    c.output().expect("run lifeline")
+}
+
+fn cycles(sim: &SimProcess) -> usize {
+    sim.actions("node").iter().filter(|a| a["action"] == "power-off" || a["action"] == "power-cycle").count()
+}
+
+fn audit(sim: &SimProcess) -> Vec<Value> {
+    let o = lifeline(sim, &["audit", "log", "--target", "node", "--limit", "100", "--json"], false);
+    assert!(o.status.success(), "{}", output_text(&o));
+    output_json(&o).as_array().unwrap().clone()
+}
+
+fn pending_slots(sim: &SimProcess) -> usize {
+    std::fs::read_dir(sim.data.join("pending-outcomes")).map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn a_cycle_whose_outcome_the_store_refuses_is_answered_done_and_retried_without_acting() {
+    let sim = two_node_sim(41700);
+    let args = ["power", "cycle", "node", "--yes", "--json", "--request-id", "op-7"];
+
+    let first = lifeline(&sim, &args, true);
+    let text = output_text(&first);
+    assert_eq!(first.status.code(), Some(0), "{text}");
+    let row = &output_json(&first)[0];
+    assert_eq!(row["recording"], "delayed", "{row}");
+    assert_eq!(row["request_id"], "op-7/node", "{row}");
+    assert_eq!(row["confirmed"], true, "{row}");
+    assert!(text.contains("warning: node: done, recording delayed"), "{text}");
+    assert!(text.contains("a retry with request id op-7/node returns it"), "{text}");
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+    // Two kept outcomes: the request's answer and the BMC command's audit outcome.
+    assert_eq!(pending_slots(&sim), 2);
+
+    // A retry while the store still refuses: the kept outcome, nothing sent.
+    let again = lifeline(&sim, &args, true);
+    assert_eq!(again.status.code(), Some(0), "{}", output_text(&again));
+    let row = &output_json(&again)[0];
+    assert_eq!((row["replay_of"].as_str(), row["recording"].as_str()), (Some("op-7/node"), Some("delayed")));
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+
+    // The store takes writes again: the outcomes are recorded (once), the retry is a plain replay.
+    let later = lifeline(&sim, &args, false);
+    assert_eq!(later.status.code(), Some(0), "{}", output_text(&later));
+    let row = &output_json(&later)[0];
+    assert_eq!(row["replay_of"], "op-7/node", "{row}");
+    assert_eq!(row["confirmed"], true, "{row}");
+    assert!(row.get("warning").is_none(), "{row}");
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+    assert_eq!(pending_slots(&sim), 0);
+    let rows = audit(&sim);
+    let cycle_rows: Vec<&Value> = rows.iter().filter(|r| r["action"] == "power.cycle").collect();
+    let outcomes: Vec<&str> = cycle_rows.iter().filter_map(|r| r["outcome"].as_str()).collect();
+    assert_eq!(outcomes.iter().filter(|o| **o == "started").count(), 1, "{cycle_rows:#?}");
+    assert_eq!(outcomes.iter().filter(|o| **o == "ok").count(), 1, "{cycle_rows:#?}");
+    let ok = cycle_rows.iter().find(|r| r["outcome"] == "ok").unwrap();
+    assert!(
+        ok["detail"]["recorded_late"]["why"].as_str().is_some_and(|w| w.contains("disk is full")),
+        "{ok}"
+    );
+}
+
+#[test]
+fn the_server_answers_200_with_a_warning_and_readyz_says_why_it_is_not_ready() {
+    let sim = two_node_sim(41800);
+    add_user(&sim, "ann", "operator", "correct horse battery");
+    let srv = Server::start(&sim);
+    // Ready while outcomes can be recorded.
+    wait_until("/readyz to say ready", Duration::from_secs(30), || {
+        let (st, _, body) = common::request(&srv.addr, "GET", "/readyz", &[], None).ok()?;
+        (st == 200 && body.trim() == "ready").then_some(())
+    });
+    drop(srv);
+
+    // The same server, its store refusing outcomes.
+    let mut sim = sim;
+    sim.set_env(HOOK, "1");
+    let srv = Server::start(&sim);
+    let s = login(&srv.addr, "ann", "correct horse battery");
+    let h = [("Cookie", s.cookie.as_str()), ("X-CSRF-Token", s.csrf.as_str()), ("Idempotency-Key", "k-1")];
+    let cycle = || {
+        let (st, _, body) = common::request(
+            &srv.addr,
+            "POST",
+            "/api/v1/devices/node/power",
+            &h,
+            Some(&json!({"action": "cycle"})),
+        )
+        .unwrap();
+        assert_eq!(st, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let v = cycle();
+    assert_eq!(v["recording"], "delayed", "{v}");
+    assert!(v["warning"].as_str().is_some_and(|w| w.starts_with("done, recording delayed")), "{v}");
+    assert_eq!(cycles(&sim), 1);
+    let v = cycle();
+    assert!(v["replay_of"].as_str().is_some_and(|r| r.contains("k-1")), "{v}");
+    assert_eq!(cycles(&sim), 1, "a retry with the key sent nothing");
+    let (st, _, why) = common::request(&srv.addr, "GET", "/readyz", &[], None).unwrap();
+    assert_eq!(st, 503, "{why}");
+    assert!(why.contains("actions cannot be recorded") && why.contains("disk is full"), "{why}");
+    assert!(why.contains("action outcome(s) wait in"), "{why}");
+}
