@@ -15,12 +15,13 @@ fn login_fleet_power_cycle_audit_and_sel_markup_as_text() {
     let stack = Stack::start(33000);
     let b = Browser::start("fleet");
 
-    // A wrong password stays on the login page with a message; the right one lands on the fleet.
+    // A wrong password stays on the login page with a message; the right one lands on the overview.
     b.login(&stack, "ann", "wrong password");
     b.wait_text("#flash", "Wrong user name or password", 20);
     assert_eq!(b.path(), "/ui/login");
     b.login(&stack, "ann", PASSWORD);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
+    b.goto(&stack.url("/ui/fleet"));
 
     // Every device of the example cluster, each BMC's power state filled in by the live stream.
     let names = example_devices();
@@ -83,7 +84,8 @@ fn viewer_sees_no_power_button_and_forged_requests_are_refused() {
     let stack = Stack::start(34000);
     let b = Browser::start("viewer");
     b.login(&stack, "vic", PASSWORD);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
+    b.goto(&stack.url("/ui/fleet"));
     b.find("tr[data-device=gpu-node-01]");
     assert!(!b.exists("#bulk-apply") && !b.exists("input.pick"), "no fleet action for a viewer");
     b.goto(&stack.url("/ui/node/gpu-node-01"));
@@ -105,7 +107,7 @@ fn viewer_sees_no_power_button_and_forged_requests_are_refused() {
     // An operator's session without the CSRF header (what a cross-site form could send) is refused too.
     b.goto(&stack.url("/ui/login"));
     b.login(&stack, "ann", PASSWORD);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
     let st = b.js(
         "return (async () => (await fetch('/api/v1/devices/gpu-node-01/power', {method: 'POST',
             headers: {'Content-Type': 'application/json'}, body: JSON.stringify({action: 'cycle'})})).status)()",
@@ -140,7 +142,7 @@ fn console_shows_boot_text_and_echoes_a_key_and_backup_shows_a_changed_line() {
     let stack = Stack::start(35000);
     let b = Browser::start("console");
     b.login(&stack, "ann", PASSWORD);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
 
     // Boot the node from its page, then watch the boot in the console.
     b.goto(&stack.url("/ui/node/gpu-node-06"));

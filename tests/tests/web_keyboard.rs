@@ -40,7 +40,8 @@ fn keyboard_only_on_a_1280x800_screen() {
     assert_eq!(focused(&b)["id"], "password");
     b.keys(PASSWORD);
     b.keys(ENTER);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
+    b.goto(&stack.url("/ui/fleet"));
     b.wait("device rows", 60, |b| {
         (b.js("return document.querySelectorAll('input.pick').length", json!([])).as_u64()? > 0).then_some(())
     });
@@ -92,6 +93,7 @@ fn keyboard_only_on_a_1280x800_screen() {
 
     // No page scrolls sideways on a 1280×800 screen (the operator's laptop at 3 a.m.).
     for page in [
+        "/ui/overview",
         "/ui/fleet",
         "/ui/fabrics",
         "/ui/node/gpu-node-01",

@@ -10,33 +10,7 @@ use serde_json::json;
 use web_support::{Browser, PASSWORD, Stack, browser_available, http};
 
 /// A runbook whose one acting step waits for approval; it only confirms power on (no scheduler needed).
-const RUNBOOK: &str = r#"# approved-power-on
-#
-# Fault:       a node that should be powered on.
-# Touches:     its power (on, confirmed), after an operator approves.
-# Never:       any other node.
-# Worst case:  the node stays as it was.
-
-name = "approved-power-on"
-description = "Power a node on after an operator approves, and confirm it is on"
-targets = ["gpu-node"]
-fault = "a node that should be on"
-touches = "the node's power (on)"
-never-touches = "other nodes"
-worst-case = "the node stays as it was"
-
-[[step]]
-name = "power-on"
-kind = "power"
-action = "on"
-approve = "required"
-
-[[verify]]
-name = "is-on"
-kind = "wait-for"
-power = "on"
-timeout = "1m"
-"#;
+const RUNBOOK: &str = include_str!("../../crates/server/tests/fixtures/approved-power-on.toml");
 
 fn state_of(b: &Browser) -> String {
     b.js("const e = document.querySelector('#run-state'); return e ? e.dataset.state : ''", json!([]))
@@ -56,7 +30,7 @@ fn runbook_run_is_planned_started_and_approved_from_the_page_and_a_viewer_cannot
     });
     let b = Browser::start("runbooks");
     b.login(&stack, "ann", PASSWORD);
-    b.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
 
     // The catalogue, then the runbook: the plan comes first and says which step needs approval.
     b.goto(&stack.url("/ui/runbooks"));
@@ -111,7 +85,7 @@ fn runbook_run_is_planned_started_and_approved_from_the_page_and_a_viewer_cannot
 
     let v = Browser::start("runbooks-viewer");
     v.login(&stack, "vic", PASSWORD);
-    v.wait("the fleet page", 30, |b| (b.path() == "/ui/fleet").then_some(()));
+    v.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
     v.goto(&stack.url(&format!("/ui/runbooks?run={second}")));
     v.wait("the waiting run", 30, |b| (state_of(b) == "waiting-approval").then_some(()));
     assert!(!v.exists("#approve") && !v.exists("#abort"), "no Approve/Abort for a viewer");

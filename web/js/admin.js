@@ -22,14 +22,19 @@ export async function render(main) {
     try { await api('POST', '/api/v1/users', { name: name.value, role: role.value, password: pw.value }); location.reload(); } catch (e) { fail(e); }
   });
   main.append(add);
-  main.append(h('h2', {}, 'API tokens'), table(['Id', 'User', 'Role', 'Created', 'Expires', 'State', ''], tokens.map((t) => [
+  // The tokens table is drawn again from the server after a token is created or revoked (a reload would
+  // lose the new token's secret, shown once below).
+  const tokensTable = (list) => table(['Id', 'User', 'Role', 'Created', 'Expires', 'State', ''], list.map((t) => [
     h('code', {}, t.id), t.username, t.role, time(t.created_at_ms), t.expires_at_ms ? time(t.expires_at_ms) : 'never',
     badge(t.revoked_at_ms ? 'revoked' : 'active'),
     t.revoked_at_ms ? '' : h('button', { class: 'danger', onclick: async () => {
       if (!(await confirmAction(`Revoke token ${t.id}?`, [`${t.id} (${t.username}, ${t.role})`]))) return;
-      try { await api('DELETE', `/api/v1/tokens/${enc(t.id)}`); location.reload(); } catch (e) { fail(e); }
+      try { await api('DELETE', `/api/v1/tokens/${enc(t.id)}`); await redrawTokens(); } catch (e) { fail(e); }
     } }, 'Revoke'),
-  ])));
+  ]), { id: 'tokens' });
+  const tokensBox = h('div', {}, tokensTable(tokens));
+  const redrawTokens = async () => tokensBox.replaceChildren(tokensTable(await api('GET', '/api/v1/tokens')));
+  main.append(h('h2', {}, 'API tokens'), tokensBox);
   const tu = h('select', { 'aria-label': 'token user' }, users.filter((u) => !u.disabled).map((u) => h('option', { value: u.name }, u.name)));
   const tr = h('select', { 'aria-label': 'token role' }, h('option', { value: '' }, "user's role"), ROLES.map((r) => h('option', { value: r }, r)));
   const te = h('input', { placeholder: 'e.g. 30d (empty: never)', 'aria-label': 'expires' });
@@ -40,6 +45,7 @@ export async function render(main) {
     try {
       const r = await api('POST', '/api/v1/tokens', { user: tu.value, role: tr.value || null, expires: te.value || null });
       shown.replaceChildren(h('p', {}, 'Shown once — copy it now:'), pre(r));
+      await redrawTokens();
       flash('Token created.');
     } catch (e) { fail(e); }
   });

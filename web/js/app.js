@@ -1,13 +1,20 @@
 // The router: `/ui/<page>[/<name>]` loads `/assets/<page>.js` and calls its `render(main, ctx)`.
 import { h, api, whoami, can, fail } from './lib.js';
+import { install as installKeys } from './keys.js';
+
+// Content-Security-Policy violations, counted for the browser tests (the policy itself is the server's).
+window.lifelineCspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.lifelineCspViolations.push(`${e.violatedDirective} ${e.blockedURI || ''} ${e.sourceFile || ''}:${e.lineNumber || ''}`);
+});
 
 const NAV = [
-  ['fleet', 'Fleet'], ['fabrics', 'Fabrics'], ['backups', 'Backups'], ['runbooks', 'Runbooks'],
+  ['overview', 'Overview'], ['fleet', 'Fleet'], ['fabrics', 'Fabrics'], ['backups', 'Backups'], ['runbooks', 'Runbooks'],
   ['faults', 'Faults'], ['audit', 'Audit log'], ['hygiene', 'BMC hygiene'], ['admin', 'Users & tokens', 'admin'],
 ];
 
 async function main() {
-  const [, , page = 'fleet', name] = location.pathname.split('/').map(decodeURIComponent);
+  const [, , page = 'overview', name] = location.pathname.split('/').map(decodeURIComponent);
   const mainEl = document.getElementById('main');
   document.body.dataset.page = page;
   if (page !== 'login') {
@@ -21,6 +28,7 @@ async function main() {
         try { await api('POST', '/api/v1/logout'); } finally { location.assign('/ui/login'); }
       } }, 'Log out'));
   }
+  installKeys();
   document.title = `Lifeline — ${page}${name ? ` ${name}` : ''}`;
   try {
     const mod = await import(`./${page}.js`);

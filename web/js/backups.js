@@ -11,11 +11,15 @@ function diffView(d) {
 }
 
 async function list(main) {
-  const [inv, sched] = await Promise.all([api('GET', '/api/v1/inventory'), api('GET', '/api/v1/backups/schedule').catch(() => [])]);
+  // A schedule the server cannot answer is an error to show, not an empty schedule.
+  const [inv, sched] = await Promise.all([api('GET', '/api/v1/inventory'), api('GET', '/api/v1/backups/schedule').catch((e) => e)]);
   const sw = inv.filter((d) => d.role === 'switch' && d.management);
+  const schedule = sched instanceof Error
+    ? h('p', { class: 'error', id: 'schedule-error' }, `The schedule could not be read: ${sched.message}`)
+    : sched.length ? pre(sched) : h('p', {}, 'No [[backup-schedule]] entries.');
   main.append(h('h1', {}, 'Backups'),
-    table(['Switch', 'Platform', 'Fabric'], sw.map((d) => [h('a', { href: `/ui/backups/${enc(d.name)}` }, d.name), d.platform || '—', (d.fabrics || []).join(', ')])),
-    section('Schedule', sched.length ? pre(sched) : h('p', {}, 'No [[backup-schedule]] entries.')));
+    table(['Switch', 'Platform', 'Fabric'], sw.map((d) => [h('a', { href: `/ui/backups/${enc(d.name)}` }, d.name), (d.switch && d.switch.platform) || '—', (d.fabrics || []).join(', ')]), { id: 'backup-switches' }),
+    section('Schedule', h('div', { id: 'schedule' }, schedule)));
 }
 
 export async function render(main, { name }) {

@@ -2,16 +2,21 @@
 // operator takes over the write lock (audited by the server), can send a serial break, and anyone can
 // scroll back through the always-on log or download it.
 import { Terminal } from './xterm.mjs';
-import { mirrorStyles } from './xterm-csp.js';
+import { inertStyles, mirrorStyles } from './xterm-csp.js';
 import { h, api, can, confirmAction, download, fail, flash, enc } from './lib.js';
 
 export async function render(main, { name }) {
   const status = h('span', { id: 'console-status' }, 'connecting…');
   const holder = h('div', { id: 'term', class: 'term' });
   const bar = h('div', { class: 'bar' }, status, ' ');
+  // xterm's own stylesheet (its helper textarea and measuring element are otherwise drawn as stray text).
+  document.head.append(h('link', { rel: 'stylesheet', href: '/assets/xterm.css' }));
   main.append(h('h1', {}, `Console ${name}`), bar, holder);
+  inertStyles();
   mirrorStyles(holder);
-  const term = new Terminal({ cols: 120, rows: 32, scrollback: 10000, convertEol: false, disableStdin: false });
+  // As many rows as fit under the bar on this screen (the prompt stays above the fold at 1280x800).
+  const rows = Math.max(10, Math.min(48, Math.floor((window.innerHeight - holder.getBoundingClientRect().top - 24) / 17)));
+  const term = new Terminal({ cols: 120, rows, scrollback: 10000, convertEol: false, disableStdin: false });
   term.open(holder);
   // The screen's text for tests and screen readers' tooling (the DOM shows only the visible rows).
   holder.dataset.ready = 'yes';

@@ -22,7 +22,7 @@ export async function render(main) {
       const st = state(d.name);
       const tr = h('tr', { class: st === 'down' || st === 'degraded' ? 'bad' : '' },
         h('td', {}, h('a', { href: `/ui/node/${enc(d.name)}` }, d.name)), h('td', {}, d.role),
-        h('td', {}, fab === 'oob' && d.bmc ? `BMC ${d.bmc.address}` : rails.length ? rails.map((r) => `${r.hca}/${r.netdev} ${r.address || ''}`).join(', ') : (d.tier ? `${d.tier} switch` : '—')),
+        h('td', {}, fab === 'oob' && d.bmc ? `BMC ${d.bmc.address}` : rails.length ? rails.map((r) => `${r.hca}/${r.netdev} ${r.address || ''}`).join(', ') : (d.switch && d.switch.tier ? `${d.switch.tier} switch` : '—')),
         h('td', {}, badge(st)));
       return tr;
     });

@@ -122,3 +122,51 @@ export function download(name, text, type = 'text/plain') {
 }
 
 export const enc = encodeURIComponent;
+
+/** The device states of `/api/v1/summary` and `/api/v1/fleet`, in precedence order, with their labels. */
+export const STATES = [
+  ['escalated', 'Escalated — needs a human'], ['waiting-approval', 'Waiting for approval'],
+  ['verifying', 'Verifying'], ['recovering', 'Recovering'], ['unreachable', 'Unreachable'],
+  ['faulted', 'Faulted'], ['drained-by-lifeline', 'Drained by Lifeline'], ['unknown', 'Not observed'],
+  ['healthy', 'Healthy'],
+];
+
+/** How long ago a timestamp was, in words ("40 s ago"). */
+export function ago(t) {
+  if (!t) return '';
+  const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
+  if (s < 120) return `${s} s ago`;
+  if (s < 7200) return `${Math.round(s / 60)} min ago`;
+  if (s < 172800) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} d ago`;
+}
+
+/** A long reason shown as its summary, the whole text one click away. */
+export function reason(summary, full) {
+  if (!full) return '';
+  if (!summary || summary === full) return h('span', { class: 'reason' }, full);
+  return h('details', { class: 'reason' }, h('summary', {}, summary), h('pre', {}, full));
+}
+
+/** Where a run is, in words: "step verify (2 of 3), started 40 s ago". */
+export function runWhere(r) {
+  const step = r.step ? `step ${r.step} (${r.step_number} of ${r.steps})` : `step ${r.step_number}`;
+  const since = r.step_started || r.updated || r.started;
+  return `${step}${since ? `, since ${ago(since)}` : ''}`;
+}
+
+/** Approve / Abort buttons for a run, when the caller's role may use them (admin runbooks: admin). */
+export function runButtons(r, after) {
+  const need = r.admin_only ? 'admin' : 'operator';
+  if (!can(need)) return null;
+  const act = (what, label, cls) => h('button', {
+    class: cls, 'data-run': r.run, 'data-act': what,
+    onclick: async () => {
+      if (!(await confirmAction(`${label} run ${r.run} of ${r.runbook}?`, [r.target], 'Audited as you.'))) return;
+      try { await api('POST', `/api/v1/runs/${enc(r.run)}/${what}`); flash(`${label}: ${r.target}`); if (after) after(); } catch (e) { fail(e); }
+    },
+  }, label);
+  return h('span', { class: 'acts' },
+    r.state === 'waiting-approval' ? act('approve', 'Approve', '') : null, ' ',
+    r.state === 'waiting-approval' || r.state === 'running' ? act('abort', 'Abort', 'danger') : null);
+}

@@ -36,6 +36,8 @@ pub struct Route {
     pub summary: &'static str,
     /// The request body's schema (a component name), for the OpenAPI document.
     pub body: Option<&'static str>,
+    /// The 200 answer's schema (a component name), for the OpenAPI document.
+    pub returns: Option<&'static str>,
     /// An intake of automated causes: what arrives here can open a fault or start recovery without a
     /// person deciding (agent reports). The role matrix requires every intake to be authenticated.
     pub intake: bool,
@@ -64,12 +66,17 @@ pub fn route(
     summary: &'static str,
     handler: MethodRouter<AppState>,
 ) -> Route {
-    Route { method, path, access, tag, summary, body: None, intake: false, handler }
+    Route { method, path, access, tag, summary, body: None, returns: None, intake: false, handler }
 }
 
 impl Route {
     pub fn body(mut self, schema: &'static str) -> Route {
         self.body = Some(schema);
+        self
+    }
+
+    pub fn returns(mut self, schema: &'static str) -> Route {
+        self.returns = Some(schema);
         self
     }
 

@@ -9,7 +9,8 @@
 //!   access layer and the OpenAPI document ([`openapi`]) are built from it.
 //! - [`auth`], [`accounts`]: users (argon2id), sessions (cookie + CSRF), API tokens; [`login_limit`]:
 //!   lockout per (user, source) and refused logins audited in bounded rows.
-//! - [`api`]: the JSON API under `/api/v1`, one module per concern.
+//! - [`api`]: the JSON API under `/api/v1`, one module per concern; [`fleet_state`]: the one definition of
+//!   each device state the overview, the fleet filter and the grid show.
 //! - [`runbooks`]: runbook runs driven in the background by the server (from the API, from the fault
 //!   policy, resumed on start, stopped at a step boundary on SIGTERM).
 //! - [`scheduler`]: scheduled backups, fleet sweeps, the always-on console logger; [`faults`] turns what
@@ -30,6 +31,7 @@ pub mod auth;
 pub mod client;
 pub mod error;
 pub mod faults;
+pub mod fleet_state;
 pub mod live;
 pub mod login_limit;
 pub mod metrics;

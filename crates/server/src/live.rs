@@ -3,7 +3,8 @@
 //! any number of browsers, none of them reaching a BMC) and pushes only what changed: the device list when
 //! a row differs from the last one sent, each new event row (SEL entries, sweep changes), and each runbook
 //! run whose state or journal moved (`run`, the run as `GET /api/v1/runs/{id}` shows it), so the runbook
-//! pages follow a run without polling.
+//! pages follow a run without polling; and the overview (`summary`, as `GET /api/v1/summary`) and every
+//! device's state (`states`, `{name: state}`) when they change, for the overview and the rack grid.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -30,7 +31,7 @@ pub fn routes() -> Vec<Route> {
         "/api/v1/live",
         viewer(),
         "live",
-        "Server-Sent Events: `devices` (the fleet list, sent when it changes), `event` (each new event row) and `run` (a runbook run whose state or journal changed).",
+        "Server-Sent Events: `devices` (the fleet list, sent when it changes), `event` (the 50 newest event rows on connecting, then each new one), `run` (a runbook run whose state or journal changed), `summary` (as `GET /api/v1/summary`, when it changes) and `states` (`{device: state}`, when one changes).",
         get(live),
     )]
 }
@@ -40,6 +41,8 @@ struct Cursor {
     /// This stream's place among its user's and source's open streams, given back when it ends.
     _slot: crate::streams::StreamSlot,
     last_devices: String,
+    last_summary: String,
+    last_states: String,
     after: i64,
     pending: std::collections::VecDeque<Event>,
     first: bool,
@@ -51,6 +54,9 @@ struct Cursor {
 struct RunWatch {
     seen: HashMap<String, ((String, i64, i64), i64)>,
 }
+
+/// How many of the newest events a new stream starts with.
+const HISTORY: usize = 50;
 
 /// How many of the newest runs the stream watches.
 const RUNS_WATCHED: i64 = 100;
@@ -91,22 +97,36 @@ async fn live(
     Extension(caller): Extension<Caller>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let slot = crate::streams::open(&s, &caller)?;
-    // Start after the newest event: the page reads the history itself; the stream brings what is new.
+    // The stream opens with the newest events (the page's events panel shows recent history at once),
+    // then brings what is new.
     let mut after = 0;
+    let mut history = std::collections::VecDeque::new();
     while let Ok(rows) = s.store.events_after(after, 10_000).await {
         match rows.last() {
             Some(r) => after = r.id,
             None => break,
         }
+        for r in rows {
+            history.push_back(r);
+            if history.len() > HISTORY {
+                history.pop_front();
+            }
+        }
     }
+    let pending = history
+        .iter()
+        .map(|r| Event::default().event("event").data(serde_json::to_string(r).unwrap_or_default()))
+        .collect();
     let mut runs = RunWatch::default();
     runs.changed(&s, true).await;
     let cur = Cursor {
         s,
         _slot: slot,
         last_devices: String::new(),
+        last_summary: String::new(),
+        last_states: String::new(),
         after,
-        pending: Default::default(),
+        pending,
         first: true,
         runs,
     };
@@ -127,6 +147,26 @@ async fn live(
                 if text != c.last_devices {
                     c.pending.push_back(Event::default().event("devices").data(text.clone()));
                     c.last_devices = text;
+                }
+            }
+            if let Ok(snap) = crate::api::overview::snapshot(&c.s).await {
+                let states: serde_json::Map<String, serde_json::Value> =
+                    snap.rows.iter().map(|r| (r.name.clone(), r.state.as_str().into())).collect();
+                let states = serde_json::Value::Object(states).to_string();
+                if states != c.last_states {
+                    c.pending.push_back(Event::default().event("states").data(states.clone()));
+                    c.last_states = states;
+                }
+                // Sent when anything but its timestamp changed.
+                let mut v = serde_json::to_value(&snap.summary).unwrap_or_default();
+                let body = v.to_string();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("generated_at");
+                }
+                let key = v.to_string();
+                if key != c.last_summary {
+                    c.pending.push_back(Event::default().event("summary").data(body));
+                    c.last_summary = key;
                 }
             }
             if let Ok(rows) = c.s.store.events_after(c.after, 200).await {

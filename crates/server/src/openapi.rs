@@ -54,7 +54,14 @@ fn operation(r: &Route) -> Operation {
                 .build(),
         ));
     }
-    op = op.response("200", ResponseBuilder::new().description("OK").build());
+    let mut ok = ResponseBuilder::new().description("OK");
+    if let Some(schema) = r.returns {
+        ok = ok.content(
+            "application/json",
+            ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build(),
+        );
+    }
+    op = op.response("200", ok.build());
     let err = |d: &str| {
         ResponseBuilder::new()
             .description(d)
@@ -96,6 +103,13 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::session::LoginResponse>()
         .schema_from::<crate::api::session::Me>()
         .schema_from::<crate::api::devices::DeviceSummary>()
+        .schema_from::<crate::fleet_state::DeviceState>()
+        .schema_from::<crate::fleet_state::StateCounts>()
+        .schema_from::<crate::api::overview::RunBrief>()
+        .schema_from::<crate::api::overview::Incident>()
+        .schema_from::<crate::api::overview::Summary>()
+        .schema_from::<crate::api::overview::FleetRow>()
+        .schema_from::<crate::api::overview::FleetPage>()
         .schema_from::<crate::api::devices::PowerRequest>()
         .schema_from::<crate::api::devices::TargetsRequest>()
         .schema_from::<crate::api::devices::GroupPowerRequest>()

@@ -85,6 +85,7 @@ pub async fn state(
         shutdown: CancellationToken::new(),
         ready: Default::default(),
         fleet_list: Default::default(),
+        fleet_states: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
         runbooks: Default::default(),
         replica: Arc::new(crate::replica::Replica::new(store)),

@@ -55,6 +55,8 @@ pub struct Inner {
     pub ready: std::sync::atomic::AtomicBool,
     /// `GET /api/v1/devices`, built once and shared by concurrent callers.
     pub fleet_list: crate::api::devices::FleetCache,
+    /// Every device's state and the overview (`/api/v1/summary`, `/api/v1/fleet`), shared likewise.
+    pub fleet_states: crate::api::overview::SnapshotCache,
     /// Carries out the fault policy's decisions (the runbook executor, once installed).
     pub responder: std::sync::RwLock<Arc<dyn crate::policy::FaultResponder>>,
     /// The runbook runs this process drives in the background.

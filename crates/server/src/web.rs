@@ -42,6 +42,8 @@ static ASSETS: &[Asset] = assets! {
     "app.js" => "js/app.js", JS;
     "login.js" => "js/login.js", JS;
     "next.js" => "js/next.js", JS;
+    "overview.js" => "js/overview.js", JS;
+    "keys.js" => "js/keys.js", JS;
     "fleet.js" => "js/fleet.js", JS;
     "fabrics.js" => "js/fabrics.js", JS;
     "node.js" => "js/node.js", JS;
@@ -61,8 +63,8 @@ static SHELL: &[u8] = include_bytes!("../../../web/index.html");
 
 /// The pages a URL may name (`/ui/<page>` or `/ui/<page>/<name>`); anything else is a 404.
 pub const PAGES: &[&str] = &[
-    "login", "fleet", "fabrics", "node", "console", "backups", "runbooks", "faults", "audit", "hygiene",
-    "admin",
+    "login", "overview", "fleet", "fabrics", "node", "console", "backups", "runbooks", "faults", "audit",
+    "hygiene", "admin",
 ];
 
 pub fn routes() -> Vec<Route> {
@@ -72,7 +74,7 @@ pub fn routes() -> Vec<Route> {
             "/",
             Access::Public,
             "web",
-            "The web console: redirects to the fleet page.",
+            "The web console: redirects to the overview page.",
             get(root),
         ),
         route(
@@ -103,7 +105,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 async fn root() -> Redirect {
-    Redirect::to("/ui/fleet")
+    Redirect::to("/ui/overview")
 }
 
 fn shell(page: &str) -> Response {

@@ -1,6 +1,6 @@
 //! Where the login page goes after logging in (`web/js/next.js`, run in Node as the page runs it on the
 //! query string): a path of this site, never another origin — `/\host`, `/%5Chost`, `/%09/host`, `//host`
-//! and schemes all land on the fleet page.
+//! and schemes all land on the overview page.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,17 +9,17 @@ use std::process::Command;
 const CASES: &[(&str, &str)] = &[
     ("next=/ui/node/gpu-node-04", "/ui/node/gpu-node-04"),
     ("next=%2Fui%2Faudit%3Ftarget%3Dn1", "/ui/audit?target=n1"),
-    ("next=/%5Cevil.example", "/ui/fleet"),
-    ("next=/%5C%5Cevil.example", "/ui/fleet"),
-    ("next=/%09/evil.example", "/ui/fleet"),
-    ("next=/%0A/evil.example", "/ui/fleet"),
-    ("next=//evil.example", "/ui/fleet"),
-    ("next=/%2F%2Fevil.example", "/ui/fleet"),
-    ("next=%2F%2Fevil.example", "/ui/fleet"),
-    ("next=https://evil.example/", "/ui/fleet"),
-    ("next=javascript:alert(1)", "/ui/fleet"),
-    ("next=", "/ui/fleet"),
-    ("", "/ui/fleet"),
+    ("next=/%5Cevil.example", "/ui/overview"),
+    ("next=/%5C%5Cevil.example", "/ui/overview"),
+    ("next=/%09/evil.example", "/ui/overview"),
+    ("next=/%0A/evil.example", "/ui/overview"),
+    ("next=//evil.example", "/ui/overview"),
+    ("next=/%2F%2Fevil.example", "/ui/overview"),
+    ("next=%2F%2Fevil.example", "/ui/overview"),
+    ("next=https://evil.example/", "/ui/overview"),
+    ("next=javascript:alert(1)", "/ui/overview"),
+    ("next=", "/ui/overview"),
+    ("", "/ui/overview"),
 ];
 
 #[test]

@@ -18,5 +18,25 @@ fn committed_openapi_matches_the_code() {
         power.get("get").is_some() && power.get("post").is_some(),
         "both methods of one path are documented"
     );
-    assert_eq!(v["paths"].as_object().unwrap().len(), 55, "every path of the route table");
+    assert_eq!(v["paths"].as_object().unwrap().len(), 57, "every path of the route table");
+    // The overview's answer is typed: `total` and a count per state.
+    let ok =
+        &v["paths"]["/api/v1/summary"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    assert_eq!(ok["$ref"], "#/components/schemas/Summary", "{ok}");
+    let summary = &v["components"]["schemas"]["Summary"]["properties"];
+    assert!(summary.get("total").is_some() && summary.get("counts").is_some(), "{summary}");
+    let counts = &v["components"]["schemas"]["StateCounts"]["properties"];
+    for s in [
+        "healthy",
+        "faulted",
+        "recovering",
+        "verifying",
+        "waiting-approval",
+        "escalated",
+        "drained-by-lifeline",
+        "unreachable",
+        "unknown",
+    ] {
+        assert!(counts.get(s).is_some(), "StateCounts has no `{s}`: {counts}");
+    }
 }

@@ -99,23 +99,48 @@ impl Store {
             }
         }
         .op("audit.select")?;
-        rows.into_iter()
-            .map(|r| {
-                let detail: String = r.try_get("detail_json").op("audit.detail")?;
-                Ok(AuditRow {
-                    id: r.try_get("id").op("audit.id")?,
-                    at_ms: r.try_get("at").op("audit.at")?,
-                    entry: AuditEntry {
-                        actor: r.try_get("actor").op("audit.actor")?,
-                        action: r.try_get("action").op("audit.action")?,
-                        target: r.try_get("target").op("audit.target")?,
-                        outcome: r.try_get("outcome").op("audit.outcome")?,
-                        detail: serde_json::from_str(&detail)
-                            .map_err(|source| StoreError::Json { op: "audit.detail", source })?,
-                        request_id: r.try_get("request_id").op("audit.request_id")?,
-                    },
-                })
-            })
-            .collect()
+        rows.iter().map(audit_row).collect()
     }
+
+    /// The newest row per target among `actions` that ended in one of `outcomes`: the state a series of
+    /// actions left each target in (the readmit decisions: whether Lifeline's drain is in force).
+    pub async fn latest_audit_per_target(
+        &self,
+        actions: &[&str],
+        outcomes: &[&str],
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        if actions.is_empty() || outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = |n: usize| vec!["?"; n].join(", ");
+        let filter =
+            format!("action IN ({}) AND outcome IN ({})", marks(actions.len()), marks(outcomes.len()));
+        let q = self.sql(&format!(
+            "SELECT id, at, actor, action, target, outcome, detail_json, request_id FROM audit_log \
+             WHERE id IN (SELECT MAX(id) FROM audit_log WHERE {filter} GROUP BY target) ORDER BY id"
+        ));
+        let mut query = sqlx::query(&q);
+        for v in actions.iter().chain(outcomes) {
+            query = query.bind((*v).to_owned());
+        }
+        let rows = query.fetch_all(&self.pool).await.op("audit.latest_per_target")?;
+        rows.iter().map(audit_row).collect()
+    }
+}
+
+fn audit_row(r: &sqlx::any::AnyRow) -> Result<AuditRow, StoreError> {
+    let detail: String = r.try_get("detail_json").op("audit.detail")?;
+    Ok(AuditRow {
+        id: r.try_get("id").op("audit.id")?,
+        at_ms: r.try_get("at").op("audit.at")?,
+        entry: AuditEntry {
+            actor: r.try_get("actor").op("audit.actor")?,
+            action: r.try_get("action").op("audit.action")?,
+            target: r.try_get("target").op("audit.target")?,
+            outcome: r.try_get("outcome").op("audit.outcome")?,
+            detail: serde_json::from_str(&detail)
+                .map_err(|source| StoreError::Json { op: "audit.detail", source })?,
+            request_id: r.try_get("request_id").op("audit.request_id")?,
+        },
+    })
 }

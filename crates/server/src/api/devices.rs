@@ -62,14 +62,14 @@ fn ms(v: i64) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// The last observations the fleet list shows, fetched once for every device.
 #[derive(Default)]
-struct Observed {
+pub(crate) struct Observed {
     sweep: std::collections::HashMap<String, lifeline_store::Observation>,
     health: std::collections::HashMap<String, lifeline_store::Observation>,
     open_faults: std::collections::HashMap<String, usize>,
 }
 
 impl Observed {
-    async fn load(s: &AppState) -> ApiResult<Observed> {
+    pub(crate) async fn load(s: &AppState) -> ApiResult<Observed> {
         let by_device =
             |v: Vec<lifeline_store::Observation>| v.into_iter().map(|o| (o.device.clone(), o)).collect();
         let mut open_faults = std::collections::HashMap::new();
@@ -84,7 +84,7 @@ impl Observed {
     }
 }
 
-fn summary(d: &lifeline_inventory::Device, seen: &Observed) -> DeviceSummary {
+pub(crate) fn summary(d: &lifeline_inventory::Device, seen: &Observed) -> DeviceSummary {
     let name = d.name.to_string();
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     let (mut power, mut h, mut reachable, mut at) = (None, None, None, None);

@@ -8,6 +8,8 @@ pub mod backups;
 pub mod consoles;
 pub mod devices;
 pub mod faults;
+pub mod fleet_filter;
+pub mod overview;
 pub mod runbooks;
 pub mod session;
 pub mod system;
@@ -26,6 +28,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(system::routes());
     r.extend(session::routes());
     r.extend(devices::routes());
+    r.extend(overview::routes());
     r.extend(backups::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
