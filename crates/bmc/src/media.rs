@@ -8,7 +8,8 @@
 
 use lifeline_ipmi::wire::Privilege;
 use lifeline_redfish::MediaCollection;
-use lifeline_redfish::media_model::{MediaUrl, VirtualMediaDoc, cd_slot, insert_body};
+pub use lifeline_redfish::media_model::{MediaUrl, MediaUrlError};
+use lifeline_redfish::media_model::{VirtualMediaDoc, cd_slot, insert_body};
 use lifeline_types::BmcProtocol;
 use serde::Serialize;
 

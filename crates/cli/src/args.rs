@@ -126,6 +126,9 @@ pub enum Command {
     /// Lifeline's own database: schema status, forward-only migrations, online SQLite backup.
     #[command(subcommand)]
     Db(crate::cmd::db::DbCmd),
+    /// Virtual media (Redfish): insert an installer image, boot from it once, eject, show the slots.
+    #[command(subcommand)]
+    Media(crate::cmd::media::MediaCmd),
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ pub mod db;
 mod demo;
 mod demo_replicas;
 pub mod inventory;
+pub mod media;
 mod remote;
 pub mod runbook;
 mod scrub_check;
@@ -53,6 +54,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Fault(c) => server::fault(&cli.global, c).await,
         Command::Runbook(c) => runbook::run(&cli.global, c).await,
         Command::Db(c) => db::run(&cli.global, c).await,
+        Command::Media(c) => media::run(&cli.global, c).await,
     };
     finish(result)
 }

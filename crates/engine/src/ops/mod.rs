@@ -12,6 +12,7 @@ pub mod console;
 pub mod events;
 pub mod gauges;
 pub mod inventory;
+pub mod media;
 pub mod notify;
 pub mod power;
 pub mod readmit;

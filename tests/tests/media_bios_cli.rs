@@ -1,0 +1,94 @@
+//! `lifeline media insert|eject|show` as an operator types them, against a `lifeline sim` process: two
+//! Redfish BMCs of different flavours (the collection under the System, and under the Manager) and one
+//! IPMI-only BMC, which says in words that it has no virtual media.
+
+use std::net::Ipv4Addr;
+
+use lifeline_test_utils::{SimProcess, output_json as json, output_text, unique_loopback};
+
+fn inventory(ips: &[Ipv4Addr], offset: u16) -> String {
+    let mut t = String::from(
+        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
+         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
+    );
+    for (i, ip) in ips.iter().enumerate() {
+        let (proto, port, flavor) = match i {
+            0 => ("redfish", 443 + offset, "generic"),
+            1 => ("redfish", 443 + offset, "idrac-like"),
+            _ => ("ipmi", 623 + offset, "openbmc-like"),
+        };
+        t.push_str(&format!(
+            "\n[[device]]\nname = \"n{}\"\nrole = \"gpu-node\"\nrack = \"r\"\n\
+             bmc = {{ address = \"{ip}\", port = {port}, protocol = \"{proto}\", flavor = \"{flavor}\" }}\n\
+             gpus = {{ count = 8, model = \"NVIDIA H100 80GB HBM3\" }}\n",
+            i + 1
+        ));
+    }
+    t
+}
+
+fn start_sim() -> SimProcess {
+    let ips = [unique_loopback(), unique_loopback(), unique_loopback()];
+    SimProcess::start(&inventory(&ips, 20000), 20000, &[("LIFELINE_BMC_PASSWORD", "s3cret-pw")])
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const IMAGE: &str = "https://10.9.0.1/images/ubuntu-24.04-autoinstall.iso";
+
+#[test]
+fn media_insert_boot_once_show_eject() {
+    let sim = start_sim();
+    let o = sim.lifeline(&["media", "show", "n1", "n2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    insta::assert_snapshot!("media_show_empty", stdout(&o));
+
+    // Without --yes and without a terminal: refused, nothing sent.
+    let o = sim.lifeline(&["media", "insert", "n1", IMAGE]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(output_text(&o).contains("refusing without --yes"), "{}", output_text(&o));
+    // A bad URL is a usage error naming what is wrong.
+    let o = sim.lifeline(&["media", "insert", "n1", "ftp://h/x.iso", "--yes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(output_text(&o).contains("scheme `ftp`"), "{}", output_text(&o));
+
+    let o = sim.lifeline(&["media", "insert", "n1", "n2", IMAGE, "--boot-once", "--yes", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v = json(&o);
+    for (i, slot) in [(0, "Cd"), (1, "CD")] {
+        assert_eq!(v[i]["confirmed"], true, "{v:#}");
+        assert_eq!(v[i]["slot"], slot, "{v:#}");
+        assert_eq!(v[i]["now"]["image"], IMAGE, "{v:#}");
+        assert_eq!(
+            (v[i]["boot"]["now"]["bmc_value"].as_str(), v[i]["boot"]["now"]["enabled"].as_str()),
+            (Some("Cd"), Some("once")),
+            "{v:#}"
+        );
+    }
+    let v = json(&sim.lifeline(&["boot", "show", "n2", "--json"]));
+    assert_eq!(v[0]["settings"]["target"], "cdrom", "{v:#}");
+
+    let o = sim.lifeline(&["media", "show", "n1", "n2"]);
+    insta::assert_snapshot!("media_show_inserted", stdout(&o));
+    let v = json(&sim.lifeline(&["media", "show", "n2", "--json"]));
+    assert_eq!(v[0]["collection"]["owner"], "manager", "{v:#}");
+    assert_eq!(v[0]["slots"][0]["inserted"], true, "{v:#}");
+
+    // IPMI only: not supported, in words; exit 1.
+    let o = sim.lifeline(&["media", "show", "n3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    assert!(stdout(&o).contains("virtual media is not supported over IPMI"), "{}", output_text(&o));
+
+    let o = sim.lifeline(&["media", "eject", "n1", "n2", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v = json(&o);
+    assert!(v[0]["now"]["image"].is_null() && v[1]["now"]["image"].is_null(), "{v:#}");
+    let v = json(&sim.lifeline(&["media", "eject", "n1", "--json"]));
+    assert_eq!(v[0]["sent"].as_array().map(Vec::len), Some(0), "nothing inserted, nothing sent: {v:#}");
+
+    let log = json(&sim.lifeline(&["audit", "log", "--json"]));
+    let n = |a: &str| log.as_array().unwrap().iter().filter(|r| r["action"] == a).count();
+    assert!(n("media.insert") >= 2 && n("media.eject") >= 2, "inserts and ejects audited: {log:#}");
+}
