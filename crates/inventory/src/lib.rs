@@ -6,6 +6,7 @@
 
 mod check;
 pub mod credentials;
+pub mod import;
 pub mod keys;
 mod location;
 mod model;
