@@ -102,12 +102,12 @@ fn leaks(e: &Entry, found: &[Secret], scrubbed: &str) -> Vec<String> {
         .iter()
         .filter(|s| match e.platform {
             Platform::Sonic => {
-                // The secret's own place still holds it (a row key still names it).
+                // The secret's own place still holds it: a field its value, or a row key its row.
                 let doc: serde_json::Value = serde_json::from_str(scrubbed).unwrap_or_default();
-                let row = s.path.strip_prefix("/SNMP_COMMUNITY/");
-                match row {
-                    Some(k) => doc["SNMP_COMMUNITY"].get(k).is_some(),
-                    None => doc.pointer(&s.path).and_then(|v| v.as_str()) == Some(s.value.as_str()),
+                match doc.pointer(&s.path) {
+                    Some(serde_json::Value::String(v)) => *v == s.value,
+                    Some(_) => true,
+                    None => false,
                 }
             }
             _ => {

@@ -195,3 +195,45 @@ fn tags_show_that_a_secret_changed_without_showing_it() {
     let other = scrub_report(Platform::Ios, "enable secret 0 FirstPw1\n", &TagKey::from_bytes([12; 32])).text;
     assert_ne!(other.trim_end().rsplit(' ').next().unwrap(), ta[0]);
 }
+
+#[test]
+fn sonic_tables_below_a_namespace_are_scrubbed() {
+    // A multi-ASIC switch prints one config_db per namespace; a community or a key one level down
+    // is as secret as at the top (a row key under `localhost` once kept its community).
+    let doc = r#"{"localhost": {"SNMP_COMMUNITY": {"NsComm1": {"TYPE": "RO"}},
+                  "TACPLUS": {"global": {"passkey": "NsTac1"}}},
+                 "asic0": {"SNMP_USER": {"OPS": {"SNMP_USER_AUTH_PASSWORD": "NsAuth1"}},
+                           "NTP_KEY": {"7": {"type": "md5", "value": "NsNtp1"}}}}"#;
+    let s = run(Platform::Sonic, doc);
+    for sec in ["NsComm1", "NsTac1", "NsAuth1", "NsNtp1"] {
+        assert!(!s.text.contains(sec), "`{sec}` leaked:\n{}", s.text);
+    }
+    // Each by its table's rule, not the fallback (the table is found below the namespace, and an
+    // upper-case row key of a known table does not hide the table).
+    let fb: Vec<_> = s.by_fallback().collect();
+    assert!(fb.is_empty(), "{fb:?}");
+    assert_eq!(s.masked.len(), 4, "{:?}", s.masked);
+    assert!(
+        s.masked.iter().any(|m| m.at.to_string() == "/localhost/SNMP_COMMUNITY (a row key)"),
+        "{:?}",
+        s.masked
+    );
+}
+
+#[test]
+fn sonic_switches_and_match_values_are_not_secrets() {
+    // Fields whose names hold `auth` or `key` but whose values are switches, enums, numbers or match
+    // values (SONiC YANG: restapi, ssh-server, radius, grpcclient, portchannel, pbh).
+    let doc = r#"{"RESTAPI": {"config": {"client_auth": "true"}},
+                 "SSH_SERVER": {"POLICIES": {"password_authentication": "true"}},
+                 "RADIUS_SERVER": {"192.0.2.1": {"auth_type": "pap", "skip_msg_auth": "true", "passkey": "RadK1"}},
+                 "GRPCCLIENT": {"config": {"auth_level": "server"}},
+                 "PORTCHANNEL": {"PortChannel1": {"lacp_key": "auto"}},
+                 "PBH_RULE": {"t|r": {"gre_key": "0x2500/0xffffff00"}}}"#;
+    let s = run(Platform::Sonic, doc);
+    assert!(!s.text.contains("RadK1"), "{}", s.text);
+    assert_eq!(s.masked.len(), 1, "{:?}", s.masked);
+    for kept in ["\"true\"", "\"pap\"", "\"server\"", "\"auto\"", "0x2500/0xffffff00"] {
+        assert!(s.text.contains(kept), "`{kept}` lost:\n{}", s.text);
+    }
+}

@@ -6,6 +6,9 @@
 //! Why table-aware: a field name such as `value` is a secret in `NTP_KEY` and nothing special
 //! elsewhere; the table says which. Empty strings stay empty: a user without a password must not
 //! look like a user with one.
+//!
+//! Tables are found at any depth: a multi-ASIC switch prints one config_db per namespace
+//! (`{"localhost": {…}, "asic0": {…}}`), and a community hidden one level down is still a secret.
 
 use serde_json::Value;
 
@@ -66,7 +69,24 @@ impl Walk<'_> {
                                 self.mask(s, by);
                             }
                         }
-                        _ => self.walk(table, val),
+                        _ => {
+                            // A table may sit below the top (a multi-ASIC document is one config_db
+                            // per namespace: `{"localhost": {"SNMP_COMMUNITY": …}, "asic0": …}`).
+                            // A known table keeps its name over row keys that look like one
+                            // (`SNMP_USER: {"ADMIN": …}`); a wrapper does not.
+                            let inner = match table {
+                                Some(t) if is_known_table(t) => table,
+                                _ if is_table_name(k) => Some(k.as_str()),
+                                _ => table,
+                            };
+                            self.walk(inner, val);
+                            if let Some((kind, _)) =
+                                SONIC_SECRET_ROW_TABLES.iter().find(|(_, t)| t.eq_ignore_ascii_case(k))
+                                && let Value::Object(rows) = val
+                            {
+                                self.mask_row_keys(*kind, rows);
+                            }
+                        }
                     }
                     self.path.pop();
                 }
@@ -89,42 +109,50 @@ impl Walk<'_> {
             _ => {}
         }
     }
+
+    /// Replace each row key of a table whose row keys are secrets (`SNMP_COMMUNITY`) by its tag.
+    fn mask_row_keys(&mut self, kind: Kind, rows: &mut serde_json::Map<String, Value>) {
+        let old = std::mem::take(rows);
+        for (row_key, row) in old {
+            // Already masked rows keep their name, so scrubbing is idempotent; two communities
+            // whose tags collide keep both rows.
+            let mut masked = if is_mask(row_key.trim_end_matches('\'')) || row_key.is_empty() {
+                row_key.clone()
+            } else {
+                let tag = self.key.mask(&row_key);
+                self.report.push(Masked {
+                    at: Place::Json(format!("/{} (a row key)", self.path.join("/"))),
+                    by: MaskedBy::Rule(kind),
+                    tag: tag.clone(),
+                });
+                tag
+            };
+            while rows.contains_key(&masked) {
+                masked.push('\'');
+            }
+            rows.insert(masked, row);
+        }
+    }
+}
+
+/// A table the rules name (a field rule's or a secret-row table).
+fn is_known_table(t: &str) -> bool {
+    SONIC_FIELDS
+        .iter()
+        .filter_map(|f| f.table)
+        .chain(SONIC_SECRET_ROW_TABLES.iter().map(|(_, t)| *t))
+        .any(|x| x.eq_ignore_ascii_case(t))
+}
+
+/// config_db table names are upper-case identifiers (`SNMP_COMMUNITY`, `MACSEC_PROFILE`); a
+/// namespace (`localhost`, `asic0`) or a row key (`Ethernet0`, `10.0.0.1`) is not.
+fn is_table_name(k: &str) -> bool {
+    k.bytes().any(|b| b.is_ascii_uppercase())
+        && k.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Mask the secrets of a parsed config_db document in place.
 pub fn scrub_value(v: &mut Value, key: &TagKey, report: &mut Vec<Masked>) {
     let mut w = Walk { key, report, path: Vec::new() };
-    if let Value::Object(tables) = v {
-        for (name, table) in tables.iter_mut() {
-            w.path.push(name.clone());
-            w.walk(Some(name.as_str()), table);
-            w.path.pop();
-        }
-        for (kind, name) in SONIC_SECRET_ROW_TABLES {
-            if let Some(Value::Object(rows)) = tables.get_mut(*name) {
-                let old = std::mem::take(rows);
-                for (row_key, row) in old {
-                    // Already masked rows keep their name, so scrubbing is idempotent; two communities
-                    // whose tags collide keep both rows.
-                    let mut masked = if is_mask(row_key.trim_end_matches('\'')) || row_key.is_empty() {
-                        row_key.clone()
-                    } else {
-                        let tag = key.mask(&row_key);
-                        w.report.push(Masked {
-                            at: Place::Json(format!("/{name} (a row key)")),
-                            by: MaskedBy::Rule(*kind),
-                            tag: tag.clone(),
-                        });
-                        tag
-                    };
-                    while rows.contains_key(&masked) {
-                        masked.push('\'');
-                    }
-                    rows.insert(masked, row);
-                }
-            }
-        }
-    } else {
-        w.walk(None, v);
-    }
+    w.walk(None, v);
 }

@@ -327,8 +327,23 @@ pub const SONIC_FIELDS: &[JsonField] = &[
     j(Other, None, "community_string"),
 ];
 
-/// SONiC fields known to hold no secret although their values look like one (a MACsec key *name*).
-pub const SONIC_SAFE_FIELDS: &[&str] = &["primary_ckn", "fallback_ckn"];
+/// SONiC fields known to hold no secret although their names or values look like one, from the
+/// SONiC YANG models: a MACsec key *name* (`*_ckn`), switches and enums (`sonic-restapi` and
+/// `sonic-gnmi` `client_auth`, `sonic-ssh-server` `password_authentication`, `sonic-radius`
+/// `auth_type` and `skip_msg_auth`, `sonic-grpcclient` `auth_level`), numbers and match values
+/// (`sonic-portchannel` `lacp_key`, `sonic-pbh` `gre_key`). File names in key fields
+/// (`sonic-grpcclient` `client_key`) stay masked: such a field may as well hold the key itself.
+pub const SONIC_SAFE_FIELDS: &[&str] = &[
+    "primary_ckn",
+    "fallback_ckn",
+    "client_auth",
+    "password_authentication",
+    "auth_type",
+    "skip_msg_auth",
+    "auth_level",
+    "lacp_key",
+    "gre_key",
+];
 
 /// SONiC tables whose row keys are themselves secrets (`SNMP_COMMUNITY: {"public": {...}}`).
 pub const SONIC_SECRET_ROW_TABLES: &[(Kind, &str)] = &[(SnmpCommunity, "SNMP_COMMUNITY")];

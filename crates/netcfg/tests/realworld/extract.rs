@@ -137,7 +137,9 @@ pub fn line_secrets(text: &str) -> Vec<Secret> {
     out
 }
 
-/// Every secret of a SONiC config_db document: the secret fields and the SNMP community row keys.
+/// Every secret of a SONiC config_db document: the secret fields and the SNMP community row keys, at
+/// any depth (a multi-ASIC document nests one config_db per namespace). A row key's path ends with
+/// the key itself, as a field's ends with the field.
 pub fn json_secrets(text: &str) -> Vec<Secret> {
     const FIELDS: &[&str] = &[
         "passkey",
@@ -165,7 +167,19 @@ pub fn json_secrets(text: &str) -> Vec<Secret> {
                         {
                             out.push(Secret { line: 0, value: s.clone(), path: here })
                         }
-                        _ => walk(table, &here, val, out),
+                        serde_json::Value::Object(rows) if k == "SNMP_COMMUNITY" => {
+                            out.extend(rows.keys().filter(|r| keep(r)).map(|r| Secret {
+                                line: 0,
+                                value: r.clone(),
+                                path: format!("{here}/{}", r.replace('~', "~0").replace('/', "~1")),
+                            }));
+                            walk(k, &here, val, out);
+                        }
+                        _ => {
+                            // Below `NTP_KEY` (at whatever depth) every `value` is a key.
+                            let t = if table == "NTP_KEY" { table } else { k.as_str() };
+                            walk(t, &here, val, out)
+                        }
                     }
                 }
             }
@@ -178,17 +192,8 @@ pub fn json_secrets(text: &str) -> Vec<Secret> {
         }
     }
     let mut out = Vec::new();
-    if let Ok(serde_json::Value::Object(tables)) = serde_json::from_str::<serde_json::Value>(text) {
-        for (name, t) in &tables {
-            walk(name, &format!("/{name}"), t, &mut out);
-            if name == "SNMP_COMMUNITY"
-                && let serde_json::Value::Object(rows) = t
-            {
-                let row =
-                    |k: &String| Secret { line: 0, value: k.clone(), path: format!("/SNMP_COMMUNITY/{k}") };
-                out.extend(rows.keys().filter(|k| keep(k)).map(row));
-            }
-        }
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        walk("", "", &v, &mut out);
     }
     out
 }
