@@ -126,6 +126,9 @@ pub enum Command {
     /// Lifeline's own database: schema status, forward-only migrations, online SQLite backup.
     #[command(subcommand)]
     Db(crate::cmd::db::DbCmd),
+    /// The server configuration (`lifeline.toml`): check a file, every problem at once.
+    #[command(subcommand)]
+    Config(crate::cmd::config_check::ConfigCmd),
     /// Virtual media (Redfish): insert an installer image, boot from it once, eject, show the slots.
     #[command(subcommand)]
     Media(crate::cmd::media::MediaCmd),
@@ -196,6 +199,9 @@ pub enum InventoryCmd {
     Show,
     /// Copy the inventory's devices into the store (devices no longer listed are marked removed).
     Sync,
+    /// Merge devices from a CSV or a slurm.conf into the inventory and print the result (or `--diff`) for
+    /// review; the inventory file is never written. Exit 1 when the merged inventory does not pass `check`.
+    Import(crate::cmd::import::ImportArgs),
 }
 
 /// Which BMCs: inventory targets and/or ad-hoc `--bmc` URLs.

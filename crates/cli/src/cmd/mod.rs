@@ -3,12 +3,14 @@
 pub mod accounts;
 mod audit;
 mod backup;
+pub mod config_check;
 pub mod bmc;
 pub mod bmcops;
 mod console;
 pub mod db;
 mod demo;
 mod demo_replicas;
+pub mod import;
 pub mod inventory;
 pub mod media;
 mod remote;
@@ -54,6 +56,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Fault(c) => server::fault(&cli.global, c).await,
         Command::Runbook(c) => runbook::run(&cli.global, c).await,
         Command::Db(c) => db::run(&cli.global, c).await,
+        Command::Config(c) => config_check::run(&cli.global, c),
         Command::Media(c) => media::run(&cli.global, c).await,
     };
     finish(result)
