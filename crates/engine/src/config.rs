@@ -54,6 +54,27 @@ pub struct ServerConfig {
     /// `[[fault-policy]]`: fault kind → runbook and mode; the first matching entry wins.
     #[serde(default)]
     pub fault_policy: Vec<FaultPolicy>,
+    /// `[correlation]`: how observations of many devices are grouped by the part they share.
+    #[serde(default)]
+    pub correlation: CorrelationConfig,
+}
+
+/// `[correlation]`: fault correlation (docs/faults.md) holds each observation a moment, groups observations
+/// of one kind by the part their devices share (a leaf's port group, a leaf, a rack, a PDU, an NVLink domain,
+/// an OOB switch) and raises one fault on the part that explains them. Read by `lifeline serve` only.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CorrelationConfig {
+    /// How long an observation waits for others before it is decided alone, e.g. `5s` (default `5s`).
+    pub hold: Option<String>,
+    /// How long a shared fault's group stays open for late members, and how far back lone observations are
+    /// linked to a new group (default `10m`).
+    pub window: Option<String>,
+    /// The fewest affected devices (or rails) that make a shared fault; at least 2 (default 2).
+    pub min_members: Option<usize>,
+    /// The least fraction of a part's dependents that must be affected for it to be blamed, in (0, 1]
+    /// (default 0.5).
+    pub min_fraction: Option<f64>,
 }
 
 /// `[server]` of `lifeline.toml`.

@@ -2,6 +2,8 @@
 //! fault intake raises and resolves records with them, and a runbook's `fault-cleared` post-condition
 //! evaluates the same rule on a fresh observation, so "recovered" means what "faulted" meant.
 
+pub mod console;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};

@@ -1,36 +1,12 @@
 //! The topology keys (rail leaf and port, PDUs, NVLink domain, OOB switch and port): the example's cabling
 //! loads into the model, and each kind of wrong reference is one error at the key that says it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use lifeline_inventory::{Severity, check_str};
+use lifeline_inventory::check_str;
 
-fn example_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inventory/example-cluster.toml")
-}
-
-fn example() -> String {
-    std::fs::read_to_string(example_path()).expect("example inventory")
-}
-
-fn edit(text: &str, from: &str, to: &str) -> String {
-    assert_eq!(text.matches(from).count(), 1, "fixture anchor `{from}` must occur exactly once");
-    text.replacen(from, to, 1)
-}
-
-fn errors(text: &str) -> Vec<String> {
-    check_str(Path::new("inv.toml"), text)
-        .diagnostics
-        .into_iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(|d| d.to_string())
-        .collect()
-}
-
-fn line_of(text: &str, needle: &str) -> usize {
-    let at = text.find(needle).unwrap_or_else(|| panic!("`{needle}` not in text"));
-    text[..at].matches('\n').count() + 1
-}
+mod support;
+use support::*;
 
 /// The one error of `text`, which must be on the line of `needle`.
 fn one_error_at(text: &str, needle: &str, says: &str) {

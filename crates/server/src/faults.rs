@@ -2,8 +2,10 @@
 //! count, a condition that clears resolves it. New faults are posted to the webhooks.
 //!
 //! Kinds: `bmc-unreachable`, `health-critical`, `sel-critical` (from sweeps), `backup-failed` (N scheduled
-//! failures in a row), `agent-report` (an in-band agent said a node fails). A new fault goes through the
-//! fault policy ([`crate::policy`]), whose decision is recorded with it.
+//! failures in a row), `agent-report` (an in-band agent said a node fails), `rail-down` and
+//! `console-<finding>` (what a console printed, [`console_intake`]), `shared-<kind>` (one fault on the part
+//! several devices share, with its members). A new fault goes through the fault policy ([`crate::policy`]),
+//! whose decision is recorded with it. docs/faults.md describes them all.
 
 use std::sync::atomic::Ordering;
 
@@ -131,4 +133,124 @@ pub async fn agent_report(
     let summary =
         report.get("summary").and_then(|v| v.as_str()).unwrap_or("the in-band agent reports failing checks");
     Ok(Some(raise(s, "agent-report", node, "critical", summary, report.clone()).await?))
+}
+
+/// The console as a sensor, through correlation: every finding of the always-on consoles' scanners becomes
+/// an observation (`lifeline_engine::fault_rules::console`), the engine's correlator holds it a moment and
+/// decides it alone (the device's own fault) or with others (one fault on the part they share, the members
+/// listed and linked, none of them raised or acted on alone). Runs until shutdown.
+///
+/// Each replica correlates what its own consoles saw: with several replicas a part's members may be split
+/// between them (docs/faults.md).
+pub async fn console_intake(
+    s: AppState,
+    mut findings: tokio::sync::broadcast::Receiver<lifeline_console::ConsoleFinding>,
+) {
+    use lifeline_engine::correlate::{Correlator, Settings, Topology};
+    use tokio::sync::broadcast::error::RecvError;
+    let settings = match Settings::from_config(&s.base.config.config.correlation) {
+        Ok(x) => x,
+        Err(e) => {
+            s.problem("fault correlation", &format!("{}; console findings are not raised", e.chain()));
+            return;
+        }
+    };
+    let Ok(inv) = s.base.inventory() else { return };
+    let mut c = Correlator::new(Topology::from_inventory(&inv), settings);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            r = findings.recv() => match r {
+                Ok(f) => {
+                    if let Some(o) = lifeline_engine::fault_rules::console::observation(&f, c.topology()) {
+                        c.observe(o);
+                    }
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!("fault intake fell behind the consoles: {n} findings missed");
+                }
+                Err(RecvError::Closed) => break,
+            },
+            _ = tick.tick() => {
+                for v in c.decide(lifeline_store::now_ms()) {
+                    if let Err(e) = verdict(&s, v).await {
+                        tracing::warn!("console fault: {}", e.chain());
+                    }
+                }
+            }
+            _ = s.shutdown.cancelled() => break,
+        }
+    }
+}
+
+/// Raises what the correlator decided: a device's own fault, or the shared part's fault with its members
+/// (each member's event links it to that fault; a member's own earlier fault is linked, not acted on again).
+pub async fn verdict(s: &AppState, v: lifeline_engine::correlate::Verdict) -> Result<(), EngineError> {
+    use lifeline_engine::correlate::Verdict;
+    match v {
+        Verdict::Own(o) => {
+            let mut detail = o.detail.clone();
+            if let Some(r) = &o.unit.rail {
+                detail["rail"] = serde_json::json!(r);
+            }
+            raise(s, &o.kind, &o.unit.device, &o.severity, &o.message, detail).await?;
+        }
+        Verdict::Shared(sh) => {
+            let member_kind = sh.members.first().map(|m| m.kind.clone()).unwrap_or_default();
+            let mut linked_faults = Vec::new();
+            for u in &sh.linked {
+                if let Some(f) = s
+                    .store
+                    .faults(Some("open"), 1_000_000)
+                    .await?
+                    .into_iter()
+                    .find(|f| f.kind == member_kind && f.device == u.device)
+                {
+                    linked_faults.push(f.id);
+                }
+            }
+            let members: Vec<serde_json::Value> = sh
+                .members
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "device": m.unit.device,
+                        "rail": m.unit.rail,
+                        "kind": m.kind,
+                        "message": m.message,
+                        "at_ms": m.at_ms,
+                    })
+                })
+                .collect();
+            let detail = serde_json::json!({
+                "source": "correlation",
+                "component": sh.component,
+                "score": sh.score,
+                "members": members,
+                "linked_faults": linked_faults,
+            });
+            let f = raise(s, &sh.kind, &sh.device, &sh.severity, &sh.message, detail).await?;
+            for u in &sh.added {
+                let rail = u.rail.as_deref().map(|r| format!(" {r}")).unwrap_or_default();
+                let _ = s
+                    .store
+                    .record_event(&lifeline_store::NewEvent {
+                        device: Some(u.device.clone()),
+                        source: "correlation".into(),
+                        severity: "info".into(),
+                        message: format!(
+                            "{member_kind}{rail} is a member of fault #{} {} on {} ({}): not raised or acted on alone",
+                            f.id,
+                            f.kind,
+                            f.device,
+                            sh.component.describe()
+                        ),
+                        data: serde_json::json!({ "fault": f.id, "member": u, "linked": sh.linked.contains(u) }),
+                    })
+                    .await;
+            }
+        }
+    }
+    Ok(())
 }

@@ -38,6 +38,40 @@ pub struct Settings {
     pub min_fraction: f64,
 }
 
+impl Settings {
+    /// From `[correlation]`; a bad value is a usage error naming the key.
+    pub fn from_config(c: &crate::config::CorrelationConfig) -> crate::error::Result<Settings> {
+        let d = Settings::default();
+        let dur = |v: &Option<String>, key: &str, default: Duration| match v {
+            None => Ok(default),
+            Some(t) => humantime::parse_duration(t)
+                .map_err(|e| crate::EngineError::bad_argument(format!("[correlation] {key} = \"{t}\": {e}"))),
+        };
+        let s = Settings {
+            hold: dur(&c.hold, "hold", d.hold)?,
+            window: dur(&c.window, "window", d.window)?,
+            min_members: c.min_members.unwrap_or(d.min_members),
+            min_fraction: c.min_fraction.unwrap_or(d.min_fraction),
+        };
+        if s.min_members < 2 {
+            return Err(crate::EngineError::bad_argument(format!(
+                "[correlation] min-members = {}: a shared fault needs at least 2 members",
+                s.min_members
+            )));
+        }
+        if !(s.min_fraction > 0.0 && s.min_fraction <= 1.0) {
+            return Err(crate::EngineError::bad_argument(format!(
+                "[correlation] min-fraction = {}: expected a fraction in (0, 1]",
+                s.min_fraction
+            )));
+        }
+        if s.window < s.hold {
+            return Err(crate::EngineError::bad_argument("[correlation] window is shorter than hold"));
+        }
+        Ok(s)
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -88,6 +122,8 @@ pub struct Shared {
     /// Members that had been decided alone before the group formed: their own faults exist and are to be
     /// linked to this one.
     pub linked: Vec<Unit>,
+    /// The members this verdict adds (all of them for a new group).
+    pub added: Vec<Unit>,
     /// False when this only adds members to a group reported before.
     pub new: bool,
 }
@@ -149,22 +185,24 @@ impl Correlator {
         let mut out = Vec::new();
         // Joining an open group needs no hold: the part is already blamed.
         let pending = std::mem::take(&mut self.pending);
-        let mut joined: BTreeMap<usize, bool> = BTreeMap::new();
+        let mut joined: BTreeMap<usize, Vec<Unit>> = BTreeMap::new();
         for o in pending {
             match self.open_group(&o) {
                 Some(i) => {
                     let g = &mut self.groups[i];
                     g.last_ms = g.last_ms.max(o.at_ms);
-                    let fresh = !g.members.contains_key(&o.unit);
-                    g.members.entry(o.unit.clone()).or_insert(o);
-                    *joined.entry(i).or_default() |= fresh;
+                    let added = joined.entry(i).or_default();
+                    if !g.members.contains_key(&o.unit) {
+                        added.push(o.unit.clone());
+                        g.members.insert(o.unit.clone(), o);
+                    }
                 }
                 None => self.pending.push(o),
             }
         }
-        for (i, fresh) in joined {
-            if fresh {
-                out.push(Verdict::Shared(self.report(i, Vec::new(), false)));
+        for (i, added) in joined {
+            if !added.is_empty() {
+                out.push(Verdict::Shared(self.report(i, Vec::new(), added, false)));
             }
         }
         while let Some(pos) = self.pending.iter().position(|o| now_ms - o.at_ms >= hold) {
@@ -173,8 +211,9 @@ impl Correlator {
                 let g = &mut self.groups[i];
                 g.last_ms = g.last_ms.max(o.at_ms);
                 if !g.members.contains_key(&o.unit) {
+                    let added = vec![o.unit.clone()];
                     g.members.insert(o.unit.clone(), o);
-                    out.push(Verdict::Shared(self.report(i, Vec::new(), false)));
+                    out.push(Verdict::Shared(self.report(i, Vec::new(), added, false)));
                 }
                 continue;
             }
@@ -203,7 +242,8 @@ impl Correlator {
                     linked.dedup();
                     self.groups.push(Group { kind: o.kind.clone(), component, members, last_ms });
                     let i = self.groups.len() - 1;
-                    out.push(Verdict::Shared(self.report(i, linked, true)));
+                    let added = self.groups[i].members.keys().cloned().collect();
+                    out.push(Verdict::Shared(self.report(i, linked, added, true)));
                 }
                 None => {
                     self.alone.push(o.clone());
@@ -257,7 +297,7 @@ impl Correlator {
         Score { affected, dependents, fraction, unaffected_share: affected < dependents }
     }
 
-    fn report(&self, i: usize, linked: Vec<Unit>, new: bool) -> Shared {
+    fn report(&self, i: usize, linked: Vec<Unit>, added: Vec<Unit>, new: bool) -> Shared {
         let g = &self.groups[i];
         let units: BTreeSet<&Unit> = g.members.keys().collect();
         let score = self.score(&g.component, &units);
@@ -292,6 +332,7 @@ impl Correlator {
             score,
             members,
             linked,
+            added,
             new,
         }
     }

@@ -167,6 +167,7 @@ fn late_members_join_and_earlier_lone_faults_are_linked() {
     let v = c.decide(26_000);
     let s = shared(&v);
     assert_eq!((s.len(), s[0].new, s[0].members.len()), (1, false, 4), "{v:#?}");
+    assert_eq!(s[0].added, [Unit { device: "n4".into(), rail: Some("mlx5_1".into()) }]);
     assert!(s[0].message.contains("(all of them)"), "{}", s[0].message);
     // The same unit again changes nothing.
     c.observe(rail("n4", "mlx5_1", 27_000));

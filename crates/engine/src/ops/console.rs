@@ -150,7 +150,11 @@ impl Lifeline {
     /// A console manager logging under the data directory, indexed in the store.
     pub async fn console_manager(&self) -> Result<ConsoleManager> {
         let store = self.store().await?.clone();
-        ConsoleManager::new(ManagerConfig::new(self.paths.data_dir.clone()), Arc::new(StoreLogIndex(store)))
+        let mut cfg = ManagerConfig::new(self.paths.data_dir.clone());
+        // Every console is a sensor: the built-in rules read each line as it is logged; the server's fault
+        // intake turns the findings into faults (`fault_rules::console`).
+        cfg.scan = Some(lifeline_console::RuleSet::builtin());
+        ConsoleManager::new(cfg, Arc::new(StoreLogIndex(store)))
             .map_err(|e| EngineError::failed_by("console", "starting the console manager", e))
     }
 

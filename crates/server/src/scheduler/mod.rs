@@ -52,6 +52,9 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
     }
     if state.base.config.config.server.console_logging.unwrap_or(true) {
+        // What the logged consoles print becomes faults, correlated across devices (subscribed before the
+        // first console opens, so nothing printed is missed).
+        jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings()));
         jobs.spawn(consoles::run(state.clone()));
     }
     if let Err(e) = events::start(state, jobs).await {
