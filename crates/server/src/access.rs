@@ -117,14 +117,15 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crat
     }
 }
 
-type Rules = Arc<HashMap<(Method, &'static str), Access>>;
+/// Each route's rule, and whether it is an intake (the only routes a node's agent token may call).
+type Rules = Arc<HashMap<(Method, &'static str), (Access, bool)>>;
 
 /// The router over a route table, each route behind its access rule.
 pub fn router(state: AppState, routes: Vec<Route>) -> Router {
     let mut rules = HashMap::new();
     let mut r: Router<AppState> = Router::new();
     for rt in routes {
-        if rules.insert((rt.method.clone(), rt.path), rt.access).is_some() {
+        if rules.insert((rt.method.clone(), rt.path), (rt.access, rt.intake)).is_some() {
             panic!("route {} {} is declared twice", rt.method, rt.path);
         }
         r = r.route(rt.path, rt.handler);
@@ -143,11 +144,11 @@ async fn enforce(State((state, rules)): State<(AppState, Rules)>, mut req: Reque
     let resp = match rules.get(&(key_method, path.as_str())).copied() {
         None => ApiError::Forbidden { role: "anyone", what: format!("{method} {path} (no access rule)") }
             .into_response(),
-        Some(Access::Public) => next.run(req).await,
-        Some(Access::AtLeast(min)) => {
+        Some((Access::Public, _)) => next.run(req).await,
+        Some((Access::AtLeast(min), intake)) => {
             let addr = req.extensions().get::<ConnectInfo<Peer>>().map(|c| c.0.0.ip());
             match auth::authenticate(&state.store, req.headers(), addr).await {
-                Ok(Some(caller)) => match allowed(&caller, min, &method, req.headers()) {
+                Ok(Some(caller)) => match allowed(&caller, min, intake, &method, req.headers()) {
                     Ok(()) => {
                         req.extensions_mut().insert(caller);
                         next.run(req).await
@@ -166,9 +167,18 @@ async fn enforce(State((state, rules)): State<(AppState, Rules)>, mut req: Reque
 fn allowed(
     caller: &Caller,
     min: Role,
+    intake: bool,
     method: &Method,
     headers: &axum::http::HeaderMap,
 ) -> Result<(), ApiError> {
+    if let Some(node) = &caller.node {
+        // A node's agent token: its node's reports and nothing else (the handler checks the node).
+        return if intake {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden { role: "agent", what: format!("do this (an agent token of {node})") })
+        };
+    }
     if caller.role < min {
         return Err(ApiError::Forbidden {
             role: caller.role.as_str(),

@@ -92,6 +92,9 @@ pub struct CreatedToken {
     pub id: String,
     pub user: String,
     pub role: Role,
+    /// A node's agent token: the node whose reports it alone may deliver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Shown once; Lifeline keeps only its hash.
     pub token: String,
@@ -134,7 +137,54 @@ pub async fn token_create(
             serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
         )
         .await?;
-    Ok(CreatedToken { id: row.id, user: user.into(), role, expires_at, token: secret })
+    Ok(CreatedToken { id: row.id, user: user.into(), role, node: None, expires_at, token: secret })
+}
+
+/// A node's agent token, owned by `user` (at least an operator: the reports it delivers open and close
+/// faults): it may deliver only `node`'s reports (`POST /api/v1/agent/reports`), nothing else, and dies with
+/// its user like any token. `node` must be in the inventory (the caller checks; this crate has no inventory).
+pub async fn agent_token_create(
+    store: &Store,
+    audit: &AuditService,
+    user: &str,
+    node: &str,
+    expires: Option<Duration>,
+) -> Result<CreatedToken, EngineError> {
+    let u = store
+        .user(user)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: user.into(), what: "no such user".into() })?;
+    if u.disabled {
+        return Err(EngineError::Refused { target: user.into(), reason: "the user is disabled".into() });
+    }
+    if Role::parse(&u.role).is_none_or(|r| r < Role::Operator) {
+        return Err(EngineError::Refused {
+            target: user.into(),
+            reason: "an agent token's user must be an operator or an admin".into(),
+        });
+    }
+    let expires_at =
+        expires.map(|d| chrono::Utc::now() + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
+    let role = format!("{}{node}", auth::AGENT_ROLE_PREFIX);
+    let (row, secret) = auth::new_token_with_role(user, &role, expires_at.map(|t| t.timestamp_millis()));
+    store.token_create(&row).await?;
+    audit
+        .record(
+            "token.create",
+            user,
+            Outcome::Ok,
+            None,
+            serde_json::json!({ "id": row.id, "agent": node, "expires_at": expires_at }),
+        )
+        .await?;
+    Ok(CreatedToken {
+        id: row.id,
+        user: user.into(),
+        role: Role::Viewer,
+        node: Some(node.into()),
+        expires_at,
+        token: secret,
+    })
 }
 
 pub async fn token_revoke(store: &Store, audit: &AuditService, id: &str) -> Result<(), EngineError> {

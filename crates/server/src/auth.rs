@@ -70,14 +70,25 @@ pub struct Caller {
     pub role: Role,
     pub via: Via,
     pub addr: Option<IpAddr>,
+    /// Set for a node's agent token: the caller may only deliver that node's reports (the intake routes),
+    /// never read or act on anything else. A compromised GPU node then holds no operator's power over
+    /// the fleet, and cannot speak for another node.
+    pub node: Option<String>,
 }
 
 impl Caller {
-    /// The audit actor: `web:<user>`.
+    /// The audit actor: `web:<user>`, or `agent:<node>` for a node's agent token.
     pub fn actor(&self) -> String {
-        format!("web:{}", self.user)
+        match &self.node {
+            Some(node) => format!("agent:{node}"),
+            None => format!("web:{}", self.user),
+        }
     }
 }
+
+/// The role string a node's agent token is stored with: `agent:<node>`. Not a [`Role`]: such a token
+/// passes no role check, only the intake routes' own (see [`Caller::node`]).
+pub const AGENT_ROLE_PREFIX: &str = "agent:";
 
 pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
     let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
@@ -113,6 +124,11 @@ pub fn sha256_hex(s: &str) -> String {
 
 /// A new API token: the row to store and the secret to show once.
 pub fn new_token(username: &str, role: Role, expires_at_ms: Option<i64>) -> (TokenRow, String) {
+    new_token_with_role(username, role.as_str(), expires_at_ms)
+}
+
+/// A token stored with `role` as given (a [`Role`] name, or [`AGENT_ROLE_PREFIX`] and a node).
+pub fn new_token_with_role(username: &str, role: &str, expires_at_ms: Option<i64>) -> (TokenRow, String) {
     let mut idb = [0u8; 5];
     rand::fill(&mut idb);
     let id = hex::encode(idb);
@@ -121,7 +137,7 @@ pub fn new_token(username: &str, role: Role, expires_at_ms: Option<i64>) -> (Tok
         id,
         token_hash: sha256_hex(&secret),
         username: username.into(),
-        role: role.as_str().into(),
+        role: role.into(),
         created_at_ms: lifeline_store::now_ms(),
         expires_at_ms,
         revoked_at_ms: None,
@@ -159,7 +175,7 @@ pub async fn authenticate(
     let Some(s) = store.session(&sha256_hex(sid)).await? else { return Err(ApiError::Unauthenticated) };
     let user = store.user(&s.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
     let role = Role::parse(&user.role).ok_or(ApiError::Unauthenticated)?;
-    Ok(Some(Caller { user: user.name, role, via: Via::Session { csrf: s.csrf }, addr }))
+    Ok(Some(Caller { user: user.name, role, via: Via::Session { csrf: s.csrf }, addr, node: None }))
 }
 
 async fn token_caller(store: &Store, token: &str, addr: Option<IpAddr>) -> ApiResult<Caller> {
@@ -176,9 +192,24 @@ async fn token_caller(store: &Store, token: &str, addr: Option<IpAddr>) -> ApiRe
         return Err(ApiError::Unauthenticated);
     }
     let user = store.user(&row.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
+    if let Some(node) = row.role.strip_prefix(AGENT_ROLE_PREFIX) {
+        // Dead with its user (disabled above, or no longer an operator) like any token. The lowest role,
+        // so a rule that forgot the node binding still lets it do nothing that matters.
+        if Role::parse(&user.role).is_none_or(|r| r < Role::Operator) {
+            return Err(ApiError::Unauthenticated);
+        }
+        let node = Some(node.to_owned());
+        return Ok(Caller {
+            user: user.name,
+            role: Role::Viewer,
+            via: Via::Token { id: row.id },
+            addr,
+            node,
+        });
+    }
     // A token never carries more than its user has now.
     let role = Role::parse(&row.role).min(Role::parse(&user.role)).ok_or(ApiError::Unauthenticated)?;
-    Ok(Caller { user: user.name, role, via: Via::Token { id: row.id }, addr })
+    Ok(Caller { user: user.name, role, via: Via::Token { id: row.id }, addr, node: None })
 }
 
 /// The double-submit check for a cookie-authenticated mutating request.
@@ -245,6 +276,7 @@ mod tests {
             role: Role::Operator,
             via: Via::Session { csrf: "tok".into() },
             addr: None,
+            node: None,
         };
         let mut h = HeaderMap::new();
         assert!(check_csrf(&c, &h).is_err());

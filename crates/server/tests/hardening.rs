@@ -177,6 +177,7 @@ async fn idempotency_keys_are_scoped_to_the_caller() {
         role: lifeline_server::Role::Operator,
         via: lifeline_server::auth::Via::Token { id: user.into() },
         addr: None,
+        node: None,
     };
     let a = f.state.engine_for(&caller("alice"), Some("cycle-42".into()));
     let b = f.state.engine_for(&caller("bob"), Some("cycle-42".into()));

@@ -1,6 +1,6 @@
-//! Every route of the router × {anonymous, viewer, operator, admin, automated cause}: the allowed set is
-//! asserted against the expectation written here, so a route added without a rule (or without updating
-//! this list) fails. The "automated cause" column marks the intakes — what can open a fault or start
+//! Every route of the router × {anonymous, viewer, operator, admin, a node's agent token, automated
+//! cause}: the allowed set is asserted against the expectation written here, so a route added without a
+//! rule (or without updating this list) fails. The "automated cause" column marks the intakes — what can open a fault or start
 //! recovery without a person deciding (agent reports; pushed BMC events reach their own receiver, checked
 //! below): each must be authenticated, so a new intake without authentication fails the build.
 
@@ -147,6 +147,28 @@ async fn every_route_times_every_role() {
         }
     }
     assert_eq!(checked, EXPECTED.len() * 4);
+
+    // A node's agent token: the intakes and the public routes, nothing else.
+    let audit = lifeline_engine::AuditService::new(f.state.store.clone(), "test");
+    let agent = lifeline_server::accounts::agent_token_create(
+        &f.state.store,
+        &audit,
+        "operator-user",
+        "gpu-node-01",
+        None,
+    )
+    .await
+    .unwrap()
+    .token;
+    for (m, p, min, intake) in &expected {
+        let req = Request::builder()
+            .method(Method::from_bytes(m.as_bytes()).unwrap())
+            .uri(concrete(p))
+            .header("authorization", format!("Bearer {agent}"));
+        let resp = app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let want = if min.is_none() || *intake { StatusCode::OK } else { StatusCode::FORBIDDEN };
+        assert_eq!(resp.status(), want, "{m} {p} with gpu-node-01's agent token");
+    }
 }
 
 /// The intake outside the router: the BMC event receiver. A delivery with no secret, a wrong one, or for

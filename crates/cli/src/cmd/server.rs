@@ -72,8 +72,12 @@ pub enum TokenCmd {
         #[arg(long)]
         user: String,
         /// Default and ceiling: the user's role.
-        #[arg(long, value_enum)]
+        #[arg(long, value_enum, conflicts_with = "agent")]
         role: Option<RoleArg>,
+        /// A node's agent token: it may deliver only that node's reports, nothing else (for
+        /// `lifeline-agent --server` on the node; the user must be an operator or an admin).
+        #[arg(long, value_name = "NODE")]
+        agent: Option<String>,
         /// e.g. `90d`; default: no expiry.
         #[arg(long, value_name = "DURATION")]
         expires: Option<String>,
@@ -172,17 +176,32 @@ pub async fn token(g: &Global, c: TokenCmd) -> CmdResult {
     let store = l.store().await?.clone();
     let audit = l.audit().await?;
     match c {
-        TokenCmd::Create { user, role, expires } => {
+        TokenCmd::Create { user, role, agent, expires } => {
             let expires = expires
                 .as_deref()
                 .map(humantime::parse_duration)
                 .transpose()
                 .map_err(|e| Exit::usage(anyhow!("--expires: {e}")))?;
-            let t = accounts::token_create(&store, &audit, &user, role.map(Into::into), expires).await?;
+            let t = match &agent {
+                Some(node) => {
+                    if !l.inventory()?.devices.iter().any(|d| d.name.as_str() == node) {
+                        return Err(lifeline_engine::EngineError::UnknownDevice { name: node.clone() }.into());
+                    }
+                    accounts::agent_token_create(&store, &audit, &user, node, expires).await?
+                }
+                None => accounts::token_create(&store, &audit, &user, role.map(Into::into), expires).await?,
+            };
             if g.json {
                 print_json(&t)?;
             } else {
-                eprintln!("token {} for {} ({}); shown once, keep it:", t.id, t.user, t.role.as_str());
+                match &t.node {
+                    Some(node) => {
+                        eprintln!("token {} for {node}'s agent (of {}); shown once, keep it:", t.id, t.user)
+                    }
+                    None => {
+                        eprintln!("token {} for {} ({}); shown once, keep it:", t.id, t.user, t.role.as_str())
+                    }
+                }
                 println!("{}", t.token);
             }
         }

@@ -118,6 +118,8 @@ async fn tokens(State(s): State<AppState>) -> ApiResult<Json<Vec<lifeline_store:
 pub struct TokenCreate {
     pub user: String,
     pub role: Option<Role>,
+    /// A node's agent token instead: it may deliver only this node's reports (no `role` with it).
+    pub agent: Option<String>,
     /// e.g. `90d`, `12h`; none: no expiry.
     pub expires: Option<String>,
 }
@@ -134,6 +136,17 @@ async fn token_create(
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("expires: {e}")))?;
     let audit = s.audit_as(&c.actor()).await?;
+    if let Some(node) = &r.agent {
+        if r.role.is_some() {
+            return Err(ApiError::bad_request(
+                "an agent token has no role: give `agent` or `role`, not both",
+            ));
+        }
+        if !s.base.inventory()?.devices.iter().any(|d| d.name.as_str() == node) {
+            return Err(lifeline_engine::EngineError::UnknownDevice { name: node.clone() }.into());
+        }
+        return Ok(Json(accounts::agent_token_create(&s.store, &audit, &r.user, node, expires).await?));
+    }
     Ok(Json(accounts::token_create(&s.store, &audit, &r.user, r.role, expires).await?))
 }
 

@@ -85,6 +85,12 @@ async fn agent_report(
     Extension(c): Extension<Caller>,
     Json(r): Json<AgentReport>,
 ) -> ApiResult<Json<serde_json::Value>> {
+    if let Some(bound) = c.node.as_deref().filter(|n| *n != r.node) {
+        return Err(crate::error::ApiError::Forbidden {
+            role: "agent",
+            what: format!("report for {} (this token is {bound}'s agent)", r.node),
+        });
+    }
     let inv = s.base.inventory()?;
     if !inv.devices.iter().any(|d| d.name.as_str() == r.node) {
         return Err(lifeline_engine::EngineError::UnknownDevice { name: r.node }.into());
