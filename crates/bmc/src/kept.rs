@@ -126,7 +126,7 @@ impl Drop for Inner {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
-                h.spawn(kept_redfish::close_entries(rf, self.opts.close_timeout, AT_ONCE));
+                h.spawn(kept_redfish::close_entries(rf, self.opts.close_timeout, AT_ONCE, self.rf.ledger()));
             }
             Err(_) => tracing::warn!(
                 n = rf.len(),
@@ -306,7 +306,7 @@ impl KeptSessions {
             Ok(None) => None,
             Err(old) => {
                 self.inner.counters.closed.fetch_add(1, Ordering::Relaxed);
-                kept_redfish::close_entry(old, self.inner.opts.close_timeout).await;
+                kept_redfish::close_entry(old, self.inner.opts.close_timeout, self.inner.rf.ledger()).await;
                 None
             }
         }
@@ -323,15 +323,43 @@ impl KeptSessions {
     ) {
         let inner = &self.inner;
         inner.counters.returned.fetch_add(1, Ordering::Relaxed);
+        let (uri, token) = (held.uri().map(str::to_owned), held.token().to_owned());
         let e = kept_redfish::Entry { key, held, closer, used: Instant::now() };
         let extra = if inner.closing.load(Ordering::Acquire) { Some(e) } else { inner.rf.put(bmc, e) };
         match extra {
             Some(e) => {
                 inner.counters.closed.fetch_add(1, Ordering::Relaxed);
-                kept_redfish::close_entry(e, inner.opts.close_timeout).await;
+                kept_redfish::close_entry(e, inner.opts.close_timeout, inner.rf.ledger()).await;
             }
-            None => self.start_keeper(),
+            None => {
+                inner.rf.write_down(bmc, uri.as_deref(), &token).await;
+                self.start_keeper();
+            }
         }
+    }
+
+    /// Writes every Redfish session kept from now on to `ledger` (and strikes it off when deleted), so a
+    /// process that dies leaves its sessions findable. Set once, before the first session is kept.
+    pub fn set_ledger(&self, ledger: Arc<dyn kept_redfish::SessionLedger>) {
+        self.inner.rf.set_ledger(ledger);
+    }
+
+    pub(crate) fn ledger(&self) -> Option<Arc<dyn kept_redfish::SessionLedger>> {
+        self.inner.rf.ledger()
+    }
+
+    /// Keeps a session a dead process of ours left on `bmc` (see [`crate::Bmc::reclaim_redfish`]); `Some`:
+    /// one is kept for `bmc` already (or nothing is kept any more), and this one is to be deleted.
+    pub(crate) fn adopt_recorded(&self, bmc: &str, e: kept_redfish::Entry) -> Option<kept_redfish::Entry> {
+        let inner = &self.inner;
+        if inner.closing.load(Ordering::Acquire) {
+            return Some(e);
+        }
+        let extra = inner.rf.put(bmc, e);
+        if extra.is_none() {
+            self.start_keeper();
+        }
+        extra
     }
 
     /// Closes every kept session (Close Session, each bounded by `close_timeout`, all at once) and keeps
@@ -355,7 +383,7 @@ impl KeptSessions {
         };
         let closes = futures::future::join_all(all.into_iter().map(|e| close_conn(e.conn, limit)));
         // Redfish DELETEs a bounded number at once: each builds a TLS connection.
-        let rf_closes = kept_redfish::close_entries(rf, limit, AT_ONCE);
+        let rf_closes = kept_redfish::close_entries(rf, limit, AT_ONCE, inner.rf.ledger());
         let bound = limit * 2 + Duration::from_secs(1) + self.keepalive_bound();
         let everything = futures::future::join3(closes, rf_closes, pending);
         if tokio::time::timeout(bound, everything).await.is_err() {
@@ -421,7 +449,7 @@ async fn keeper(weak: Weak<Inner>) {
         if !rf_idle.is_empty() {
             inner.counters.closed.fetch_add(rf_idle.len() as u64, Ordering::Relaxed);
             tracing::debug!(sessions = rf_idle.len(), "deleting kept Redfish sessions no operation used");
-            tasks.spawn(kept_redfish::close_entries(rf_idle, limit, AT_ONCE));
+            tasks.spawn(kept_redfish::close_entries(rf_idle, limit, AT_ONCE, inner.rf.ledger()));
         }
         if !idle.is_empty() {
             inner.counters.closed.fetch_add(idle.len() as u64, Ordering::Relaxed);

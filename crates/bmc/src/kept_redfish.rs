@@ -13,14 +13,43 @@
 //!   visit without kept sessions, never a failed visit.
 //! - A session no sweep used for `close_idle_after` is deleted, and `close_all` deletes every one (the
 //!   server's graceful end), each DELETE bounded by `close_timeout`: nothing is left on any BMC.
+//! - A process killed with sessions kept cannot delete them, so each kept session is written to a
+//!   [`SessionLedger`] (the engine's, over the store: this crate knows no store) when first kept, and struck
+//!   off when deleted. The next process reclaims a dead owner's session ([`crate::Bmc::reclaim_redfish`]):
+//!   kept for its next operation (no login), or deleted when one is kept already. A BMC with eight session
+//!   slots (an iDRAC) is then never filled by crashes.
 
 use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use futures::StreamExt;
 use lifeline_redfish::{ClientOptions, HeldSession, TlsTrust};
 use tokio::time::Instant;
+
+/// Where kept Redfish sessions are written down while they live, so that a process that dies leaves them
+/// findable. Failures are the implementation's to log: a ledger never fails an operation.
+#[async_trait]
+pub trait SessionLedger: Send + Sync {
+    /// `bmc`'s session at `uri` (with `token`) is kept by this process.
+    async fn kept(&self, bmc: &str, uri: &str, token: &str);
+    /// `bmc`'s session at `uri` was deleted (or found gone): strike it off.
+    async fn closed(&self, bmc: &str, uri: &str);
+}
+
+/// What [`crate::Bmc::reclaim_redfish`] did with a dead process's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reclaimed {
+    /// Kept: the next operation on the BMC adopts it instead of logging in.
+    Kept,
+    /// Deleted on the BMC (a session was kept for it already, or nothing keeps sessions here).
+    Deleted,
+    /// Could not be deleted (the BMC did not answer): left to the BMC's session timeout.
+    Failed,
+}
 
 /// What deleting a kept session needs without a client: where the BMC is and how its certificate is
 /// trusted (the token authenticates the DELETE).
@@ -43,31 +72,77 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct RedfishKept {
     map: StdMutex<HashMap<String, Entry>>,
+    /// Where each BMC's kept session is written down; the session URI last written per BMC (a session
+    /// kept again after a use is not written twice).
+    ledger: std::sync::OnceLock<Arc<dyn SessionLedger>>,
+    written: StdMutex<HashMap<String, String>>,
 }
 
 fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Deletes a kept session, within `limit`.
-pub(crate) async fn close_entry(e: Entry, limit: Duration) {
+/// Deletes a kept session, within `limit`; struck off the ledger once the BMC confirmed it (a session that
+/// could not be deleted stays written down for the next process to delete).
+pub(crate) async fn close_entry(e: Entry, limit: Duration, ledger: Option<Arc<dyn SessionLedger>>) -> bool {
     let bmc = e.closer.target.name.clone();
+    let uri = e.held.uri().map(str::to_owned);
     let Closer { target, trust, opts } = e.closer;
-    match tokio::time::timeout(limit, e.held.logout(&target, &trust, &opts)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => tracing::debug!(%bmc, error = %err, "deleting a kept Redfish session failed"),
-        Err(_) => tracing::debug!(%bmc, "deleting a kept Redfish session timed out"),
+    let deleted = match tokio::time::timeout(limit, e.held.logout(&target, &trust, &opts)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(err)) => {
+            tracing::debug!(%bmc, error = %err, "deleting a kept Redfish session failed");
+            false
+        }
+        Err(_) => {
+            tracing::debug!(%bmc, "deleting a kept Redfish session timed out");
+            false
+        }
+    };
+    if let (true, Some(l), Some(uri)) = (deleted, ledger, uri) {
+        l.closed(&bmc, &uri).await;
     }
+    deleted
 }
 
 /// Deletes many kept sessions, a bounded number at once.
-pub(crate) async fn close_entries(all: Vec<Entry>, limit: Duration, at_once: usize) {
-    futures::stream::iter(all).for_each_concurrent(at_once, move |e| close_entry(e, limit)).await
+pub(crate) async fn close_entries(
+    all: Vec<Entry>,
+    limit: Duration,
+    at_once: usize,
+    ledger: Option<Arc<dyn SessionLedger>>,
+) {
+    futures::stream::iter(all)
+        .for_each_concurrent(at_once, move |e| {
+            let l = ledger.clone();
+            async move {
+                close_entry(e, limit, l).await;
+            }
+        })
+        .await
 }
 
 impl RedfishKept {
     pub fn len(&self) -> usize {
         lock(&self.map).len()
+    }
+
+    pub fn set_ledger(&self, l: Arc<dyn SessionLedger>) {
+        let _ = self.ledger.set(l);
+    }
+
+    pub fn ledger(&self) -> Option<Arc<dyn SessionLedger>> {
+        self.ledger.get().cloned()
+    }
+
+    /// Writes `bmc`'s kept session down unless it is the one written last.
+    pub async fn write_down(&self, bmc: &str, uri: Option<&str>, token: &str) {
+        let (Some(l), Some(uri)) = (self.ledger(), uri) else { return };
+        if lock(&self.written).get(bmc).map(String::as_str) == Some(uri) {
+            return;
+        }
+        l.kept(bmc, uri, token).await;
+        lock(&self.written).insert(bmc.to_owned(), uri.to_owned());
     }
 
     pub fn names(&self) -> Vec<String> {
@@ -106,5 +181,38 @@ impl RedfishKept {
     /// Takes out every session (to be deleted).
     pub fn drain(&self) -> Vec<Entry> {
         lock(&self.map).drain().map(|(_, e)| e).collect()
+    }
+}
+
+impl crate::Bmc {
+    /// A Redfish session a dead process of ours left on this BMC (found in the ledger, with its token): kept
+    /// for the next operation here to adopt (no login; a token the BMC dropped since costs one 401 and a
+    /// login), or deleted when this pool keeps no sessions or keeps one for this BMC already. A deleted one
+    /// is struck off the ledger; a kept one stays written down, now as this process's.
+    pub async fn reclaim_redfish(&self, uri: &str, token: &str) -> Reclaimed {
+        let t = self.target();
+        let Some(held) = HeldSession::from_recorded(uri, token) else { return Reclaimed::Failed };
+        let pool = self.pool();
+        let e = Entry {
+            key: crate::kept::redfish_key(t),
+            held,
+            closer: Closer {
+                target: lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url()),
+                trust: crate::conn::tls_trust(t, &pool.opts.tls),
+                opts: pool.opts.redfish.clone(),
+            },
+            used: Instant::now(),
+        };
+        let (extra, limit, ledger) = match &pool.opts.kept {
+            Some(k) => (k.adopt_recorded(&t.name, e), k.options().close_timeout, k.ledger()),
+            None => (Some(e), Duration::from_secs(3), None),
+        };
+        match extra {
+            None => Reclaimed::Kept,
+            Some(e) => match close_entry(e, limit, ledger).await {
+                true => Reclaimed::Deleted,
+                false => Reclaimed::Failed,
+            },
+        }
     }
 }

@@ -56,6 +56,7 @@ pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
 pub use kept::{KeepOptions, KeptSessions, KeptStats};
+pub use kept_redfish::{Reclaimed, SessionLedger};
 pub use media::{ImageCredentials, MediaReport, MediaRequest, MediaShow, MediaSlot};
 pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths};
 pub use options::{BmcOptions, PowerOptions, TlsPolicy};

@@ -230,6 +230,10 @@ pub struct GuardConfig {
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent_per_role: u32,
     /// No new run in a rack where more than this share (percent) of the same role is in recovery: active or
+    /// Runs active at once on the devices of one failure domain other than the rack: a leaf their rails are
+    /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
+    #[serde(default = "default_max_per_rack")]
+    pub max_concurrent_per_domain: u32,
     /// escalated runs (default 25).
     #[serde(default = "default_max_percent")]
     pub max_in_recovery_percent: u32,
@@ -242,6 +246,7 @@ impl Default for GuardConfig {
             max_concurrent_per_rack: default_max_per_rack(),
             max_concurrent_per_role: default_max_concurrent(),
             max_in_recovery_percent: default_max_percent(),
+            max_concurrent_per_domain: default_max_per_rack(),
         }
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod adapters;
 pub mod audit;
+pub mod bmc_sessions;
 pub mod config;
 pub mod config_check;
 pub mod config_reference;

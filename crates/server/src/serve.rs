@@ -185,6 +185,11 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
         o.kept.get_or_insert_with(|| lifeline_bmc::KeptSessions::new(lifeline_bmc::KeepOptions::default()));
     });
     let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
+    // Kept Redfish sessions are written down from now on; those a killed predecessor left are taken over
+    // or deleted before the first sweep logs in (a BMC's few session slots never fill with crashes).
+    if let Err(e) = st.base.record_kept_sessions().await {
+        tracing::warn!("kept BMC sessions are not recorded: {}", e.chain());
+    }
     st.runbooks.configure(settings, opts.runbook_env.clone());
     st.set_responder(opts.responder.clone().unwrap_or_else(|| Arc::new(crate::runbooks::PolicyResponder)));
     let tcp =

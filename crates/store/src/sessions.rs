@@ -21,8 +21,18 @@ pub struct BmcSessionRow {
 }
 
 impl Store {
-    /// Records a session just opened (replacing a row of the same path: a BMC reuses session ids).
+    /// Records a session just kept (replacing a row of the same path: a BMC reuses session ids), and strikes
+    /// off the owner's other sessions on that BMC (one is kept per BMC: an older one was deleted, or expired
+    /// when the BMC answered 401 and the client logged in again).
     pub async fn record_bmc_session(&self, s: &BmcSessionRow) -> Result<(), StoreError> {
+        let q = self.sql("DELETE FROM bmc_sessions WHERE bmc = ? AND owner = ? AND session_uri <> ?");
+        sqlx::query(&q)
+            .bind(s.bmc.clone())
+            .bind(s.owner.clone())
+            .bind(s.session_uri.clone())
+            .execute(&self.pool)
+            .await
+            .op("bmc_session.replace")?;
         let q = self.sql(
             "INSERT INTO bmc_sessions (bmc, session_uri, token, owner, opened_at) VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT (bmc, session_uri) DO UPDATE SET token = excluded.token, owner = excluded.owner, \

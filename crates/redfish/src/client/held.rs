@@ -38,6 +38,19 @@ impl HeldSession {
         self.session.uri.as_ref().map(|u| u.as_str())
     }
 
+    /// The token, for a caller that records its sessions so that a process that dies leaves none behind
+    /// (the caller seals it: a live token is a credential).
+    pub fn token(&self) -> &str {
+        &self.session.token
+    }
+
+    /// A session recorded earlier ([`HeldSession::uri`], [`HeldSession::token`]), by a process that has
+    /// since died: adopted by a client, or deleted. `None` when `uri` is not a URL.
+    pub fn from_recorded(uri: &str, token: &str) -> Option<HeldSession> {
+        let uri = reqwest::Url::parse(uri).ok()?;
+        Some(HeldSession { session: Session { token: token.to_owned(), uri: Some(uri) } })
+    }
+
     /// Deletes the session on `target` without a client (no service root is read): the transport is built
     /// as a client's would be, with the same TLS trust, and one DELETE is sent.
     pub async fn logout(
