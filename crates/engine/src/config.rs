@@ -234,6 +234,10 @@ pub struct GuardConfig {
     /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
     #[serde(default = "default_max_per_rack")]
     pub max_concurrent_per_domain: u32,
+    /// Runs active at once on the devices of one failure domain other than the rack: a leaf their rails are
+    /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
+    #[serde(default = "default_max_per_rack")]
+    pub max_concurrent_per_domain: u32,
     /// escalated runs (default 25).
     #[serde(default = "default_max_percent")]
     pub max_in_recovery_percent: u32,
@@ -242,6 +246,7 @@ pub struct GuardConfig {
 impl Default for GuardConfig {
     fn default() -> Self {
         GuardConfig {
+            max_concurrent_per_domain: default_max_per_rack(),
             max_concurrent: default_max_concurrent(),
             max_concurrent_per_rack: default_max_per_rack(),
             max_concurrent_per_role: default_max_concurrent(),

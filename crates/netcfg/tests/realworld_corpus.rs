@@ -12,113 +12,20 @@
 //! (lines changed that hold no extracted secret) stay under a bound per platform.
 
 mod common;
-#[path = "realworld/extract.rs"]
-mod extract;
+mod realworld;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use extract::{Secret, json_secrets, line_secrets};
 use lifeline_netcfg::backup::{BackupOutcome, backup_one};
 use lifeline_netcfg::scrub::{TagKey, scrub_report};
 use lifeline_netcfg::ssh::{SshAuth, Transport};
 use lifeline_netcfg::{driver_for, git_export};
 use lifeline_types::{DeviceName, Platform};
+use realworld::corpus::{Entry, leaks, load, over_scrubbed, pieces, secrets};
 
 /// Over-scrubbed lines allowed, per thousand lines of the platform's files.
 const OVER_SCRUB_PER_MILLE: usize = 1;
-
-struct Entry {
-    platform: Platform,
-    file: String,
-    text: String,
-}
-
-fn corpus_dir() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = std::env::var_os("LIFELINE_SCRUB_CORPUS").map(PathBuf::from).into_iter().chain([
-        manifest.join("../../shared/netcfg-corpus"),
-        manifest.join("../../../shared/netcfg-corpus"),
-        manifest.join("../../../netcfg-corpus"),
-    ]);
-    for c in candidates {
-        if c.join("SOURCES.tsv").is_file() {
-            return Some(c);
-        }
-    }
-    let why = "real-world scrub corpus not found (set LIFELINE_SCRUB_CORPUS to a folder with SOURCES.tsv)";
-    if std::env::var("LIFELINE_SCRUB_CORPUS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("{why}");
-    }
-    eprintln!("SKIP: {why}");
-    None
-}
-
-fn platform_of(dir: &str) -> Platform {
-    match dir {
-        "eos" => Platform::Eos,
-        "ios" => Platform::Ios,
-        "nxos" => Platform::Nxos,
-        "sonic" => Platform::Sonic,
-        "cumulus-frr" | "cumulus-nvue" => Platform::Cumulus,
-        other => panic!("corpus folder `{other}` names no platform"),
-    }
-}
-
-fn load() -> Option<Vec<Entry>> {
-    let dir = corpus_dir()?;
-    let sources = std::fs::read_to_string(dir.join("SOURCES.tsv")).unwrap();
-    let mut out = Vec::new();
-    for row in sources.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let cols: Vec<&str> = row.split('\t').collect();
-        assert_eq!(cols.len(), 6, "SOURCES.tsv row without repository, path, commit and licence: {row}");
-        let file = cols[1];
-        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        out.push(Entry { platform: platform_of(cols[0]), file: file.to_owned(), text });
-    }
-    Some(out)
-}
-
-fn secrets(e: &Entry) -> Vec<Secret> {
-    if e.platform == Platform::Sonic { json_secrets(&e.text) } else { line_secrets(&e.text) }
-}
-
-/// The tokens of a line, split where a secret's neighbours end (`-cvauth=key,S`, `"S"`).
-fn pieces(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '=' | '"' | '\''))
-}
-
-/// The secrets of `e` still present in `scrubbed`. Line configs keep every line in place, so a secret
-/// leaks when its line holds more copies of the value than the original line held apart from the
-/// secret itself (`username cisco … password 0 cisco` keeps the user name); JSON: as a string or key.
-fn leaks(e: &Entry, found: &[Secret], scrubbed: &str) -> Vec<String> {
-    let before: Vec<&str> = e.text.lines().collect();
-    let after: Vec<&str> = scrubbed.lines().collect();
-    let count = |line: &str, v: &str| {
-        if v.len() >= 6 { line.matches(v).count() } else { pieces(line).filter(|t| *t == v).count() }
-    };
-    found
-        .iter()
-        .filter(|s| match e.platform {
-            Platform::Sonic => {
-                // The secret's own place still holds it: a field its value, or a row key its row.
-                let doc: serde_json::Value = serde_json::from_str(scrubbed).unwrap_or_default();
-                match doc.pointer(&s.path) {
-                    Some(serde_json::Value::String(v)) => *v == s.value,
-                    Some(_) => true,
-                    None => false,
-                }
-            }
-            _ => {
-                let secrets_here = found.iter().filter(|x| x.line == s.line && x.value == s.value).count();
-                let kept = count(before[s.line - 1], &s.value) - secrets_here;
-                after.get(s.line - 1).is_some_and(|l| count(l, &s.value) > kept)
-            }
-        })
-        .map(|s| format!("{} line {}: `{}`", e.file, s.line, s.value))
-        .collect()
-}
 
 #[derive(Default)]
 struct Row {
@@ -139,7 +46,7 @@ fn no_secret_survives_and_over_scrubbing_is_bounded() {
     for e in &corpus {
         let found = secrets(e);
         let s = scrub_report(e.platform, &e.text, &key);
-        let row = table.entry(e.file.split('/').next().unwrap().to_owned()).or_default();
+        let row = table.entry(e.folder.clone()).or_default();
         row.files += 1;
         row.lines += e.text.lines().count();
         row.secrets += found.len();
@@ -161,11 +68,9 @@ fn no_secret_survives_and_over_scrubbing_is_bounded() {
                 ));
             }
         } else {
-            for (i, (a, b)) in e.text.lines().zip(s.text.lines()).enumerate() {
-                if a != b && !found.iter().any(|x| x.line == i + 1) {
-                    row.over += 1;
-                    over_lines.push(format!("{} line {}: {a}\n    -> {b}", e.file, i + 1));
-                }
+            for (n, a, b) in over_scrubbed(e, &found, &s.text) {
+                row.over += 1;
+                over_lines.push(format!("{} line {n}: {a}\n    -> {b}", e.file));
             }
         }
     }

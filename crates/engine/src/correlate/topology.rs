@@ -127,6 +127,17 @@ impl Topology {
         self.parts.get(unit).map_or(&[], Vec::as_slice)
     }
 
+    /// The failure domains `device` belongs to, beside its rack: every leaf its rails are cabled to, its
+    /// PDUs, its NVLink domain and its OOB switch (the runbook guard's per-domain budget counts by these).
+    pub fn domains(&self, device: &str) -> std::collections::BTreeSet<&Component> {
+        self.parts
+            .iter()
+            .filter(|(u, _)| u.device == device)
+            .flat_map(|(_, parts)| parts)
+            .filter(|c| !matches!(c.kind, ComponentKind::LeafPortGroup | ComponentKind::Rack))
+            .collect()
+    }
+
     /// How many units depend on `c`.
     pub fn dependents(&self, c: &Component) -> usize {
         self.dependents.get(c).copied().unwrap_or(0)

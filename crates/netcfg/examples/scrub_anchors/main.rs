@@ -1,0 +1,109 @@
+//! The anchors' table: Lifeline's scrubber beside Oxidized's `secret` rules and RANCID's filters
+//! (both re-implemented here from their documented behaviour, see [`oxidized`] and [`rancid`]) over
+//! the same real-world corpus, judged by the same independent extractor and leak count as the
+//! corpus test. Prints, per platform, the secrets each left (and their share of all secrets) and
+//! the lines each changed that hold no secret.
+//!
+//! `LIFELINE_SCRUB_CORPUS=/path/to/netcfg-corpus cargo run --release -p lifeline-netcfg --example scrub_anchors`
+
+mod oxidized;
+mod rancid;
+#[path = "../../tests/realworld/mod.rs"]
+mod realworld;
+
+use std::collections::BTreeMap;
+
+use lifeline_netcfg::scrub::{TagKey, scrub_report};
+use realworld::corpus::{Entry, leaks, load, over_scrubbed, secrets};
+use realworld::extract::Secret;
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    left: usize,
+    over: usize,
+    /// No rules for the platform: the config is stored as it is.
+    none: bool,
+}
+
+#[derive(Default)]
+struct Row {
+    files: usize,
+    secrets: usize,
+    tools: [Tally; 3],
+}
+
+fn judge(e: &Entry, found: &[Secret], scrubbed: Option<String>, t: &mut Tally) {
+    let Some(s) = scrubbed else {
+        t.none = true;
+        t.left += found.len();
+        return;
+    };
+    t.left += leaks(e, found, &s).len();
+    if e.platform != lifeline_types::Platform::Sonic {
+        t.over += over_scrubbed(e, found, &s).len();
+    }
+}
+
+fn main() {
+    let Some(corpus) = load() else { std::process::exit(2) };
+    let key = TagKey::random();
+    let mut table: BTreeMap<String, Row> = BTreeMap::new();
+    for e in &corpus {
+        let found = secrets(e);
+        let row = table.entry(e.folder.clone()).or_default();
+        row.files += 1;
+        row.secrets += found.len();
+        judge(e, &found, Some(scrub_report(e.platform, &e.text, &key).text), &mut row.tools[0]);
+        judge(e, &found, oxidized::scrub(e.platform, &e.text), &mut row.tools[1]);
+        judge(e, &found, rancid::scrub(e.platform, &e.text), &mut row.tools[2]);
+    }
+    let share = |n: usize, of: usize| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+    println!("secrets left (share of all) and over-scrubbed lines; `-`: no rules for the platform");
+    println!(
+        "{:<12} {:>5} {:>7} | {:>14} {:>5} | {:>14} {:>5} | {:>14} {:>5}",
+        "platform",
+        "files",
+        "secrets",
+        "Lifeline left",
+        "over",
+        "Oxidized left",
+        "over",
+        "RANCID left",
+        "over"
+    );
+    let mut total = Row::default();
+    for (p, r) in &table {
+        let cell = |t: &Tally| {
+            let left =
+                format!("{} ({:.0}%){}", t.left, share(t.left, r.secrets), if t.none { " -" } else { "" });
+            format!("{left:>14} {:>5}", t.over)
+        };
+        println!(
+            "{p:<12} {:>5} {:>7} | {} | {} | {}",
+            r.files,
+            r.secrets,
+            cell(&r.tools[0]),
+            cell(&r.tools[1]),
+            cell(&r.tools[2])
+        );
+        total.files += r.files;
+        total.secrets += r.secrets;
+        for (a, b) in total.tools.iter_mut().zip(&r.tools) {
+            a.left += b.left;
+            a.over += b.over;
+        }
+    }
+    let [l, o, r] = total.tools;
+    println!(
+        "{:<12} {:>5} {:>7} | {:>14} {:>5} | {:>14} {:>5} | {:>14} {:>5}",
+        "all",
+        total.files,
+        total.secrets,
+        format!("{} ({:.0}%)", l.left, share(l.left, total.secrets)),
+        l.over,
+        format!("{} ({:.0}%)", o.left, share(o.left, total.secrets)),
+        o.over,
+        format!("{} ({:.0}%)", r.left, share(r.left, total.secrets)),
+        r.over
+    );
+}
