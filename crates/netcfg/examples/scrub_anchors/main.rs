@@ -4,7 +4,8 @@
 //! corpus test. Prints, per platform, the secrets each left (and their share of all secrets) and
 //! the lines each changed that hold no secret.
 //!
-//! `LIFELINE_SCRUB_CORPUS=/path/to/netcfg-corpus cargo run --release -p lifeline-netcfg --example scrub_anchors`
+//! `LIFELINE_SCRUB_CORPUS=/path/to/netcfg-corpus cargo run --release -p lifeline-netcfg --example scrub_anchors [-- --list]`
+//! (`--list`: each secret left, with the tool that left it).
 
 mod oxidized;
 mod rancid;
@@ -32,13 +33,19 @@ struct Row {
     tools: [Tally; 3],
 }
 
-fn judge(e: &Entry, found: &[Secret], scrubbed: Option<String>, t: &mut Tally) {
+fn judge(tool: &str, e: &Entry, found: &[Secret], scrubbed: Option<String>, t: &mut Tally) {
     let Some(s) = scrubbed else {
         t.none = true;
         t.left += found.len();
         return;
     };
-    t.left += leaks(e, found, &s).len();
+    let left = leaks(e, found, &s);
+    if std::env::args().any(|a| a == "--list") {
+        for l in &left {
+            println!("{tool} left {l}");
+        }
+    }
+    t.left += left.len();
     if e.platform != lifeline_types::Platform::Sonic {
         t.over += over_scrubbed(e, found, &s).len();
     }
@@ -53,9 +60,9 @@ fn main() {
         let row = table.entry(e.folder.clone()).or_default();
         row.files += 1;
         row.secrets += found.len();
-        judge(e, &found, Some(scrub_report(e.platform, &e.text, &key).text), &mut row.tools[0]);
-        judge(e, &found, oxidized::scrub(e.platform, &e.text), &mut row.tools[1]);
-        judge(e, &found, rancid::scrub(e.platform, &e.text), &mut row.tools[2]);
+        judge("Lifeline", e, &found, Some(scrub_report(e.platform, &e.text, &key).text), &mut row.tools[0]);
+        judge("Oxidized", e, &found, oxidized::scrub(e.platform, &e.text), &mut row.tools[1]);
+        judge("RANCID", e, &found, rancid::scrub(e.platform, &e.text), &mut row.tools[2]);
     }
     let share = |n: usize, of: usize| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
     println!("secrets left (share of all) and over-scrubbed lines; `-`: no rules for the platform");
