@@ -1,5 +1,5 @@
-//! The blast-radius guard's rules on their own: per-rack, per-role and fleet concurrency, one run per
-//! target, and the share of a rack already in recovery (active and escalated runs).
+//! The blast-radius guard's rules on their own: per-rack, per-domain (leaf, PDU), per-role and fleet
+//! concurrency, one run per target, and the share of a rack already in recovery (active and escalated runs).
 
 use std::path::Path;
 
@@ -50,6 +50,7 @@ fn the_guard_counts_racks_roles_the_fleet_and_recovery_share() {
         max_concurrent: 3,
         max_concurrent_per_rack: 2,
         max_concurrent_per_role: 8,
+        max_concurrent_per_domain: 8,
         max_in_recovery_percent: 25,
     };
 
@@ -76,4 +77,76 @@ fn the_guard_counts_racks_roles_the_fleet_and_recovery_share() {
         evaluate(&cfg, &inv, &d("r2-n4"), &[], &escalated[..2]).allowed,
         "2 of 8 = 25 % is not more than 25 %"
     );
+}
+
+/// ra-n1, rb-n2, rc-n3 (one rack each) all cabled to leaf-1; ra-n1 and rb-n2 fed by pdu-x; rd-n4 on leaf-2.
+fn cabled() -> lifeline_inventory::Inventory {
+    let mut t = String::from(
+        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n[defaults.bmc]\nusername = \"a\"\n\
+         credential = \"env:X\"\n[defaults.management]\nusername = \"a\"\ncredential = \"env:X\"\n\
+         [[site]]\nname = \"s\"\n",
+    );
+    for r in ["ra", "rb", "rc", "rd"] {
+        t.push_str(&format!("[[rack]]\nname = \"{r}\"\nsite = \"s\"\n"));
+    }
+    for (i, leaf) in ["leaf-1", "leaf-2"].iter().enumerate() {
+        t.push_str(&format!(
+            "[[device]]\nname = \"{leaf}\"\nrole = \"switch\"\nrack = \"rd\"\nfabric = \"backend\"\n\
+             platform = \"sonic\"\nmanagement = {{ address = \"127.0.9.{i}\" }}\n"
+        ));
+    }
+    for (i, (n, leaf, pdu)) in [
+        ("ra-n1", "leaf-1", "pdu-x"),
+        ("rb-n2", "leaf-1", "pdu-x"),
+        ("rc-n3", "leaf-1", "pdu-y"),
+        ("rd-n4", "leaf-2", "pdu-z"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        t.push_str(&format!(
+            "[[device]]\nname = \"{n}\"\nrole = \"gpu-node\"\nrack = \"{}\"\npdus = [\"{pdu}\"]\n\
+             bmc = {{ address = \"127.0.1.{i}\" }}\nrail = [{{ hca = \"mlx5_0\", leaf = \"{leaf}\" }}]\n",
+            &n[..2]
+        ));
+    }
+    let rep = lifeline_inventory::check_str(Path::new("inv.toml"), &t);
+    rep.inventory.unwrap_or_else(|| panic!("{:?}", rep.diagnostics))
+}
+
+fn per_domain(k: u32) -> GuardConfig {
+    GuardConfig { max_concurrent_per_domain: k, max_in_recovery_percent: 100, ..GuardConfig::default() }
+}
+
+#[test]
+fn a_leaf_budget_refuses_the_k_plus_first_run_and_says_why() {
+    let inv = cabled();
+    let d = |n: &str| inv.device(n).unwrap().clone();
+    // K = 2: two nodes of leaf-1 in different racks (the rack budget says nothing) are in recovery.
+    let active = [run("ra-n1", "running"), run("rb-n2", "running")];
+    let v = evaluate(&per_domain(2), &inv, &d("rc-n3"), &active, &[]);
+    assert!(!v.allowed, "{v:?}");
+    let why = v.reason.unwrap();
+    assert!(
+        why.contains(
+            "2 runs already active on leaf leaf-1 (ra-n1, rb-n2) (guard: max-concurrent-per-domain = 2)"
+        ),
+        "{why}"
+    );
+    assert_eq!(v.active_domain.get("leaf leaf-1"), Some(&2));
+    // The K-th is admitted; a node of another leaf and PDU is not counted against them.
+    assert!(evaluate(&per_domain(2), &inv, &d("rc-n3"), &active[..1], &[]).allowed);
+    assert!(evaluate(&per_domain(2), &inv, &d("rd-n4"), &active, &[]).allowed);
+}
+
+#[test]
+fn a_pdu_is_a_domain_too() {
+    let inv = cabled();
+    let v = evaluate(&per_domain(1), &inv, inv.device("rb-n2").unwrap(), &[run("ra-n1", "running")], &[]);
+    assert!(!v.allowed);
+    // The leaf and the PDU are both shared with ra-n1; the first refusal found is the reason.
+    assert_eq!((v.active_domain.get("leaf leaf-1"), v.active_domain.get("pdu pdu-x")), (Some(&1), Some(&1)));
+    // rc-n3 shares only the leaf with ra-n1.
+    let v = evaluate(&per_domain(1), &inv, inv.device("rc-n3").unwrap(), &[run("ra-n1", "running")], &[]);
+    assert_eq!((v.active_domain.get("leaf leaf-1"), v.active_domain.get("pdu pdu-y")), (Some(&1), Some(&0)));
 }
