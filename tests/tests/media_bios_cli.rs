@@ -92,3 +92,93 @@ fn media_insert_boot_once_show_eject() {
     let n = |a: &str| log.as_array().unwrap().iter().filter(|r| r["action"] == a).count();
     assert!(n("media.insert") >= 2 && n("media.eject") >= 2, "inserts and ejects audited: {log:#}");
 }
+
+fn redfish_fleet(n: usize) -> SimProcess {
+    let mut t = String::from(
+        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
+         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
+    );
+    for i in 1..=n {
+        let flavor = ["generic", "idrac-like", "ilo-like", "openbmc-like"][i % 4];
+        t.push_str(&format!(
+            "\n[[device]]\nname = \"g{i}\"\nrole = \"gpu-node\"\nrack = \"r\"\n\
+             bmc = {{ address = \"{}\", port = 20443, protocol = \"redfish\", flavor = \"{flavor}\" }}\n\
+             gpus = {{ count = 8, model = \"NVIDIA H100 80GB HBM3\" }}\n",
+            unique_loopback()
+        ));
+    }
+    SimProcess::start(&t, 20000, &[("LIFELINE_BMC_PASSWORD", "s3cret-pw")])
+}
+
+#[test]
+fn bios_drift_on_one_node_of_eight_found_and_fixed_by_apply() {
+    let sim = redfish_fleet(8);
+    let golden = sim.dir.path().join("golden.toml");
+    std::fs::write(
+        &golden,
+        "[attributes]\nSriovGlobalEnable = \"Enabled\"\nMmioAbove4Gb = \"Enabled\"\nNumaNodesPerSocket = 1\n\n\
+         [role.gpu-node.attributes]\nAcsControl = \"Disabled\"\nWorkloadProfile = \"HighPerformance\"\n",
+    )
+    .unwrap();
+    let v = json(&sim.lifeline(&["bios", "show", "g1", "--json"]));
+    assert_eq!(v[0]["attributes"]["SriovGlobalEnable"], "Enabled", "{v:#}");
+    let o = sim.lifeline(&["bios", "diff", "all", "--profile", golden.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "no drift at first: {}", output_text(&o));
+
+    // Someone turns SR-IOV off and ACS on on g5 (staged, applied at its reset): now it drifts.
+    let bad = sim.dir.path().join("bad.toml");
+    std::fs::write(&bad, "[attributes]\nSriovGlobalEnable = \"Disabled\"\nAcsControl = \"Enabled\"\n")
+        .unwrap();
+    let o = sim.lifeline(&[
+        "bios",
+        "apply",
+        "g5",
+        "--profile",
+        bad.to_str().unwrap(),
+        "--yes",
+        "--timeout",
+        "60",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+
+    let o = sim.lifeline(&["bios", "diff", "all", "--profile", golden.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "drift found: {}", output_text(&o));
+    let v = json(&o);
+    let drifted: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["drift"].as_array().unwrap().is_empty())
+        .map(|r| r["bmc"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifted, ["g5"], "{v:#}");
+    let attrs: Vec<&str> =
+        v[4]["drift"].as_array().unwrap().iter().map(|d| d["attribute"].as_str().unwrap()).collect();
+    assert_eq!(attrs, ["AcsControl", "SriovGlobalEnable"], "{v:#}");
+
+    // Apply the golden profile to all eight: only g5 is changed and reset; read back, no drift left.
+    let o = sim.lifeline(&[
+        "bios",
+        "apply",
+        "all",
+        "--profile",
+        golden.to_str().unwrap(),
+        "--yes",
+        "--timeout",
+        "60",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v = json(&o);
+    for r in v.as_array().unwrap() {
+        let changed = r["changes"].as_object().unwrap().len();
+        assert_eq!((changed > 0, r["applied"].as_bool()), (r["bmc"] == "g5", Some(true)), "{r:#}");
+    }
+    assert_eq!(v[4]["staged"]["staged"], true, "{v:#}");
+    assert!(v[4]["reset"].is_string(), "{v:#}");
+    let o = sim.lifeline(&["bios", "diff", "all", "--profile", golden.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "fixed: {}", output_text(&o));
+    let resets = sim.actions("g5").len();
+    assert!(resets >= 2, "g5 was reset twice (drift, then the fix): {:?}", sim.actions("g5"));
+    assert!(sim.actions("g1").is_empty(), "nodes without drift are left alone: {:?}", sim.actions("g1"));
+}

@@ -19,6 +19,7 @@
 pub mod accounts;
 pub mod audit;
 mod below;
+pub mod bios;
 pub mod bmc_reset;
 pub mod boot;
 mod conn;
@@ -46,6 +47,7 @@ pub mod verdict;
 pub use accounts::{AccountInfo, AccountList, LoginCheck};
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
 pub use below::GpuHealth;
+pub use bios::{BiosShow, BiosStaged};
 pub use bmc_reset::BmcResetReport;
 pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};
 pub use error::{BmcError, BoxError, error_chain};

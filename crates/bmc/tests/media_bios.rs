@@ -216,3 +216,60 @@ async fn sim_media_in_every_flavor_where_its_vendor_keeps_it() {
         assert!(error_chain(&e).contains("virtual media is not supported over IPMI"), "{}", error_chain(&e));
     }
 }
+
+#[tokio::test]
+async fn sushy_bios_attributes_drift_and_staged_changes_read_back() {
+    let Some(s) = PrivateSushy::start() else { return };
+    let (pool, _) = pool_with(quick_options());
+    let bmc = pool.bmc(s.target());
+    let shown = bmc.bios_show().await.unwrap();
+    assert_eq!(shown.attributes.get("BootMode"), Some(&serde_json::json!("Uefi")), "{shown:#?}");
+    assert!(shown.settings.ends_with("/BIOS/Settings"), "{shown:#?}");
+    // A profile spelled differently ("10" as 10) does not drift; a different value does.
+    let want: std::collections::BTreeMap<String, serde_json::Value> = [
+        ("NumCores".to_owned(), serde_json::json!(10)),
+        ("ProcTurboMode".to_owned(), serde_json::json!("Disabled")),
+    ]
+    .into_iter()
+    .collect();
+    let d = lifeline_bmc::bios::drift(&want, &shown.attributes, &shown.pending);
+    assert_eq!(d.iter().map(|d| d.attribute.as_str()).collect::<Vec<_>>(), ["ProcTurboMode"]);
+    // Staged through sushy-emulator's BIOS/Settings PATCH and read back.
+    let staged =
+        bmc.bios_stage([("ProcTurboMode".to_owned(), serde_json::json!("Disabled"))].into()).await.unwrap();
+    assert!(staged.staged, "{staged:#?}");
+    assert!(staged.sent.contains("/BIOS/Settings"), "{staged:#?}");
+    let now = bmc.bios_show().await.unwrap();
+    assert!(lifeline_bmc::bios::drift(&want, &now.attributes, &now.pending).is_empty(), "{now:#?}");
+    // An attribute the BIOS does not have: refused before anything is sent.
+    let e = bmc.bios_stage([("NoSuchKnob".to_owned(), serde_json::json!(1))].into()).await.unwrap_err();
+    assert!(error_chain(&e).contains("no attribute NoSuchKnob"), "{}", error_chain(&e));
+}
+
+#[tokio::test]
+async fn sim_bios_pending_until_the_host_boots_again_and_ipmi_says_unsupported() {
+    let s = sim(&[RedfishFlavor::SupermicroLike]).await;
+    let name = format!("n-{}", RedfishFlavor::SupermicroLike.as_str());
+    let pool = pin_pool();
+    let bmc = pool.bmc(s.target(&name, BmcProtocol::Redfish));
+    let staged =
+        bmc.bios_stage([("AcsControl".to_owned(), serde_json::json!("Enabled"))].into()).await.unwrap();
+    assert!(staged.staged, "{staged:#?}");
+    assert_eq!(staged.after.pending.get("AcsControl"), Some(&serde_json::json!("Enabled")), "{staged:#?}");
+    assert_eq!(staged.after.attributes.get("AcsControl"), Some(&serde_json::json!("Disabled")));
+    let r = bmc.power(lifeline_types::PowerAction::Reset, None).await.unwrap();
+    assert!(r.action_sent, "{r:#?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let b = bmc.bios_show().await.unwrap();
+        if b.attributes.get("AcsControl") == Some(&serde_json::json!("Enabled")) {
+            assert!(b.pending.is_empty(), "{b:#?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never applied: {b:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ipmi = pool.bmc(s.target(&name, BmcProtocol::Ipmi));
+    let e = ipmi.bios_show().await.unwrap_err();
+    assert!(error_chain(&e).contains("BIOS settings are not supported over IPMI"), "{}", error_chain(&e));
+}

@@ -132,6 +132,9 @@ pub enum Command {
     /// Virtual media (Redfish): insert an installer image, boot from it once, eject, show the slots.
     #[command(subcommand)]
     Media(crate::cmd::media::MediaCmd),
+    /// BIOS settings (Redfish) against a golden profile per role: show, diff, apply (reset, read back).
+    #[command(subcommand)]
+    Bios(crate::cmd::bios::BiosCmd),
 }
 
 #[derive(Debug, Args)]

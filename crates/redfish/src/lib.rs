@@ -8,6 +8,7 @@
 //! The pure parts (model, quirks, reset planning, SSE parser) build without the `client` feature, so the
 //! simulator can share the schema subset without depending on the client.
 
+pub mod bios_model;
 pub mod bmc_model;
 pub mod component_model;
 pub mod doc;

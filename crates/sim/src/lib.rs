@@ -27,6 +27,7 @@
 
 pub mod accounts;
 pub mod actions;
+pub mod bios;
 pub mod bootloader;
 pub mod console;
 pub mod control;

@@ -3,6 +3,7 @@
 pub mod accounts;
 mod audit;
 mod backup;
+pub mod bios;
 pub mod config_check;
 pub mod bmc;
 pub mod bmcops;
@@ -58,6 +59,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Db(c) => db::run(&cli.global, c).await,
         Command::Config(c) => config_check::run(&cli.global, c),
         Command::Media(c) => media::run(&cli.global, c).await,
+        Command::Bios(c) => bios::run(&cli.global, c).await,
     };
     finish(result)
 }

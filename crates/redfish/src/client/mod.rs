@@ -10,6 +10,7 @@
 //! (collections and links), `power`, `sensors`, `logs`, `trust` (certificate re-pinning and probing).
 
 pub(crate) mod accounts;
+mod bios;
 mod components;
 mod connected;
 mod early;

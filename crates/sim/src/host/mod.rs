@@ -175,6 +175,8 @@ pub struct Host {
     actions: Arc<ActionLog>,
     /// Virtual media (made on first use).
     media: crate::media::MediaTray,
+    /// BIOS settings (made on first use).
+    bios: crate::bios::Bios,
     weak: Weak<Host>,
 }
 
@@ -226,6 +228,7 @@ impl Host {
             export_written: Mutex::new(0),
             actions: Arc::default(),
             media: crate::media::MediaTray::default(),
+            bios: crate::bios::Bios::default(),
             weak: weak.clone(),
         })
     }
@@ -241,6 +244,11 @@ impl Host {
     /// The BMC's virtual media tray.
     pub fn media(&self) -> &crate::media::MediaTray {
         &self.media
+    }
+
+    /// The host's BIOS settings.
+    pub fn bios(&self) -> &crate::bios::Bios {
+        &self.bios
     }
 
     pub fn kind(&self) -> HostKind {

@@ -8,6 +8,7 @@
 //! connection and request.
 
 mod accounts;
+mod bios;
 mod bmcops;
 mod chassis;
 mod events;

@@ -157,6 +157,9 @@ pub(super) async fn dispatch(
         ["Managers", id, "EthernetInterfaces", nic] if *id == f.manager_id => {
             get_only(method, || super::bmcops::interface(bmc, nic).map_or_else(|| not_found(path), ok))
         }
+        ["Systems", id, "Bios", tail @ ..] if *id == f.system_id => {
+            super::bios::route(bmc, method, path, tail, body)
+        }
         ["Systems", id, "VirtualMedia", tail @ ..]
             if *id == f.system_id && super::vmedia::under_system(bmc) =>
         {
@@ -352,6 +355,8 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("Event", "v1_7_0"),
     ("Message", "v1_1_1"),
     ("VirtualMedia", "v1_6_0"),
+    ("Bios", "v1_2_0"),
+    ("Settings", "v1_3_5"),
     ("VirtualMediaCollection", ""),
     ("Resource", "v1_14_0"),
 ];
@@ -442,6 +447,7 @@ fn system(bmc: &RedfishBmc) -> Value {
     if has_logs(bmc, Owner::System) {
         v["LogServices"] = link(&collection_path(bmc, Owner::System));
     }
+    v["Bios"] = link(&super::bios::path(bmc));
     if super::vmedia::under_system(bmc) {
         v["VirtualMedia"] = link(&super::vmedia::collection_path(bmc));
     }
