@@ -39,7 +39,7 @@ export async function render(main) {
   const tr = h('select', { 'aria-label': 'token role' }, h('option', { value: '' }, "user's role"), ROLES.map((r) => h('option', { value: r }, r)));
   const te = h('input', { placeholder: 'e.g. 30d (empty: never)', 'aria-label': 'expires' });
   const shown = h('div');
-  const mk = h('form', { class: 'bar' }, 'Token for ', tu, ' role ', tr, ' expires ', te, ' ', h('button', { type: 'submit' }, 'Create token'));
+  const mk = h('form', { class: 'bar' }, 'Token for ', tu, ' role ', tr, ' expires ', te, ' ', h('button', { type: 'submit', id: 'create-token' }, 'Create token'));
   mk.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
