@@ -126,15 +126,18 @@ pub enum Command {
     /// Lifeline's own database: schema status, forward-only migrations, online SQLite backup.
     #[command(subcommand)]
     Db(crate::cmd::db::DbCmd),
-    /// The server configuration (`lifeline.toml`): check a file, every problem at once.
-    #[command(subcommand)]
-    Config(crate::cmd::config_check::ConfigCmd),
     /// Virtual media (Redfish): insert an installer image, boot from it once, eject, show the slots.
     #[command(subcommand)]
     Media(crate::cmd::media::MediaCmd),
     /// BIOS settings (Redfish) against a golden profile per role: show, diff, apply (reset, read back).
     #[command(subcommand)]
     Bios(crate::cmd::bios::BiosCmd),
+    /// Find the BMCs that answer on address ranges (RMCP ping, IPMI capabilities, Redfish service root),
+    /// identify them (with the inventory's credentials where known) and compare with the inventory.
+    Discover(crate::cmd::discover::DiscoverArgs),
+    /// The server configuration (`lifeline.toml`): check a file, every problem at once.
+    #[command(subcommand)]
+    Config(crate::cmd::config_check::ConfigCmd),
 }
 
 #[derive(Debug, Args)]

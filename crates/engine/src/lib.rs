@@ -20,6 +20,7 @@ pub mod bmc_sessions;
 pub mod config;
 pub mod config_check;
 pub mod config_reference;
+pub mod discover;
 mod context;
 pub mod correlate;
 pub mod error;

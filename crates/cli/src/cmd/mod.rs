@@ -4,13 +4,14 @@ pub mod accounts;
 mod audit;
 mod backup;
 pub mod bios;
-pub mod config_check;
 pub mod bmc;
 pub mod bmcops;
+pub mod config_check;
 mod console;
 pub mod db;
 mod demo;
 mod demo_replicas;
+pub mod discover;
 pub mod import;
 pub mod inventory;
 pub mod media;
@@ -57,9 +58,10 @@ pub async fn run(cli: Cli) -> Code {
         Command::Fault(c) => server::fault(&cli.global, c).await,
         Command::Runbook(c) => runbook::run(&cli.global, c).await,
         Command::Db(c) => db::run(&cli.global, c).await,
-        Command::Config(c) => config_check::run(&cli.global, c),
         Command::Media(c) => media::run(&cli.global, c).await,
         Command::Bios(c) => bios::run(&cli.global, c).await,
+        Command::Config(c) => config_check::run(&cli.global, c),
+        Command::Discover(a) => discover::run(&cli.global, a).await,
     };
     finish(result)
 }

@@ -22,6 +22,7 @@ mod memo;
 mod nav;
 pub(crate) mod paging;
 mod power;
+mod probe;
 mod request;
 mod sensors;
 mod transport;
@@ -55,6 +56,7 @@ pub use logs::EventLogs;
 pub use transport::resolve_link;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
+pub use probe::{Probe, probe_service_root};
 pub use trust::{probe_certificate, trust};
 pub use vmedia::MediaCollection;
 
