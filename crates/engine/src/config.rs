@@ -149,6 +149,25 @@ pub struct FaultPolicy {
     #[serde(default)]
     pub mode: PolicyMode,
 }
+    /// An escalation ladder instead of one `runbook`: the N-th fault of a device within `attempt-window`
+    /// runs the N-th rung, and once every rung was tried a human is called (notify only, audited); e.g.
+    /// `[{ runbook = "gpu-node-recover", vars = { reset = "reset" } }, { runbook = "gpu-node-recover" },
+    /// { runbook = "bmc-unreachable" }]`.
+    #[serde(default)]
+    pub ladder: Vec<LadderRung>,
+    /// How far back a device's earlier policy runs count against its ladder (default `24h`).
+    pub attempt_window: Option<String>,
+}
+
+/// One rung of a `[[fault-policy]]` ladder: a runbook and its variables.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LadderRung {
+    /// The runbook this rung runs on the fault's device.
+    pub runbook: String,
+    /// Its variables (`--var NAME=VALUE`), e.g. `{ reset = "cycle" }`.
+    #[serde(default)]
+    pub vars: std::collections::BTreeMap<String, String>,
 
 /// How a policy's runbook is started.
 #[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -229,16 +248,12 @@ pub struct GuardConfig {
     /// Runs active at once for one role (default 8).
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent_per_role: u32,
-    /// No new run in a rack where more than this share (percent) of the same role is in recovery: active or
-    /// Runs active at once on the devices of one failure domain other than the rack: a leaf their rails are
-    /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
-    #[serde(default = "default_max_per_rack")]
-    pub max_concurrent_per_domain: u32,
     /// Runs active at once on the devices of one failure domain other than the rack: a leaf their rails are
     /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
     #[serde(default = "default_max_per_rack")]
     pub max_concurrent_per_domain: u32,
     /// escalated runs (default 25).
+    /// No new run in a rack where more than this share (percent) of the same role is in recovery: active or
     #[serde(default = "default_max_percent")]
     pub max_in_recovery_percent: u32,
 }
@@ -246,13 +261,12 @@ pub struct GuardConfig {
 impl Default for GuardConfig {
     fn default() -> Self {
         GuardConfig {
-            max_concurrent_per_domain: default_max_per_rack(),
             max_concurrent: default_max_concurrent(),
             max_concurrent_per_rack: default_max_per_rack(),
             max_concurrent_per_role: default_max_concurrent(),
-            max_in_recovery_percent: default_max_percent(),
             max_concurrent_per_domain: default_max_per_rack(),
         }
+            max_in_recovery_percent: default_max_percent(),
     }
 }
 

@@ -108,6 +108,9 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             );
         }
     }
+    if let Err(e) = crate::correlate::Settings::from_config(&cfg.correlation) {
+        err("correlation", e.to_string());
+    }
     let g = &cfg.runbooks.guard;
     if g.max_in_recovery_percent > 100 {
         err(
@@ -116,7 +119,18 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
         );
     }
     for (i, p) in cfg.fault_policy.iter().enumerate() {
-        if p.runbook.is_none() && p.mode != crate::config::PolicyMode::Notify {
+        if p.runbook.is_some() && !p.ladder.is_empty() {
+            err(
+                &format!("fault-policy[{i}].ladder"),
+                format!(
+                    "`fault-policy[{i}]`: a `runbook` and a `ladder`: give one (the ladder's rungs name runbooks)"
+                ),
+            );
+        }
+        if let Err(e) = crate::budget::window(p) {
+            err(&format!("fault-policy[{i}].attempt-window"), e.to_string());
+        }
+        if p.runbook.is_none() && p.ladder.is_empty() && p.mode != crate::config::PolicyMode::Notify {
             err(
                 &format!("fault-policy[{i}].mode"),
                 format!(

@@ -17,12 +17,13 @@
 pub mod adapters;
 pub mod audit;
 pub mod bmc_sessions;
+pub mod budget;
 pub mod config;
 pub mod config_check;
 pub mod config_reference;
-pub mod discover;
 mod context;
 pub mod correlate;
+pub mod discover;
 pub mod error;
 pub mod event_gate;
 pub mod event_listener;

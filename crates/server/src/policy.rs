@@ -3,6 +3,10 @@
 //! only). The decision is recorded as a `policy` event (with the fault id), so what the server would do —
 //! or did — is visible even before anything acts on it.
 //!
+//! An entry with a `ladder` answers the N-th fault of a device within its `attempt-window` with the N-th
+//! rung and, past the last, calls a human ([`lifeline_engine::budget`]); the rung and why it was chosen are
+//! recorded in the decision and audited (`policy.escalate`).
+//!
 //! Acting is the [`FaultResponder`]'s job: the server ships [`RecordOnly`], which acts on nothing; the
 //! runbook executor implements the trait (start the run under the blast-radius guard, or queue it for
 //! approval) and is installed with [`crate::AppState::set_responder`].
@@ -30,7 +34,7 @@ pub enum Action {
 }
 
 /// The decision for one fault, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     pub fault: i64,
     pub kind: String,
@@ -40,6 +44,12 @@ pub struct Decision {
     pub action: Action,
     /// 0-based index of the `[[fault-policy]]` entry that matched; `None`: no entry did.
     pub rule: Option<usize>,
+    /// The runbook's variables (a ladder rung's `vars`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub vars: std::collections::BTreeMap<String, String>,
+    /// The ladder's choice for this fault and why, when the entry has a ladder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung: Option<lifeline_engine::budget::Rung>,
 }
 
 /// What the responder did with a decision.
@@ -92,7 +102,10 @@ pub fn decide(policies: &[FaultPolicy], inv: Option<&Inventory>, fault: &FaultRo
                 }))
     });
     let (rule, runbook, mode) = match matched {
-        Some((i, p)) => (Some(i), p.runbook.clone(), p.mode),
+        // A ladder's first rung until `apply` has counted the device's earlier attempts.
+        Some((i, p)) => {
+            (Some(i), p.runbook.clone().or_else(|| p.ladder.first().map(|r| r.runbook.clone())), p.mode)
+        }
         None => (None, None, PolicyMode::Notify),
     };
     let action = match (runbook.is_some(), mode) {
@@ -108,14 +121,68 @@ pub fn decide(policies: &[FaultPolicy], inv: Option<&Inventory>, fault: &FaultRo
         mode: if action == Action::Notify { PolicyMode::Notify } else { mode },
         action,
         rule,
+        vars: Default::default(),
+        rung: None,
     }
+}
+
+/// Applies the matched entry's ladder, if it has one: counts the device's earlier policy runs within the
+/// window and picks the rung (or a human), auditing the choice and why.
+async fn climb(s: &AppState, d: &mut Decision) -> Result<(), EngineError> {
+    let Some(p) = d.rule.and_then(|i| s.base.config.config.fault_policy.get(i)) else { return Ok(()) };
+    if p.ladder.is_empty() {
+        return Ok(());
+    }
+    let window = lifeline_engine::budget::window(p)?;
+    let prior: Vec<lifeline_engine::budget::Attempt> = s
+        .store
+        .runs(100_000)
+        .await?
+        .into_iter()
+        .filter(|r| r.target == d.device && r.actor == crate::runbooks::POLICY_ACTOR && r.state != "refused")
+        .map(|r| lifeline_engine::budget::Attempt { run: r.id, runbook: r.runbook, at_ms: r.created_at_ms })
+        .collect();
+    let Some(rung) = lifeline_engine::budget::next_rung(p, &prior, lifeline_store::now_ms(), window) else {
+        return Ok(());
+    };
+    match &rung {
+        lifeline_engine::budget::Rung::Run { runbook, vars, .. } => {
+            d.runbook = Some(runbook.clone());
+            d.vars = vars.clone();
+        }
+        lifeline_engine::budget::Rung::Human { .. } => {
+            d.runbook = None;
+            d.action = Action::Notify;
+            d.mode = PolicyMode::Notify;
+        }
+    }
+    let audit =
+        s.base.with_identity(lifeline_engine::Identity::new(crate::runbooks::POLICY_ACTOR)).audit().await?;
+    audit
+        .record(
+            "policy.escalate",
+            &d.device,
+            lifeline_engine::Outcome::Ok,
+            None,
+            serde_json::json!({ "fault": d.fault, "kind": d.kind, "rung": rung }),
+        )
+        .await?;
+    d.rung = Some(rung);
+    Ok(())
 }
 
 /// Decides for a newly opened fault, hands the decision to the responder, and records both as one
 /// `policy` event. Never fails the caller: a fault record matters more than its follow-up.
 pub async fn apply(s: &AppState, fault: &FaultRow) -> Decision {
     let inv = s.base.inventory().ok();
-    let d = decide(&s.base.config.config.fault_policy, inv.as_deref(), fault);
+    let mut d = decide(&s.base.config.config.fault_policy, inv.as_deref(), fault);
+    if let Err(e) = climb(s, &mut d).await {
+        // Without the count the ladder cannot be climbed safely: nothing runs, a human is told.
+        tracing::warn!(fault = fault.id, "attempt budget: {}", e.chain());
+        d.runbook = None;
+        d.action = Action::Notify;
+        d.mode = PolicyMode::Notify;
+    }
     let responder: Arc<dyn FaultResponder> = s.responder();
     let response = match responder.respond(s, fault, &d).await {
         Ok(r) => r,
@@ -124,7 +191,10 @@ pub async fn apply(s: &AppState, fault: &FaultRow) -> Decision {
     let what = match (&d.runbook, d.action) {
         (Some(rb), Action::Run) => format!("run runbook {rb} (auto)"),
         (Some(rb), Action::AwaitApproval) => format!("runbook {rb} awaits approval"),
-        _ => "notify".to_owned(),
+        _ => match &d.rung {
+            Some(lifeline_engine::budget::Rung::Human { why }) => format!("notify: {why}"),
+            _ => "notify".to_owned(),
+        },
     };
     let message = format!(
         "fault #{} {} on {}: policy: {what} [{}]",
@@ -166,7 +236,14 @@ mod tests {
     }
 
     fn p(kind: &str, runbook: Option<&str>, mode: PolicyMode) -> FaultPolicy {
-        FaultPolicy { kind: kind.into(), targets: vec![], runbook: runbook.map(Into::into), mode }
+        FaultPolicy {
+            kind: kind.into(),
+            targets: vec![],
+            runbook: runbook.map(Into::into),
+            mode,
+            ladder: vec![],
+            attempt_window: None,
+        }
     }
 
     #[test]

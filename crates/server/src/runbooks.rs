@@ -258,7 +258,8 @@ impl FaultResponder for PolicyResponder {
             let approve_first = d.action == Action::AwaitApproval;
             let opts = RunOptions {
                 cause: Some(lifeline_runbook::exec::Cause { fault: fault.id, kind: fault.kind.clone() }),
-                ..RunOptions::default()
+                // A ladder rung's variables (`reset = "cycle"`).
+                vars: d.vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             };
             let v =
                 admit(s, base, &rb, &text, &fault.device, &opts, approve_first).await.map_err(engine_err)?;

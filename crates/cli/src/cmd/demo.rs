@@ -566,6 +566,8 @@ fn demo_policy() -> Vec<lifeline_engine::FaultPolicy> {
         targets: Vec::new(),
         runbook: runbook.map(Into::into),
         mode,
+        ladder: Vec::new(),
+        attempt_window: None,
     };
     vec![
         p("health-critical", Some("demo-gpu-node-recover"), PolicyMode::Auto),
