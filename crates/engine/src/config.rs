@@ -148,7 +148,6 @@ pub struct FaultPolicy {
     /// approval; `notify` (the default) runs nothing.
     #[serde(default)]
     pub mode: PolicyMode,
-}
     /// An escalation ladder instead of one `runbook`: the N-th fault of a device within `attempt-window`
     /// runs the N-th rung, and once every rung was tried a human is called (notify only, audited); e.g.
     /// `[{ runbook = "gpu-node-recover", vars = { reset = "reset" } }, { runbook = "gpu-node-recover" },
@@ -168,6 +167,7 @@ pub struct LadderRung {
     /// Its variables (`--var NAME=VALUE`), e.g. `{ reset = "cycle" }`.
     #[serde(default)]
     pub vars: std::collections::BTreeMap<String, String>,
+}
 
 /// How a policy's runbook is started.
 #[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -252,8 +252,8 @@ pub struct GuardConfig {
     /// cabled to, a PDU, an NVLink domain, an OOB switch (the inventory's topology keys; default 2).
     #[serde(default = "default_max_per_rack")]
     pub max_concurrent_per_domain: u32,
-    /// escalated runs (default 25).
     /// No new run in a rack where more than this share (percent) of the same role is in recovery: active or
+    /// escalated runs (default 25).
     #[serde(default = "default_max_percent")]
     pub max_in_recovery_percent: u32,
 }
@@ -265,8 +265,8 @@ impl Default for GuardConfig {
             max_concurrent_per_rack: default_max_per_rack(),
             max_concurrent_per_role: default_max_concurrent(),
             max_concurrent_per_domain: default_max_per_rack(),
-        }
             max_in_recovery_percent: default_max_percent(),
+        }
     }
 }
 
