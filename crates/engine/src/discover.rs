@@ -172,26 +172,6 @@ pub fn addresses(ranges: &[IpNet]) -> Result<Vec<IpAddr>> {
     Ok(out)
 }
 
-/// Vendors by IANA enterprise number (ASF pong, IPMI manufacturer ID).
-pub fn iana_vendor(iana: u32) -> Option<&'static str> {
-    Some(match iana {
-        2 => "IBM",
-        11 => "HPE",
-        343 => "Intel",
-        674 => "Dell",
-        2011 => "Huawei",
-        5703 => "NVIDIA",
-        7244 => "Quanta",
-        10876 => "Supermicro",
-        15370 => "Gigabyte",
-        19046 => "Lenovo",
-        20974 => "AMI",
-        40981 => "Inspur",
-        49622 => "OpenBMC",
-        _ => return None,
-    })
-}
-
 /// The vendor a Redfish service root names: `Vendor` (Redfish 1.5+), else its one `Oem` key.
 pub fn root_vendor(root: &Value) -> Option<String> {
     if let Some(v) = root.get("Vendor").and_then(Value::as_str).filter(|v| !v.is_empty()) {
@@ -226,7 +206,8 @@ impl Lifeline {
                 let f = found.entry(ip).or_insert_with(|| Found::new(ip));
                 f.protocols.push("ipmi");
                 let iana = pong.data.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                f.vendor = iana.and_then(iana_vendor).map(str::to_owned);
+                // The one IANA table of the BMC layer (Get Device ID reads the same numbers).
+                f.vendor = iana.and_then(lifeline_bmc::fru::iana_vendor).map(str::to_owned);
                 if let Some(c) = caps {
                     f.ipmi_v2 = Some(c.supports_v2());
                     f.anonymous_login = Some(c.anonymous_login());
@@ -491,8 +472,7 @@ mod tests {
 
     #[test]
     fn vendors() {
-        assert_eq!(iana_vendor(674), Some("Dell"));
-        assert_eq!(iana_vendor(4542), None, "ASF's own number names no vendor");
+        assert_eq!(lifeline_bmc::fru::iana_vendor(4542), None, "ASF's own number names no vendor");
         let root = serde_json::json!({ "Oem": { "Hpe": {} } });
         assert_eq!(root_vendor(&root).as_deref(), Some("Hpe"));
         let root = serde_json::json!({ "Vendor": "Dell", "Oem": { "Dell": {} } });

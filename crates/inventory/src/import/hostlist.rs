@@ -38,28 +38,33 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
 
 /// Splits at commas that are outside brackets.
 fn split_top(expr: &str) -> Result<Vec<&str>, HostlistError> {
+    split_outside(expr, '[', ']').ok_or_else(|| HostlistError::Unbalanced(expr.to_owned()))
+}
+
+/// Splits `s` at commas outside `open`…`close` (one level deep); `None` when they do not balance. Shared
+/// by hostlists (`n[1,3],m1`) and slurm.conf's `Gres` (`gpu:a100:4(S:0,1),gpu:v100:4`).
+pub(super) fn split_outside(s: &str, open: char, close: char) -> Option<Vec<&str>> {
     let mut parts = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
-    for (i, c) in expr.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&expr[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+        } else if c == ',' && depth == 0 {
+            parts.push(&s[start..i]);
+            start = i + 1;
         }
         if !(0..=1).contains(&depth) {
-            return Err(HostlistError::Unbalanced(expr.to_owned()));
+            return None;
         }
     }
     if depth != 0 {
-        return Err(HostlistError::Unbalanced(expr.to_owned()));
+        return None;
     }
-    parts.push(&expr[start..]);
-    Ok(parts)
+    parts.push(&s[start..]);
+    Some(parts)
 }
 
 /// One name with zero or more brackets: the product of the brackets' values, leftmost slowest.

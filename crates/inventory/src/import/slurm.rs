@@ -227,21 +227,8 @@ fn gres_gpus(gres: &str) -> Result<(u32, Option<String>), String> {
     let mut count = 0u32;
     let mut models: Vec<String> = Vec::new();
     // Split at commas outside the `(S:0-1)` socket binding.
-    let mut depth = 0;
-    let mut items = Vec::new();
-    let mut start = 0;
-    for (i, c) in gres.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(&gres[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    items.push(&gres[start..]);
+    let items =
+        hostlist::split_outside(gres, '(', ')').ok_or_else(|| format!("unbalanced `(` in `{gres}`"))?;
     for item in items {
         let item = item.split('(').next().unwrap_or("").trim();
         let fields: Vec<&str> = item.split(':').collect();
