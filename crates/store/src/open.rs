@@ -37,6 +37,9 @@ impl Backend {
 }
 
 /// A handle to the store; cheap to clone (the pool is shared).
+/// How long a request waits for a PostgreSQL connection before the store is reported unavailable.
+pub const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: AnyPool,
@@ -121,7 +124,14 @@ impl Store {
         let pool = AnyPoolOptions::new()
             // SQLite serialises writers anyway; a small pool avoids lock contention.
             .max_connections(if backend == Backend::Sqlite { 4 } else { 10 })
-            .acquire_timeout(Duration::from_secs(10))
+            // How long a request waits for a connection. SQLite: a writer waits its turn (busy_timeout is
+            // 10 s too). PostgreSQL: while the database is down every acquire retries the connection until
+            // this runs out, and each client waits that long for its 503: fail fast instead (a healthy
+            // pool hands out a connection in milliseconds).
+            .acquire_timeout(match backend {
+                Backend::Sqlite => Duration::from_secs(10),
+                Backend::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
+            })
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {

@@ -22,6 +22,8 @@ pub(crate) struct Established {
     pub console_session_id: u32,
     /// RAKP 4 was received and verified.
     pub confirmed: bool,
+    /// The retransmission policy the session keeps, adapted to how fast the BMC answered the login.
+    pub timing: Timing,
 }
 
 /// Why a suite attempt failed in a way that justifies trying the next suite. Silence on Open Session only
@@ -159,6 +161,7 @@ async fn handshake(link: Link<'_>, bmc: &str, cfg: &ClientConfig, suite: CipherS
         bmc_session_id: open.bmc_session_id,
         console_session_id,
         confirmed,
+        timing: cfg.timing.clone(),
     };
     // When RAKP 4 is lost the BMC has already activated the session and (ipmi_sim) ignores
     // or refuses a retransmitted RAKP 3. The keys are known, so the session is used
@@ -223,11 +226,22 @@ pub(crate) async fn login(
     bmc: &str,
     cfg: &ClientConfig,
 ) -> Result<(ChannelAuthCaps, Established)> {
+    let asked = tokio::time::Instant::now();
     let auth_caps = auth_caps_on(link, bmc, &cfg.timing, cfg.privilege).await?;
     if !auth_caps.supports_v2() {
         return Err(Error::NoIpmi2 { bmc: bmc.to_string() });
     }
-    let (candidates, listed) = candidate_suites(link, bmc, cfg).await;
+    // How late the answers come sets the schedule of every later request: a slow BMC is not buried under
+    // retransmissions it answers one by one (see `Timing::adapted`).
+    let slow = cfg.timing.since_last_send(asked.elapsed());
+    let mut adapted = ClientConfig { timing: cfg.timing.adapted(slow), ..cfg.clone() };
+    let asked = tokio::time::Instant::now();
+    let (candidates, listed) = candidate_suites(link, bmc, &adapted).await;
+    if listed {
+        let slower = adapted.timing.since_last_send(asked.elapsed()).max(slow);
+        adapted.timing = cfg.timing.adapted(slower);
+    }
+    let cfg = &adapted;
     let mut last_err = None;
     let mut tried = Vec::new();
     for suite in &candidates {

@@ -279,7 +279,7 @@ impl Inner {
         Inner {
             bmc,
             transport,
-            timing: cfg.timing.clone(),
+            timing: est.timing.clone(),
             keys: est.keys.clone(),
             bmc_session_id: est.bmc_session_id,
             console_session_id: est.console_session_id,

@@ -27,6 +27,37 @@ impl Default for Timing {
 }
 
 impl Timing {
+    /// This policy for a BMC whose first reply took `observed` (from the first transmission): no attempt
+    /// waits less than twice that, and the cap grows to four times it. Why: a BMC that answers every request
+    /// in 1.5 s (a busy or throttled controller) answers them one after the other; retransmitting every
+    /// 250 ms queues three duplicates behind each request, each costing it another 1.5 s, so the backlog
+    /// outgrows every timeout and the BMC is never reached. A BMC that answers in milliseconds keeps the
+    /// default schedule.
+    pub fn adapted(&self, observed: Duration) -> Timing {
+        let base = self.attempt_timeout.max(observed.saturating_mul(2));
+        Timing {
+            attempt_timeout: base,
+            max_attempt_timeout: self.max_attempt_timeout.max(observed.saturating_mul(4)).max(base),
+            attempts: self.attempts,
+        }
+    }
+
+    /// How long before `elapsed` (from an exchange's first transmission to its accepted reply) the last
+    /// transmission went out under this schedule: a lower bound of the BMC's reply time. Why not `elapsed`
+    /// itself: on a lossy link a reply to the third transmission arrives 0.75 s after the first, yet the BMC
+    /// answered in milliseconds; only a reply that comes long after the last transmission shows a slow BMC.
+    pub fn since_last_send(&self, elapsed: Duration) -> Duration {
+        let mut sent = Duration::ZERO;
+        for i in 0..self.attempts.max(1) {
+            let next = sent + self.attempt(i);
+            if next > elapsed {
+                break;
+            }
+            sent = next;
+        }
+        elapsed.saturating_sub(sent)
+    }
+
     /// Upper bound of the time one request may take.
     pub fn budget(&self) -> Duration {
         (0..self.attempts).map(|i| self.attempt(i)).sum()
@@ -71,5 +102,34 @@ impl LinkCounters {
     pub(crate) fn record(&self, transmissions: u32) {
         self.answered.fetch_add(1, Ordering::Relaxed);
         self.transmissions.fetch_add(transmissions, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_bmc_stretches_the_schedule_and_a_fast_one_keeps_it() {
+        let t = Timing::default();
+        let fast = t.adapted(Duration::from_millis(5));
+        assert_eq!(
+            (fast.attempt_timeout, fast.max_attempt_timeout),
+            (t.attempt_timeout, t.max_attempt_timeout)
+        );
+        let slow = t.adapted(Duration::from_millis(1500));
+        assert_eq!(slow.attempt(0), Duration::from_secs(3));
+        assert_eq!(slow.attempt(5), Duration::from_secs(6));
+        assert!(slow.budget() > Duration::from_secs(50));
+    }
+
+    #[test]
+    fn only_a_reply_long_after_the_last_transmission_counts_as_slow() {
+        let t = Timing::default();
+        // Transmissions at 0, 0.25, 0.75, 1.75 s: a reply at 0.76 s answered the third at once.
+        assert_eq!(t.since_last_send(Duration::from_millis(760)), Duration::from_millis(10));
+        // A reply at 1.5 s came 0.75 s after the last transmission: the BMC takes at least that.
+        assert_eq!(t.since_last_send(Duration::from_millis(1500)), Duration::from_millis(750));
+        assert_eq!(t.since_last_send(Duration::from_millis(40)), Duration::from_millis(40));
     }
 }
