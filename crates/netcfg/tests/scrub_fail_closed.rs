@@ -237,3 +237,23 @@ fn sonic_switches_and_match_values_are_not_secrets() {
         assert!(s.text.contains(kept), "`{kept}` lost:\n{}", s.text);
     }
 }
+
+#[test]
+fn sonic_redis_dump_rows_are_scrubbed() {
+    // A Redis dump of CONFIG_DB names each row `TABLE|row`; an SNMP community is then part of a key
+    // (it once stayed there, with only the fallback catching the fields of such rows).
+    let doc = r#"{"SNMP_COMMUNITY|DumpComm1": {"TYPE": "RO"},
+                 "TACPLUS|global": {"passkey": "DumpTac1", "timeout": "5"},
+                 "SNMP_USER|ops": {"SNMP_USER_AUTH_PASSWORD": "DumpAuth1"},
+                 "PORT|Ethernet0": {"mtu": "9100"}}"#;
+    let s = run(Platform::Sonic, doc);
+    for sec in ["DumpComm1", "DumpTac1", "DumpAuth1"] {
+        assert!(!s.text.contains(sec), "`{sec}` leaked:\n{}", s.text);
+    }
+    let fb: Vec<_> = s.by_fallback().collect();
+    assert!(fb.is_empty(), "{fb:?}");
+    assert_eq!(s.masked.len(), 3, "{:?}", s.masked);
+    assert!(s.text.contains("\"SNMP_COMMUNITY|<removed:") && s.text.contains("Ethernet0"), "{}", s.text);
+    // Scrubbing again changes nothing (the masked row key is not masked twice).
+    assert_eq!(run(Platform::Sonic, &s.text).text, s.text);
+}

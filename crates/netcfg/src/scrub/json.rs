@@ -8,7 +8,9 @@
 //! look like a user with one.
 //!
 //! Tables are found at any depth: a multi-ASIC switch prints one config_db per namespace
-//! (`{"localhost": {…}, "asic0": {…}}`), and a community hidden one level down is still a secret.
+//! (`{"localhost": {…}, "asic0": {…}}`), and a community hidden one level down is still a secret;
+//! a Redis dump (`sonic-db-dump`, sonic-utilities' mock tables) names each row `TABLE|row`, and
+//! `SNMP_COMMUNITY|public` holds its community in the key.
 
 use serde_json::Value;
 
@@ -50,6 +52,7 @@ impl Walk<'_> {
     fn walk(&mut self, table: Option<&str>, v: &mut Value) {
         match v {
             Value::Object(map) => {
+                let mut flat_rows = Vec::new();
                 for (k, val) in map.iter_mut() {
                     self.path.push(k.clone());
                     match val {
@@ -71,24 +74,52 @@ impl Walk<'_> {
                         }
                         _ => {
                             // A table may sit below the top (a multi-ASIC document is one config_db
-                            // per namespace: `{"localhost": {"SNMP_COMMUNITY": …}, "asic0": …}`).
+                            // per namespace: `{"localhost": {"SNMP_COMMUNITY": …}, "asic0": …}`), and
+                            // a Redis dump of CONFIG_DB (`sonic-db-dump`) flattens each row to one
+                            // key, `TABLE|row`.
+                            let (name, row) = match k.split_once('|') {
+                                Some((t, r)) if is_table_name(t) => (t, Some(r)),
+                                _ => (k.as_str(), None),
+                            };
                             // A known table keeps its name over row keys that look like one
                             // (`SNMP_USER: {"ADMIN": …}`); a wrapper does not.
                             let inner = match table {
                                 Some(t) if is_known_table(t) => table,
-                                _ if is_table_name(k) => Some(k.as_str()),
+                                _ if is_table_name(name) => Some(name),
                                 _ => table,
                             };
                             self.walk(inner, val);
                             if let Some((kind, _)) =
-                                SONIC_SECRET_ROW_TABLES.iter().find(|(_, t)| t.eq_ignore_ascii_case(k))
-                                && let Value::Object(rows) = val
+                                SONIC_SECRET_ROW_TABLES.iter().find(|(_, t)| t.eq_ignore_ascii_case(name))
                             {
-                                self.mask_row_keys(*kind, rows);
+                                match (row, val) {
+                                    (Some(r), _) => {
+                                        if !r.is_empty() && !is_mask(r.trim_end_matches('\'')) {
+                                            flat_rows.push((k.clone(), *kind, name.to_owned(), r.to_owned()));
+                                        }
+                                    }
+                                    (None, Value::Object(rows)) => self.mask_row_keys(*kind, rows),
+                                    (None, _) => {}
+                                }
                             }
                         }
                     }
                     self.path.pop();
+                }
+                for (old, kind, name, row) in flat_rows {
+                    let Some(v) = map.remove(&old) else { continue };
+                    let tag = self.key.mask(&row);
+                    let parent = self.path.iter().map(|p| format!("/{p}")).collect::<String>();
+                    self.report.push(Masked {
+                        at: Place::Json(format!("{parent}/{name}| (a row key)")),
+                        by: MaskedBy::Rule(kind),
+                        tag: tag.clone(),
+                    });
+                    let mut new = format!("{name}|{tag}");
+                    while map.contains_key(&new) {
+                        new.push('\'');
+                    }
+                    map.insert(new, v);
                 }
             }
             Value::Array(items) => {

@@ -138,7 +138,8 @@ pub fn line_secrets(text: &str) -> Vec<Secret> {
 }
 
 /// Every secret of a SONiC config_db document: the secret fields and the SNMP community row keys, at
-/// any depth (a multi-ASIC document nests one config_db per namespace). A row key's path ends with
+/// any depth (a multi-ASIC document nests one config_db per namespace), also as a Redis dump writes
+/// them (`"SNMP_COMMUNITY|public": {…}`). A row key's path ends with
 /// the key itself, as a field's ends with the field.
 pub fn json_secrets(text: &str) -> Vec<Secret> {
     const FIELDS: &[&str] = &[
@@ -175,9 +176,21 @@ pub fn json_secrets(text: &str) -> Vec<Secret> {
                             }));
                             walk(k, &here, val, out);
                         }
+                        // A Redis dump names each row `TABLE|row`: the community is in the key.
+                        serde_json::Value::Object(_)
+                            if k.strip_prefix("SNMP_COMMUNITY|").is_some_and(keep) =>
+                        {
+                            out.push(Secret {
+                                line: 0,
+                                value: k["SNMP_COMMUNITY|".len()..].to_owned(),
+                                path: here,
+                            })
+                        }
                         _ => {
-                            // Below `NTP_KEY` (at whatever depth) every `value` is a key.
-                            let t = if table == "NTP_KEY" { table } else { k.as_str() };
+                            // Below `NTP_KEY` (at whatever depth, or an `NTP_KEY|n` row) every
+                            // `value` is a key.
+                            let ntp = table == "NTP_KEY" || k.starts_with("NTP_KEY|");
+                            let t = if ntp { "NTP_KEY" } else { k.as_str() };
                             walk(t, &here, val, out)
                         }
                     }
