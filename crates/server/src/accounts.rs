@@ -108,14 +108,7 @@ pub async fn token_create(
     role: Option<Role>,
     expires: Option<Duration>,
 ) -> Result<CreatedToken, EngineError> {
-    let u = store
-        .user(user)
-        .await?
-        .ok_or_else(|| EngineError::NotFound { target: user.into(), what: "no such user".into() })?;
-    if u.disabled {
-        return Err(EngineError::Refused { target: user.into(), reason: "the user is disabled".into() });
-    }
-    let user_role = Role::parse(&u.role).ok_or_else(|| EngineError::internal("user role", u.role.clone()))?;
+    let user_role = token_owner(store, user).await?;
     let role = role.unwrap_or(user_role);
     if role > user_role {
         return Err(EngineError::Refused {
@@ -123,21 +116,7 @@ pub async fn token_create(
             reason: format!("a token cannot have more than its user's role ({})", user_role.as_str()),
         });
     }
-    let expires_at =
-        expires.map(|d| chrono::Utc::now() + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    let (row, secret): (TokenRow, String) =
-        auth::new_token(user, role, expires_at.map(|t| t.timestamp_millis()));
-    store.token_create(&row).await?;
-    audit
-        .record(
-            "token.create",
-            user,
-            Outcome::Ok,
-            None,
-            serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
-        )
-        .await?;
-    Ok(CreatedToken { id: row.id, user: user.into(), role, node: None, expires_at, token: secret })
+    issue(store, audit, user, role, None, expires).await
 }
 
 /// A node's agent token, owned by `user` (at least an operator: the reports it delivers open and close
@@ -150,6 +129,17 @@ pub async fn agent_token_create(
     node: &str,
     expires: Option<Duration>,
 ) -> Result<CreatedToken, EngineError> {
+    if token_owner(store, user).await? < Role::Operator {
+        return Err(EngineError::Refused {
+            target: user.into(),
+            reason: "an agent token's user must be an operator or an admin".into(),
+        });
+    }
+    issue(store, audit, user, Role::Viewer, Some(node), expires).await
+}
+
+/// The role of the enabled user a token is made for.
+async fn token_owner(store: &Store, user: &str) -> Result<Role, EngineError> {
     let u = store
         .user(user)
         .await?
@@ -157,31 +147,37 @@ pub async fn agent_token_create(
     if u.disabled {
         return Err(EngineError::Refused { target: user.into(), reason: "the user is disabled".into() });
     }
-    if Role::parse(&u.role).is_none_or(|r| r < Role::Operator) {
-        return Err(EngineError::Refused {
-            target: user.into(),
-            reason: "an agent token's user must be an operator or an admin".into(),
-        });
-    }
+    Role::parse(&u.role).ok_or_else(|| EngineError::internal("user role", u.role.clone()))
+}
+
+/// Stores and audits a new token: with `role`, or bound to `node`'s agent (stored as `agent:<node>`).
+async fn issue(
+    store: &Store,
+    audit: &AuditService,
+    user: &str,
+    role: Role,
+    node: Option<&str>,
+    expires: Option<Duration>,
+) -> Result<CreatedToken, EngineError> {
     let expires_at =
         expires.map(|d| chrono::Utc::now() + chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    let role = format!("{}{node}", auth::AGENT_ROLE_PREFIX);
-    let (row, secret) = auth::new_token_with_role(user, &role, expires_at.map(|t| t.timestamp_millis()));
+    let stored_role = match node {
+        Some(n) => format!("{}{n}", auth::AGENT_ROLE_PREFIX),
+        None => role.as_str().to_owned(),
+    };
+    let (row, secret): (TokenRow, String) =
+        auth::new_token(user, &stored_role, expires_at.map(|t| t.timestamp_millis()));
     store.token_create(&row).await?;
-    audit
-        .record(
-            "token.create",
-            user,
-            Outcome::Ok,
-            None,
-            serde_json::json!({ "id": row.id, "agent": node, "expires_at": expires_at }),
-        )
-        .await?;
+    let detail = match node {
+        Some(n) => serde_json::json!({ "id": row.id, "agent": n, "expires_at": expires_at }),
+        None => serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
+    };
+    audit.record("token.create", user, Outcome::Ok, None, detail).await?;
     Ok(CreatedToken {
         id: row.id,
         user: user.into(),
-        role: Role::Viewer,
-        node: Some(node.into()),
+        role,
+        node: node.map(Into::into),
         expires_at,
         token: secret,
     })

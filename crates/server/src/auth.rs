@@ -122,13 +122,9 @@ pub fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
 }
 
-/// A new API token: the row to store and the secret to show once.
-pub fn new_token(username: &str, role: Role, expires_at_ms: Option<i64>) -> (TokenRow, String) {
-    new_token_with_role(username, role.as_str(), expires_at_ms)
-}
-
-/// A token stored with `role` as given (a [`Role`] name, or [`AGENT_ROLE_PREFIX`] and a node).
-pub fn new_token_with_role(username: &str, role: &str, expires_at_ms: Option<i64>) -> (TokenRow, String) {
+/// A new API token: the row to store and the secret to show once. `role`: a [`Role`] name, or
+/// [`AGENT_ROLE_PREFIX`] and a node.
+pub fn new_token(username: &str, role: &str, expires_at_ms: Option<i64>) -> (TokenRow, String) {
     let mut idb = [0u8; 5];
     rand::fill(&mut idb);
     let id = hex::encode(idb);
