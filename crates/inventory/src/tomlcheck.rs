@@ -276,6 +276,15 @@ mod tests {
         let _ = (v.inventory, v.server.sweep_interval, v.server.failures, &v.policy[0].kind, Mode::Auto);
     }
 
+    proptest::proptest! {
+        /// Any text: diagnostics, never a panic, and a clean verdict only without diagnostics.
+        #[test]
+        fn never_panics(text in "(\\[\\[?[a-z.-]{0,10}\\]\\]?\n|[a-z-]{1,14} = (\"[a-z0-9:.]{0,8}\"|[0-9]{1,3}|true|\\[\\])\n){0,8}") {
+            let c = check::<Conf>(Path::new("p.toml"), &text);
+            proptest::prop_assert!(!c.clean || c.diagnostics.is_empty());
+        }
+    }
+
     #[test]
     fn syntax_errors_are_reported_with_the_rest() {
         let (ok, d) = run("inventory = \n[server]\nlistn = \"x\"\n");

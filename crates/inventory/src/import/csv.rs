@@ -165,6 +165,19 @@ mod tests {
         assert!(problems[2].message.contains("bmc"), "{problems:?}");
     }
 
+    proptest::proptest! {
+        /// Any text under the minimal header: rows or problems, never a panic.
+        #[test]
+        fn never_panics(body in "([a-z0-9:.\\[\\]\",-]{0,30}\n){0,5}") {
+            let _ = parse(&format!("name,bmc,protocol,role,rack\n{body}"));
+        }
+
+        #[test]
+        fn bmc_addresses_never_panic(s in "[0-9a-f:.\\[\\]]{0,24}") {
+            let _ = BmcAddr::parse(&s);
+        }
+    }
+
     #[test]
     fn unknown_columns_get_a_suggestion() {
         let (devs, problems) = parse("name,bmc,protocl,role,rack,colour\n");

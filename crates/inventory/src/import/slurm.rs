@@ -297,6 +297,17 @@ Include /etc/slurm/nodes.conf
         assert_eq!(gpu[0].groups, ["h100", "ib", "pod-1"]);
     }
 
+    proptest::proptest! {
+        /// Any text: nodes and problems, never a panic; every node name comes from a NodeName line.
+        #[test]
+        fn never_panics(text in "(NodeName=[a-z0-9\\[\\],-]{0,12} (Gres=[a-z0-9:(),]{0,16} )?(Features=[a-z,\"]{0,8})?\\\\?\n|#.*\n|[A-Za-z=\" ]{0,20}\n){0,6}") {
+            let (nodes, _) = parse(&text);
+            for n in nodes {
+                proptest::prop_assert!(text.contains(n.name.split(|c: char| c.is_ascii_digit()).next().unwrap_or("")));
+            }
+        }
+    }
+
     #[test]
     fn bad_lines_are_reported_and_the_rest_read() {
         let (nodes, problems) =
