@@ -38,3 +38,28 @@ pub async fn fixture() -> Fixture {
     }
     Fixture { state, tokens, _dir: dir }
 }
+
+/// Settings for a store in `dir` over an inventory of one device `name` (role head-node) whose BMC is `bmc`
+/// (an inline TOML table), its password `password` in a 0600 file; `config`: the text of lifeline.toml.
+pub fn one_bmc_settings(dir: &std::path::Path, name: &str, bmc: &str, config: Option<&str>) -> Settings {
+    let pw = dir.join("bmc-pass");
+    std::fs::write(&pw, "password\n").unwrap();
+    std::fs::set_permissions(&pw, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let inv = dir.join("inventory.toml");
+    std::fs::write(
+        &inv,
+        format!(
+            "[cluster]\nname = \"k\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
+             credential = \"file:{}\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
+             [[device]]\nname = \"{name}\"\nrole = \"head-node\"\nrack = \"r\"\nbmc = {bmc}\n",
+            pw.display(),
+        ),
+    )
+    .unwrap();
+    let config = config.map(|text| {
+        let cfg = dir.join("lifeline.toml");
+        std::fs::write(&cfg, text).unwrap();
+        cfg
+    });
+    Settings { config, inventory: Some(inv), data_dir: Some(dir.join("data")), ..Settings::default() }
+}

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lifeline_engine::{Identity, Lifeline, Settings};
+mod common;
+
+use lifeline_engine::{Identity, Lifeline};
 use lifeline_test_utils::{IPMI_SIM_BASE_PORT, IpmiSims};
 
 /// Active sessions on the BMC, ipmitool's own included.
@@ -29,28 +31,8 @@ async fn serve_until_three_sweeps(
 ) -> (lifeline_server::Running, lifeline_bmc::KeptSessions, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
-    let pw = dir.path().join("bmc-pass");
-    std::fs::write(&pw, "password\n").unwrap();
-    std::fs::set_permissions(&pw, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let inv = dir.path().join("inventory.toml");
-    std::fs::write(
-        &inv,
-        format!(
-            "[cluster]\nname = \"k\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-             credential = \"file:{}\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
-             [[device]]\nname = \"{name}\"\nrole = \"head-node\"\nrack = \"r\"\nbmc = {bmc}\n",
-            pw.display(),
-        ),
-    )
-    .unwrap();
-    let cfg = dir.path().join("lifeline.toml");
-    std::fs::write(&cfg, "[server]\nsweep-interval = \"1s\"\nconsole-logging = false\n").unwrap();
-    let settings = Settings {
-        config: Some(cfg),
-        inventory: Some(inv),
-        data_dir: Some(dir.path().join("data")),
-        ..Settings::default()
-    };
+    let config = "[server]\nsweep-interval = \"1s\"\nconsole-logging = false\n";
+    let settings = common::one_bmc_settings(dir.path(), name, bmc, Some(config));
     let base = Lifeline::new(&settings, Identity::new("server")).unwrap();
     let opts = lifeline_server::ServeOptions {
         listen: Some("127.0.0.1:0".into()),

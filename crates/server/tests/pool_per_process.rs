@@ -4,7 +4,9 @@
 //! actor. Checked against Lifeline's simulated IPMI BMC: after one actor's read, another actor's handle
 //! already holds the transport that read went through, and power actions by two actors are audited as each.
 
-use lifeline_engine::{Identity, Lifeline, Settings};
+mod common;
+
+use lifeline_engine::{Identity, Lifeline};
 use lifeline_types::PowerAction;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,25 +22,8 @@ async fn every_actor_shares_the_process_pool_and_is_audited_as_itself() {
     let ep = fleet.endpoint("node1", lifeline_sim::EndpointKind::Ipmi).expect("an IPMI endpoint");
 
     let dir = tempfile::tempdir().unwrap();
-    let pw = dir.path().join("bmc-pass");
-    std::fs::write(&pw, "password\n").unwrap();
-    std::fs::set_permissions(&pw, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let inv = dir.path().join("inventory.toml");
-    std::fs::write(
-        &inv,
-        format!(
-            "[cluster]\nname = \"k\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-             credential = \"file:{}\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n\n\
-             [[device]]\nname = \"node1\"\nrole = \"head-node\"\nrack = \"r\"\n\
-             bmc = {{ address = \"{}\", port = {}, protocol = \"ipmi\" }}\n",
-            pw.display(),
-            ep.address,
-            ep.port,
-        ),
-    )
-    .unwrap();
-    let settings =
-        Settings { inventory: Some(inv), data_dir: Some(dir.path().join("data")), ..Settings::default() };
+    let bmc = format!("{{ address = \"{}\", port = {}, protocol = \"ipmi\" }}", ep.address, ep.port);
+    let settings = common::one_bmc_settings(dir.path(), "node1", &bmc, None);
     let base = Lifeline::new(&settings, Identity::new("server")).unwrap();
     base.store().await.unwrap();
     let alice = base.for_actor(Identity::new("web:alice"));
