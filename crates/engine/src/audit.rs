@@ -177,6 +177,7 @@ fn audit_unavailable(store: &Store, action: &str, e: lifeline_store::StoreError)
 /// after its intent row, so this bounds the window in which a lease could lapse between the check and the
 /// send (a pause longer than this, exactly there, is the one case fencing at the store cannot cover).
 pub const FENCE_MARGIN_MS: i64 = 2_000;
+const FENCE_MARGIN: std::time::Duration = std::time::Duration::from_millis(FENCE_MARGIN_MS as u64);
 
 /// The bmc crate's [`AuditSink`] over the audit service; remembers each intent's request id so the outcome
 /// row carries it too, and its outcome slot.
@@ -192,6 +193,10 @@ impl AuditSink for BmcSink {
         // The intent authorizes the BMC command that follows it at once: under a lease (every guarded
         // action, a runbook step), it is written only while the lease is still ours with time left, so a
         // process paused past its lease (a replica on a stalled host) sends nothing.
+        // Local time the fence was checked: the store found the lease ours with FENCE_MARGIN_MS left at a
+        // moment after this, so it is ours until at least this + the margin.
+        let authorized_at = std::time::Instant::now();
+        let fenced = crate::lease::current_fence().is_some();
         let id = match crate::lease::current_fence() {
             Some(f) => {
                 let entry = AuditEntry {
@@ -226,6 +231,24 @@ impl AuditSink for BmcSink {
             };
             match wal.reserve(pending).await {
                 Ok(slot) => {
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::stall_before_send().await;
+                    // The last check before the command: a process stalled here (a paused replica, a slow
+                    // disk) past the margin may have lost the lease, and sends nothing.
+                    if fenced && authorized_at.elapsed() >= FENCE_MARGIN {
+                        slot.recorded();
+                        let why = format!(
+                            "{:?} passed between the fenced intent and the command (margin {FENCE_MARGIN:?}): the \
+                             lease may have passed to another holder; nothing was sent",
+                            authorized_at.elapsed()
+                        );
+                        let detail = serde_json::json!({ "intent": id, "reason": why, "sent": false });
+                        let _ = self
+                            .audit
+                            .write(&rec.action, &rec.bmc, "refused", detail, rec.request_id.as_deref())
+                            .await;
+                        return Err(why.into());
+                    }
                     self.slots.lock().unwrap_or_else(|p| p.into_inner()).insert(id, slot);
                 }
                 Err(e) => {
@@ -279,5 +302,58 @@ impl AuditSink for BmcSink {
             }
             (Err(why), None) => Err(why.into()),
         }
+    }
+}
+
+#[cfg(all(test, feature = "test-hooks"))]
+mod tests {
+    use super::*;
+    use lifeline_store::LeaseAttempt;
+
+    fn intent(action: &str) -> AuditIntent {
+        AuditIntent {
+            at: chrono::Utc::now(),
+            bmc: "n1".into(),
+            action: action.into(),
+            request_id: Some("r1".into()),
+            detail: serde_json::json!({}),
+        }
+    }
+
+    /// A process stalled between its fenced intent and the command (past the margin) sends nothing: the
+    /// intent is refused with an outcome row saying nothing was sent, and no slot is left.
+    #[tokio::test]
+    async fn a_stall_between_the_fenced_intent_and_the_command_sends_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let LeaseAttempt::Acquired { lease, .. } =
+            store.try_lease("n1", "h1", "r1", "power.cycle", 60_000).await.unwrap()
+        else {
+            panic!("lease")
+        };
+        let wal = OutcomeWal::for_dir(dir.path());
+        let sink = AuditService::new(store.clone(), "cli:t").with_wal(wal.clone()).bmc_sink();
+        let fence = crate::lease::Fence {
+            target: lease.target.clone(),
+            holder: lease.holder.clone(),
+            fence: lease.fence,
+        };
+        // No stall: authorized.
+        let ok = crate::lease::run_fenced(fence.clone(), sink.intent(&intent("power.on"))).await;
+        assert!(ok.is_ok(), "{ok:?}");
+        crate::hooks::STALL_BEFORE_SEND_MS.store(2100, std::sync::atomic::Ordering::Relaxed);
+        let r = crate::lease::run_fenced(fence, sink.intent(&intent("power.cycle"))).await;
+        crate::hooks::STALL_BEFORE_SEND_MS.store(0, std::sync::atomic::Ordering::Relaxed);
+        let e = r.expect_err("a stalled intent must not authorize the command");
+        assert!(e.to_string().contains("nothing was sent"), "{e}");
+        let rows = store.audit_log(Some("n1"), 10).await.unwrap();
+        let refused: Vec<_> = rows
+            .iter()
+            .filter(|r| r.entry.action == "power.cycle")
+            .map(|r| r.entry.outcome.as_str())
+            .collect();
+        assert_eq!(refused.iter().filter(|o| **o == "refused").count(), 1, "{rows:?}");
+        // One slot left: the authorized power.on's, whose outcome is still owed; none for the refused one.
+        assert_eq!(std::fs::read_dir(wal.dir()).unwrap().count(), 1);
     }
 }
