@@ -142,6 +142,12 @@ fn overview_counts_live_approval_escalation_and_filtered_fleet() {
     let total: u64 = counts.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(total, 17, "every device counted once: {counts}");
     assert_eq!(b.text("#total"), "17");
+    let shot = if std::env::var_os("LIFELINE_UPDATE_SCREENSHOT").is_some() {
+        lifeline_test_utils::workspace_root().join("web/screenshot-overview.png")
+    } else {
+        web_support::artifacts_dir().join("overview.png")
+    };
+    b.screenshot(&shot);
 
     // A run waiting for approval appears live; Approve from the overview (confirmed); it leaves the list.
     let v = api(
@@ -164,6 +170,13 @@ fn overview_counts_live_approval_escalation_and_filtered_fleet() {
     b.wait("the approved run to leave Needs me", 30, |b| (!b.exists(&row)).then_some(()));
     let audit = api(&stack, &auth, "GET", "/api/v1/audit?actor=web:ann&action=runbook.approve", None);
     assert!(audit.to_string().contains(&waiting), "approval audited as the web user: {audit}");
+
+    // The escalated node's page opens with its state in words and its timeline (the run, its failed step).
+    b.goto(&stack.url("/ui/node/gpu-node-07"));
+    let words = b.wait_text("#node-state", "needs a human", 30);
+    assert!(words.starts_with("escalated"), "{words}");
+    let tl = b.wait_text("#timeline", "run wait-off-or-escalate started", 30);
+    assert!(tl.contains("step is-off") && tl.contains("ended escalated"), "{tl}");
 
     // The events panel: the history is there on open (a fresh page load). A power change the sweep sees
     // is an event.
@@ -279,6 +292,18 @@ fn field_bugs_backups_fabrics_tokens_and_console() {
     });
     assert!(b.text("main").contains("Shown once"), "the secret is still shown");
 
+    // A node's page opens with its state in words and its timeline: a failing agent report opens a fault.
+    let auth = token(&stack, "ada");
+    let report =
+        json!({"node": "gpu-node-02", "passed": false, "report": {"summary": "rail.link mlx5_0: down"}});
+    api(&stack, &auth, "POST", "/api/v1/agent/reports", Some(report));
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // the shared snapshot's second
+    b.goto(&stack.url("/ui/node/gpu-node-02"));
+    let words = b.wait_text("#node-state", "faulted", 30);
+    assert!(words.starts_with("faulted:"), "{words}");
+    let tl = b.wait_text("#timeline", "fault opened: agent-report", 30);
+    assert!(tl.contains("fault opened"), "{tl}");
+
     // The console: its last row is on a 1280×800 screen, xterm's stylesheet is applied (no stray
     // measuring glyphs), and the page raised no CSP violation.
     b.goto(&stack.url("/ui/console/gpu-node-01"));
@@ -297,4 +322,78 @@ fn field_bugs_backups_fabrics_tokens_and_console() {
     assert_eq!(hidden, json!(["0", "hidden", 0]), "xterm's helpers styled by xterm.css, no <style> element");
     let violations = b.js("return window.lifelineCspViolations", json!([]));
     assert_eq!(violations, json!([]), "CSP violations on the console page");
+}
+
+/// A fleet of `racks` racks of 32 GPU nodes and four switches per fabric, one site, every BMC a Redfish
+/// BMC of the simulator (ports moved by `offset`).
+fn big_fleet(racks: usize, offset: u16) -> (String, usize) {
+    let mut s = String::from(
+        "[cluster]\nname = \"big\"\noob-subnets = [\"127.11.0.0/16\", \"127.12.0.0/16\"]\n\n[defaults.bmc]\nprotocol = \"redfish\"\nusername = \"admin\"\ncredential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\ncredential = \"env:LIFELINE_SWITCH_PASSWORD\"\n\n[[site]]\nname = \"dc1\"\n\n",
+    );
+    for r in 1..=racks {
+        s.push_str(&format!("[[rack]]\nname = \"r{r:03}\"\nsite = \"dc1\"\n\n"));
+    }
+    let mut n = 0;
+    let bmc = |n: usize| {
+        format!("bmc = {{ port = {}, address = \"127.11.{}.{}\" }}\n", 443 + offset, n / 250, n % 250 + 1)
+    };
+    for f in ["backend", "storage", "frontend", "oob"] {
+        for i in 1..=4 {
+            s.push_str(&format!(
+                "[[device]]\nname = \"{f}-sw-{i:02}\"\nrole = \"switch\"\nrack = \"r001\"\nfabric = \"{f}\"\ntier = \"leaf\"\nplatform = \"sonic\"\nmanagement = {{ port = {}, address = \"127.12.0.{}\" }}\n",
+                22 + offset,
+                n + 1
+            ));
+            n += 1;
+        }
+    }
+    for r in 1..=racks {
+        for i in 1..=32 {
+            s.push_str(&format!(
+                "[[device]]\nname = \"gpu-r{r:03}-{i:02}\"\nrole = \"gpu-node\"\nrack = \"r{r:03}\"\n{}\n",
+                bmc(n)
+            ));
+            n += 1;
+        }
+    }
+    (s, n)
+}
+
+#[test]
+fn grid_of_2000_devices_fits_one_1280x800_screen() {
+    let Some(()) = browser_available() else { return };
+    let (inventory, n) = big_fleet(62, 43000);
+    assert_eq!(n, 2000);
+    let stack =
+        Stack::start_inventory(&inventory, 43000, |_| "[server]\nsweep-interval = \"0s\"\n".to_owned());
+    let b = Browser::start("grid-2000");
+    b.login(&stack, "ann", PASSWORD);
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
+    b.wait_text("#total", "2000", 60);
+    b.goto(&stack.url("/ui/fleet"));
+    b.wait("2000 cells", 60, |b| {
+        (b.js("return document.querySelectorAll('#grid a.c').length", json!([])).as_u64()? == 2000)
+            .then_some(())
+    });
+    let m = b.js(
+        "const g = document.getElementById('grid').getBoundingClientRect();
+         return { bottom: g.bottom, right: g.right, h: window.innerHeight, w: window.innerWidth,
+                  elements: document.querySelectorAll('#grid *').length, page: document.querySelectorAll('*').length,
+                  scroll: document.documentElement.scrollWidth,
+                  switchRows: [...document.querySelectorAll('#grid .swrow')].map(r => r.dataset.fabric) };",
+        json!([]),
+    );
+    b.screenshot(&web_support::artifacts_dir().join("grid-2000.png"));
+    assert!(m["bottom"].as_f64().unwrap() <= m["h"].as_f64().unwrap(), "the grid runs below the fold: {m}");
+    assert!(m["scroll"].as_f64().unwrap() <= m["w"].as_f64().unwrap(), "the page scrolls sideways: {m}");
+    assert!(m["elements"].as_u64().unwrap() <= 2 * 2000, "at most 2 elements per device in the grid: {m}");
+    assert_eq!(
+        m["switchRows"],
+        json!(["backend", "storage", "frontend", "oob"]),
+        "each fabric's switches in a row"
+    );
+    assert!(!b.exists("#fleet-table"), "no 2000-row table");
+    if std::env::var_os("LIFELINE_UPDATE_SCREENSHOT").is_some() {
+        b.screenshot(&lifeline_test_utils::workspace_root().join("web/screenshot-grid-2000.png"));
+    }
 }

@@ -1,6 +1,6 @@
 // One node: inventory and last observation, power buttons (confirmed), sensors, SEL, FRU, certificate
 // pin, agent report and scheduler observations, open faults, audit trail. BMC text goes in as text only.
-import { h, api, can, badge, confirmAction, flash, fail, time, table, section, pre, enc } from './lib.js';
+import { h, api, can, badge, confirmAction, flash, fail, time, table, section, pre, enc, ago, reason } from './lib.js';
 
 const POWER = [['cycle', 'Power cycle'], ['reset', 'Hard reset'], ['soft', 'Soft off'], ['off', 'Power off'], ['on', 'Power on']];
 
@@ -9,9 +9,14 @@ async function load(el, fn) {
 }
 
 export async function render(main, { name }) {
-  const d = await api('GET', `/api/v1/devices/${enc(name)}`);
+  const [d, tl] = await Promise.all([api('GET', `/api/v1/devices/${enc(name)}`), api('GET', `/api/v1/devices/${enc(name)}/timeline`)]);
   const o = d.observed || {};
+  const st = tl.device;
+  // The state in words first ("recovering …: step verify (2 of 3), since 40 s ago" / "escalated by …").
+  const words = `${st.state}${st.why ? `: ${st.why}` : ''}${st.since ? `, since ${ago(st.since)}` : ''}`;
   main.append(h('h1', {}, `Node ${d.name}`),
+    h('p', { id: 'node-state', class: `state-line s-${st.state}`, 'data-state': st.state }, words,
+      st.run ? [' — ', h('a', { href: `/ui/runbooks?run=${enc(st.run)}` }, `run ${st.run}`)] : null),
     h('p', { class: 'bar' }, badge(o.power), ' ', badge(o.health), ' ',
       h('a', { href: `/ui/console/${enc(d.name)}`, id: 'open-console' }, 'Console'), ' · ',
       h('a', { href: `/ui/audit?target=${enc(d.name)}` }, 'Full audit log'), ' · ',
@@ -31,6 +36,12 @@ export async function render(main, { name }) {
       },
     }, label)), ' ', result));
   }
+  const timeline = h('ol', { id: 'timeline', class: 'timeline' }, tl.entries.length ? tl.entries.map((e) => h('li', { 'data-kind': e.kind, 'data-run': e.run || null },
+    h('span', { title: time(e.at) }, time(e.at)), h('span', { class: 'k' }, e.kind),
+    h('span', {}, e.run ? h('a', { href: `/ui/runbooks?run=${enc(e.run)}` }, e.title) : e.title,
+      e.detail ? [' — ', reason(e.detail, e.full || e.detail)] : null,
+      e.evidence_digest ? [' ', h('code', { title: 'evidence digest' }, e.evidence_digest.slice(0, 19))] : null))) : h('li', {}, 'Nothing recorded yet.'));
+  main.append(section('Timeline', timeline));
   const summary = h('div'), sensors = h('div'), sel = h('div'), evidence = h('div'), faults = h('div'), audit = h('div');
   main.append(
     section('Summary', summary), section('Sensors', sensors), section('System event log (SEL)', sel),

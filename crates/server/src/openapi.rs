@@ -110,6 +110,8 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::overview::Summary>()
         .schema_from::<crate::api::overview::FleetRow>()
         .schema_from::<crate::api::overview::FleetPage>()
+        .schema_from::<crate::api::timeline::Entry>()
+        .schema_from::<crate::api::timeline::Timeline>()
         .schema_from::<crate::api::devices::PowerRequest>()
         .schema_from::<crate::api::devices::TargetsRequest>()
         .schema_from::<crate::api::devices::GroupPowerRequest>()

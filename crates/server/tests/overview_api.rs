@@ -178,6 +178,21 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
         assert!(e["message"].as_str().unwrap().contains(says), "{bad}: {e}");
     }
 
+    // A node's timeline: its state in words, and the escalation's reason summarized with the whole beside.
+    let (status, tl) = get(&app, viewer, "/api/v1/devices/gpu-node-07/timeline").await;
+    assert_eq!(status, StatusCode::OK, "{tl}");
+    assert_eq!(tl["device"]["state"], "escalated");
+    assert!(tl["device"]["why"].as_str().unwrap().contains("3 rails down — needs a human"), "{tl}");
+    let started = tl["entries"].as_array().unwrap().iter().find(|e| e["kind"] == "run").unwrap();
+    assert_eq!(started["run"], "run-07");
+    let (_, tl) = get(&app, viewer, "/api/v1/devices/gpu-node-04/timeline").await;
+    let kinds: Vec<&str> =
+        tl["entries"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap()).collect();
+    assert!(kinds.iter().any(|t| t.starts_with("fault acknowledged by web:ann")), "{kinds:?}");
+    assert!(kinds.iter().any(|t| t.starts_with("fault opened: sel-warning")), "{kinds:?}");
+    let (status, _) = get(&app, viewer, "/api/v1/devices/no-such-node/timeline").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
     // The run moves to its post-condition: the device is verifying (after the shared snapshot's second).
     store.set_run_state("run-05", "running", 1, None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;

@@ -132,7 +132,16 @@ impl Stack {
     /// With the `lifeline.toml` that `config` writes for the started simulator (its directory is there
     /// for files the configuration names, such as a runbook library).
     pub fn start_with(offset: u16, config: impl FnOnce(&SimProcess) -> String) -> Stack {
-        let sim = SimProcess::start(&example_cluster(offset), offset, ENV);
+        Self::start_inventory(&example_cluster(offset), offset, config)
+    }
+
+    /// Over an inventory of the test's own (its BMC ports already moved by `offset`).
+    pub fn start_inventory(
+        inventory: &str,
+        offset: u16,
+        config: impl FnOnce(&SimProcess) -> String,
+    ) -> Stack {
+        let sim = SimProcess::start(inventory, offset, ENV);
         eprintln!("web test: simulator up");
         for (user, role) in [("ann", "operator"), ("vic", "viewer"), ("ada", "admin")] {
             add_user(&sim, user, role, PASSWORD);

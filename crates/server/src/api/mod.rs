@@ -13,6 +13,7 @@ pub mod overview;
 pub mod runbooks;
 pub mod session;
 pub mod system;
+pub mod timeline;
 pub mod views;
 
 use axum::http::HeaderMap;
@@ -29,6 +30,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(session::routes());
     r.extend(devices::routes());
     r.extend(overview::routes());
+    r.extend(timeline::routes());
     r.extend(backups::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());

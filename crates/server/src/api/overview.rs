@@ -125,6 +125,8 @@ pub struct FleetRow {
     pub state: DeviceState,
     /// The state in words: the run's step, the fault, the escalation's reason.
     pub why: Option<String>,
+    /// Since when: the current step's start (or the run's), the escalation, the worst fault's opening.
+    pub since: Option<DateTime<Utc>>,
     /// A switch's fabric (`backend`, `storage`, `frontend`, `oob`) and tier.
     pub fabric: Option<String>,
     pub tier: Option<String>,
@@ -309,7 +311,18 @@ async fn build(s: &AppState) -> ApiResult<Snapshot> {
             DeviceState::Unknown => Some(if d.bmc.is_some() { "not swept yet" } else { "no BMC" }.into()),
             DeviceState::Healthy => None,
         };
+        let since = match state {
+            DeviceState::Escalated => esc.and_then(|r| ts(r.updated_at_ms)),
+            DeviceState::WaitingApproval | DeviceState::Verifying | DeviceState::Recovering => {
+                rb.and_then(|b| b.step_started.or(b.started))
+            }
+            DeviceState::Faulted => {
+                faults_of.get(name).and_then(|fs| fs.iter().map(|f| f.opened_at_ms).min()).and_then(ts)
+            }
+            _ => None,
+        };
         rows.push(FleetRow {
+            since,
             name: name.to_owned(),
             role: d.role.to_string(),
             site: d.site.clone(),
