@@ -31,6 +31,7 @@ pub mod fault_rules;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 pub mod lease;
+pub mod netbox;
 pub mod ops;
 pub mod outcome_wal;
 pub mod seal;

@@ -15,7 +15,7 @@ use crate::cmd::{lifeline, print_json};
 use crate::exit::{CmdResult, Code, Exit};
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("source").required(true).args(["csv", "slurm_conf"])))]
+#[command(group(ArgGroup::new("source").required(true).args(["csv", "slurm_conf", "netbox"])))]
 pub struct ImportArgs {
     /// A CSV of devices (header `name,bmc,protocol,role,rack`; optional `site,model,gpus,gpu-model,groups,
     /// description`; `bmc` as HOST[:PORT]).
@@ -24,6 +24,15 @@ pub struct ImportArgs {
     /// A slurm.conf: its NodeName lines with GPU Gres become gpu-node devices (Features become groups).
     #[arg(long, value_name = "FILE")]
     pub slurm_conf: Option<PathBuf>,
+    /// A NetBox (base URL): every device of `/api/dcim/devices/` whose role is a server role (slugs with
+    /// `gpu`, `dgx`, `hgx` → gpu-node; `head`, `login`, `control` → head-node; `storage` →
+    /// storage-server; or `--netbox-role`); the BMC from its OOB IP, GPUs from the custom fields
+    /// `gpu_count` and `gpu_model`. The API token is read from $NETBOX_TOKEN, never an argument.
+    #[arg(long, value_name = "URL")]
+    pub netbox: Option<String>,
+    /// Map a NetBox role slug to a Lifeline role (`SLUG=gpu-node`); repeatable.
+    #[arg(long, value_name = "SLUG=ROLE")]
+    pub netbox_role: Vec<String>,
     /// Print a unified diff against the current inventory instead of the merged file.
     #[arg(long)]
     pub diff: bool,
@@ -51,8 +60,11 @@ pub struct ImportArgs {
     pub bmc_credential: String,
 }
 
-pub fn run(g: &Global, a: ImportArgs) -> CmdResult {
-    let (source, devices) = read_source(&a)?;
+pub async fn run(g: &Global, a: ImportArgs) -> CmdResult {
+    let (source, devices) = match &a.netbox {
+        Some(url) => read_netbox(url, &a.netbox_role).await?,
+        None => read_source(&a)?,
+    };
     let current_path = if a.fresh {
         None
     } else {
@@ -116,6 +128,35 @@ pub fn run(g: &Global, a: ImportArgs) -> CmdResult {
         }
     }
     Ok(if errors > 0 { Code::Failed } else { Code::Ok })
+}
+
+async fn read_netbox(url: &str, roles: &[String]) -> Result<(String, Vec<Imported>), Exit> {
+    let mut map = Vec::new();
+    for r in roles {
+        let (slug, role) = r
+            .split_once('=')
+            .ok_or_else(|| Exit::usage(anyhow!("--netbox-role `{r}`: expected SLUG=ROLE")))?;
+        let role = role.parse().map_err(|e| Exit::usage(anyhow!("--netbox-role `{r}`: {e}")))?;
+        map.push((slug.to_owned(), role));
+    }
+    let src = lifeline_engine::netbox::Source {
+        url: url.to_owned(),
+        token: std::env::var("NETBOX_TOKEN").ok().filter(|t| !t.is_empty()),
+        ..Default::default()
+    };
+    let got = lifeline_engine::netbox::fetch_devices(&src, &import::netbox::RoleMap(map)).await?;
+    eprintln!(
+        "{url}: {} page(s){}; {} server(s), {} device(s) of other roles not imported",
+        got.pages,
+        if got.retried > 0 {
+            format!(", {} request(s) retried (rate limit)", got.retried)
+        } else {
+            String::new()
+        },
+        got.devices.len(),
+        got.skipped.len()
+    );
+    Ok((url.to_owned(), got.devices))
 }
 
 fn read_source(a: &ImportArgs) -> Result<(String, Vec<Imported>), Exit> {

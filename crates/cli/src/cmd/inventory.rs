@@ -17,7 +17,7 @@ pub async fn run(g: &Global, cmd: InventoryCmd) -> CmdResult {
         InventoryCmd::Check { files, strict } => check(g, files, strict),
         InventoryCmd::Show => show(g),
         InventoryCmd::Sync => sync(g).await,
-        InventoryCmd::Import(a) => crate::cmd::import::run(g, a),
+        InventoryCmd::Import(a) => crate::cmd::import::run(g, a).await,
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod csv;
 pub mod hostlist;
+pub mod netbox;
 pub mod slurm;
 
 use std::collections::{BTreeMap, BTreeSet};
