@@ -142,12 +142,7 @@ fn overview_counts_live_approval_escalation_and_filtered_fleet() {
     let total: u64 = counts.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(total, 17, "every device counted once: {counts}");
     assert_eq!(b.text("#total"), "17");
-    let shot = if std::env::var_os("LIFELINE_UPDATE_SCREENSHOT").is_some() {
-        lifeline_test_utils::workspace_root().join("web/screenshot-overview.png")
-    } else {
-        web_support::artifacts_dir().join("overview.png")
-    };
-    b.screenshot(&shot);
+    b.screenshot(&web_support::artifacts_dir().join("overview.png"));
 
     // A run waiting for approval appears live; Approve from the overview (confirmed); it leaves the list.
     let v = api(
@@ -303,6 +298,15 @@ fn field_bugs_backups_fabrics_tokens_and_console() {
     assert!(words.starts_with("faulted:"), "{words}");
     let tl = b.wait_text("#timeline", "fault opened: agent-report", 30);
     assert!(tl.contains("fault opened"), "{tl}");
+    // The overview lists it as an open incident (the README's screenshot).
+    b.goto(&stack.url("/ui/overview"));
+    b.wait_text("#incidents", "gpu-node-02", 30);
+    let shot = if std::env::var_os("LIFELINE_UPDATE_SCREENSHOT").is_some() {
+        lifeline_test_utils::workspace_root().join("web/screenshot-overview.png")
+    } else {
+        web_support::artifacts_dir().join("overview-incident.png")
+    };
+    b.screenshot(&shot);
 
     // The console: its last row is on a 1280×800 screen, xterm's stylesheet is applied (no stray
     // measuring glyphs), and the page raised no CSP violation.
