@@ -114,3 +114,48 @@ fn main() {
         r.over
     );
 }
+
+#[cfg(test)]
+mod tests {
+    //! The ports read as their sources do (`cargo test -p lifeline-netcfg --example scrub_anchors`).
+    use lifeline_types::Platform;
+
+    use super::{oxidized, rancid};
+
+    #[test]
+    fn oxidized_substitutes_as_its_models_do() {
+        let ios = "enable secret 5 $1$abcd$efgh\nenable password cisco\n password 7 0822455D0A16\nend\n";
+        // `enable (password|secret) N` needs the type digit; the indented line rule does not.
+        assert_eq!(
+            oxidized::scrub(Platform::Ios, ios).unwrap(),
+            "enable secret 5 <secret hidden>\nenable password cisco\n password <secret hidden>\nend\n"
+        );
+        // Its EOS `secret` rule drops the rest of the line.
+        assert_eq!(
+            oxidized::scrub(Platform::Eos, "username a privilege 15 secret sha512 $6$x role r\n").unwrap(),
+            "username a privilege 15 secret sha512 <secret hidden>\n"
+        );
+        assert_eq!(oxidized::scrub(Platform::Sonic, "{}"), None);
+    }
+
+    #[test]
+    fn rancid_filters_as_its_modules_do() {
+        let ios = "snmp-server host 10.1.1.1 version 2c Comm1 udp-port 162\n\
+                   snmp-server community Comm2 RO\n\
+                   crypto isakmp key Key1 address 10.0.0.1\n\
+                   hostname r1\n";
+        assert_eq!(
+            rancid::scrub(Platform::Ios, ios).unwrap(),
+            "!snmp-server host 10.1.1.1 version 2c <removed> udp-port 162\n\
+             !snmp-server community <removed> RO\n\
+             !crypto isakmp key <removed> address 10.0.0.1\n\
+             hostname r1\n"
+        );
+        // NX-OS: any other `username` line is kept whole and no later filter sees it.
+        assert_eq!(
+            rancid::scrub(Platform::Nxos, "username admin password 5 $5$x role network-admin\n").unwrap(),
+            "!username admin password <removed> role network-admin\n"
+        );
+        assert_eq!(rancid::scrub(Platform::Sonic, "{}"), None);
+    }
+}

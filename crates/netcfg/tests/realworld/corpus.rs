@@ -71,9 +71,10 @@ pub fn secrets(e: &Entry) -> Vec<Secret> {
     if e.platform == Platform::Sonic { json_secrets(&e.text) } else { line_secrets(&e.text) }
 }
 
-/// The tokens of a line, split where a secret's neighbours end (`-cvauth=key,S`, `"S"`).
+/// The tokens of a line, split where a secret's neighbours end (`-cvauth=key,S`, `"S"`, a Redis
+/// dump's `"SNMP_COMMUNITY|S"`).
 pub fn pieces(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '=' | '"' | '\''))
+    line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '=' | '"' | '\'' | '|'))
 }
 
 /// The secrets of `e` still present in `scrubbed`. Line configs keep every line in place, so a secret
