@@ -22,7 +22,7 @@
 
 pub mod topology;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -155,11 +155,21 @@ pub struct Correlator {
     /// Decided alone, kept for the window: a later group may explain them.
     alone: Vec<Observation>,
     groups: Vec<Group>,
+    /// (kind, part) -> units observed in `pending` or `alone` (with their count), so a score is a look-up,
+    /// not a scan: at 1,000 observations a second the window holds hundreds of thousands.
+    index: HashMap<(String, Component), HashMap<Unit, usize>>,
 }
 
 impl Correlator {
     pub fn new(topology: Topology, settings: Settings) -> Correlator {
-        Correlator { topology, settings, pending: Vec::new(), alone: Vec::new(), groups: Vec::new() }
+        Correlator {
+            topology,
+            settings,
+            pending: Vec::new(),
+            alone: Vec::new(),
+            groups: Vec::new(),
+            index: HashMap::new(),
+        }
     }
 
     pub fn topology(&self) -> &Topology {
@@ -172,14 +182,44 @@ impl Correlator {
     }
 
     pub fn observe(&mut self, o: Observation) {
+        self.index_add(&o);
         self.pending.push(o);
+    }
+
+    fn index_add(&mut self, o: &Observation) {
+        for c in self.topology.parts(&o.unit) {
+            *self.index.entry((o.kind.clone(), c.clone())).or_default().entry(o.unit.clone()).or_default() +=
+                1;
+        }
+    }
+
+    fn index_remove(&mut self, o: &Observation) {
+        for c in self.topology.parts(&o.unit) {
+            let key = (o.kind.clone(), c.clone());
+            if let Some(units) = self.index.get_mut(&key) {
+                if let Some(n) = units.get_mut(&o.unit) {
+                    *n -= 1;
+                    if *n == 0 {
+                        units.remove(&o.unit);
+                    }
+                }
+                if units.is_empty() {
+                    self.index.remove(&key);
+                }
+            }
+        }
     }
 
     /// Decides every observation whose hold has passed at `now_ms`.
     pub fn decide(&mut self, now_ms: i64) -> Vec<Verdict> {
         let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
         let hold = i64::try_from(self.settings.hold.as_millis()).unwrap_or(i64::MAX);
-        self.alone.retain(|o| now_ms - o.at_ms <= window);
+        let expired: Vec<Observation>;
+        (self.alone, expired) =
+            std::mem::take(&mut self.alone).into_iter().partition(|o| now_ms - o.at_ms <= window);
+        for o in &expired {
+            self.index_remove(o);
+        }
         self.groups.retain(|g| now_ms - g.last_ms <= window);
         self.pending.sort_by_key(|o| o.at_ms);
         let mut out = Vec::new();
@@ -189,6 +229,7 @@ impl Correlator {
         for o in pending {
             match self.open_group(&o) {
                 Some(i) => {
+                    self.index_remove(&o);
                     let g = &mut self.groups[i];
                     g.last_ms = g.last_ms.max(o.at_ms);
                     let added = joined.entry(i).or_default();
@@ -205,9 +246,12 @@ impl Correlator {
                 out.push(Verdict::Shared(self.report(i, Vec::new(), added, false)));
             }
         }
-        while let Some(pos) = self.pending.iter().position(|o| now_ms - o.at_ms >= hold) {
-            let o = self.pending.remove(pos);
+        // The due observations are a prefix of the sorted pending list.
+        let due_count = self.pending.partition_point(|o| now_ms - o.at_ms >= hold);
+        let mut due: std::collections::VecDeque<Observation> = self.pending.drain(..due_count).collect();
+        while let Some(o) = due.pop_front() {
             if let Some(i) = self.open_group(&o) {
+                self.index_remove(&o);
                 let g = &mut self.groups[i];
                 g.last_ms = g.last_ms.max(o.at_ms);
                 if !g.members.contains_key(&o.unit) {
@@ -217,24 +261,29 @@ impl Correlator {
                 }
                 continue;
             }
-            match self.best(&o, now_ms) {
+            match self.best(&o) {
                 Some(component) => {
                     let mut members = BTreeMap::new();
                     let mut linked = Vec::new();
-                    let shares = |x: &Observation| {
-                        x.kind == o.kind && self.topology.parts(&x.unit).contains(&component)
-                    };
+                    let topology = &self.topology;
+                    let shares =
+                        |x: &Observation| x.kind == o.kind && topology.parts(&x.unit).contains(&component);
                     let (mine, rest): (Vec<_>, Vec<_>) =
-                        std::mem::take(&mut self.pending).into_iter().partition(|x| shares(x));
+                        std::mem::take(&mut self.pending).into_iter().partition(shares);
                     self.pending = rest;
+                    let (mine_due, rest): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut due).into_iter().partition(shares);
+                    due = rest.into();
                     let (was_alone, rest): (Vec<_>, Vec<_>) =
-                        std::mem::take(&mut self.alone).into_iter().partition(|x| shares(x));
+                        std::mem::take(&mut self.alone).into_iter().partition(shares);
                     self.alone = rest;
                     for x in was_alone {
+                        self.index_remove(&x);
                         linked.push(x.unit.clone());
                         members.entry(x.unit.clone()).or_insert(x);
                     }
-                    for x in std::iter::once(o.clone()).chain(mine) {
+                    for x in std::iter::once(o.clone()).chain(mine).chain(mine_due) {
+                        self.index_remove(&x);
                         members.entry(x.unit.clone()).or_insert(x);
                     }
                     let last_ms = members.values().map(|m| m.at_ms).max().unwrap_or(o.at_ms);
@@ -261,21 +310,13 @@ impl Correlator {
     }
 
     /// The part that best explains `o` with the observations of its kind in the window, if one does.
-    fn best(&self, o: &Observation, now_ms: i64) -> Option<Component> {
-        let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
-        let seen: BTreeSet<&Unit> = self
-            .pending
-            .iter()
-            .chain(&self.alone)
-            .filter(|x| x.kind == o.kind && now_ms - x.at_ms <= window)
-            .map(|x| &x.unit)
-            .chain(std::iter::once(&o.unit))
-            .collect();
+    fn best(&self, o: &Observation) -> Option<Component> {
         self.topology
             .parts(&o.unit)
             .iter()
             .filter_map(|c| {
-                let s = self.score(c, &seen);
+                let affected = self.index.get(&(o.kind.clone(), c.clone())).map_or(0, HashMap::len);
+                let s = self.scored(c, affected);
                 let explains =
                     s.affected >= self.settings.min_members && s.fraction >= self.settings.min_fraction;
                 explains.then_some((c, s))
@@ -290,11 +331,14 @@ impl Correlator {
             .map(|(c, _)| c.clone())
     }
 
-    fn score(&self, c: &Component, seen: &BTreeSet<&Unit>) -> Score {
+    fn scored(&self, c: &Component, affected: usize) -> Score {
         let dependents = self.topology.dependents(c);
-        let affected = seen.iter().filter(|u| self.topology.parts(u).contains(c)).count();
         let fraction = if dependents == 0 { 0.0 } else { affected as f64 / dependents as f64 };
         Score { affected, dependents, fraction, unaffected_share: affected < dependents }
+    }
+
+    fn score(&self, c: &Component, seen: &BTreeSet<&Unit>) -> Score {
+        self.scored(c, seen.iter().filter(|u| self.topology.parts(u).contains(c)).count())
     }
 
     fn report(&self, i: usize, linked: Vec<Unit>, added: Vec<Unit>, new: bool) -> Shared {
