@@ -43,7 +43,14 @@ fn main() -> std::process::ExitCode {
     // none of them has to guess. An error only means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
     logging::init(&args.global);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // 8 MiB per worker (tokio's default is 2 MiB): a runbook step polls an engine operation through the
+    // executor, the lease scope, the audit and the BMC layers, and an unoptimised build's poll frames are
+    // large (a virtual media step overflowed 2 MiB in a debug build).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(8 * 1024 * 1024)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

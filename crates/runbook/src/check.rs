@@ -360,7 +360,7 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
             Some(v) => {
                 let s = cx.string(v, key)?;
                 let slot = match key {
-                    "tcp" | "ssh" | "url" => Slot::Address,
+                    "tcp" | "ssh" | "url" | "image" => Slot::Address,
                     "switch" | "node" | "to" => Slot::DeviceName,
                     _ => Slot::Argument,
                 };
@@ -593,6 +593,26 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
             }
             let message = arg(cx, "message", true);
             Op::Notify { url: url?, message: message? }
+        }
+        Kind::Media => {
+            let action = arg(cx, "action", true);
+            one_of(cx, "action", &action, &["insert", "eject"]);
+            let image = arg(cx, "image", false);
+            let boot_once = get("boot-once").and_then(|v| cx.boolean(v, "boot-once")).unwrap_or(false);
+            match (action.as_deref(), &image) {
+                (Some("insert"), None) => {
+                    cx.err(at, format!("step `{label}`: `action = \"insert\"` needs `image`"))
+                }
+                (Some("eject"), Some(_)) => cx.err(at, format!("step `{label}`: `eject` takes no `image`")),
+                _ => {}
+            }
+            if let (Some(u), Some(v)) = (&image, get("image"))
+                && !u.contains("{{")
+                && let Err(e) = lifeline_engine::ops::media::MediaUrl::parse(u)
+            {
+                cx.err(v.span().start, format!("`image`: {e}"));
+            }
+            Op::Media { action: action?, image, boot_once }
         }
         Kind::FaultCleared => {
             let fault = arg(cx, "fault", false);

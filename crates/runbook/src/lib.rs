@@ -45,6 +45,7 @@
 pub mod check;
 pub mod cond;
 mod error;
+mod media_step;
 pub mod exec;
 pub mod guard;
 pub mod library;

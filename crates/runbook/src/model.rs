@@ -102,6 +102,8 @@ pub enum Kind {
     Readmit,
     Notify,
     Exec,
+    /// Virtual media: insert an image (and boot once from it) or eject (`lifeline media`).
+    Media,
     /// Post-condition only: the fault that started the run (or the named kind) is evaluated again on a
     /// fresh observation of the target and must be gone.
     FaultCleared,
@@ -121,6 +123,7 @@ impl Kind {
         ("readmit", Kind::Readmit),
         ("notify", Kind::Notify),
         ("exec", Kind::Exec),
+        ("media", Kind::Media),
         ("fault-cleared", Kind::FaultCleared),
     ];
 
@@ -148,6 +151,7 @@ impl Kind {
             Kind::Verify | Kind::Readmit => &[],
             Kind::Notify => &["url", "message"],
             Kind::Exec => &["command"],
+            Kind::Media => &["action", "image", "boot-once"],
             Kind::FaultCleared => &["fault"],
         }
     }
@@ -172,7 +176,7 @@ impl Kind {
             Kind::Console => 900,
             Kind::Backup | Kind::Restore => 300,
             Kind::Verify | Kind::Readmit => 180,
-            Kind::Sel | Kind::Drain | Kind::Notify => 60,
+            Kind::Sel | Kind::Drain | Kind::Notify | Kind::Media => 60,
             Kind::Exec => 120,
             Kind::FaultCleared => 120,
         })
@@ -232,6 +236,12 @@ pub enum Op {
     },
     Exec {
         command: Vec<String>,
+    },
+    /// `insert` (with its `image`, a URL fixed in the file or an `enum` of URLs) or `eject`.
+    Media {
+        action: String,
+        image: Option<String>,
+        boot_once: bool,
     },
     /// `fault = "KIND"`, or `None`: the fault that started the run (a run started by hand: every sweep
     /// rule — the BMC answers, its health is not critical, no new critical event).

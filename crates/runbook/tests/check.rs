@@ -10,7 +10,7 @@ use lifeline_test_utils::workspace_root;
 fn the_library_checks_clean_and_files_are_named_after_their_runbook() {
     let lib = Library { dir: workspace_root().join("runbooks") };
     let all = lib.check_all().unwrap();
-    assert_eq!(all.len(), 6, "six runbooks: {all:?}");
+    assert_eq!(all.len(), 7, "seven runbooks: {all:?}");
     for (path, c) in &all {
         assert!(!c.has_errors(), "{}: {:#?}", path.display(), c.diagnostics);
         let rb = c.runbook.as_ref().unwrap();
@@ -26,6 +26,7 @@ fn the_library_checks_clean_and_files_are_named_after_their_runbook() {
         "gpu-node-recover",
         "pfc-storm",
         "rail-down",
+        "reinstall",
         "slurm-controller-reset",
         "switch-boot-loop",
     ] {

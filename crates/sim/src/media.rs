@@ -100,6 +100,28 @@ impl MediaTray {
     }
 }
 
+/// The line the fake installer ends with (a reinstall runbook waits for it on the console).
+pub const INSTALL_DONE: &str = "lifeline-installer: installation complete";
+
+/// What the fake installer prints, from the CD's image to its completion marker.
+pub(crate) fn installer_lines(host: &str, image: &str) -> Vec<String> {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    vec![
+        format!("Booting from virtual CD: {name}"),
+        "lifeline-installer: partitioning /dev/nvme0n1".to_owned(),
+        "lifeline-installer: installing base system".to_owned(),
+        "lifeline-installer: installing NVIDIA driver and OFED".to_owned(),
+        format!("lifeline-installer: configuring {host}"),
+        format!("{INSTALL_DONE} ({name}); rebooting"),
+    ]
+}
+
+/// How long the installer runs: four kernel boots of the host's (scaled) timings, at least 3 s so that a
+/// watcher that attaches after the reset's read-back still sees the marker.
+pub(crate) fn installer_time(kernel: std::time::Duration) -> std::time::Duration {
+    (kernel * 4).max(std::time::Duration::from_secs(3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,7 +191,10 @@ impl Lifeline {
                             .power(PowerAction::Reset, Some(format!("{rid}/reset")))
                             .await
                             .map_err(fail)?;
-                        out.reset = Some(format!("{:?}", r.confirmation).to_lowercase());
+                        out.reset = Some(match serde_json::to_value(r.confirmation) {
+                            Ok(Value::String(c)) => c,
+                            _ => format!("{:?}", r.confirmation),
+                        });
                         let deadline = Instant::now() + wait;
                         loop {
                             if let Ok(s) = bmc.bios_show().await {

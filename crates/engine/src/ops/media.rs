@@ -2,7 +2,9 @@
 //! Inserts and ejects run under the target's lease and are audited as `media.insert` / `media.eject`
 //! (the image server's password never in the record); see `lifeline_bmc::media` for the read-back.
 
-use lifeline_bmc::{Bmc, BmcError, MediaReport, MediaRequest, MediaShow};
+pub use lifeline_bmc::media::{MediaUrl, MediaUrlError};
+use lifeline_bmc::{Bmc, BmcError, MediaReport, MediaShow};
+pub use lifeline_bmc::{ImageCredentials, MediaRequest};
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;

@@ -363,6 +363,13 @@ pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequenc
         cold = false;
         let bios = weak.upgrade()?.bmc_config.identity.bios_version.clone();
         stage(&weak, generation, &post_lines(kind, &name, &bios, target), timings.post).await?;
+        // Booting once from a virtual CD with an image in it runs the fake installer, which ends with a
+        // marker on the console (what a reinstall waits for), then boots the installed system.
+        let image = if target == "Cd" { weak.upgrade()?.media().cd_image() } else { None };
+        if let Some(image) = image {
+            let lines = crate::media::installer_lines(&name, &image);
+            stage(&weak, generation, &lines, crate::media::installer_time(timings.kernel)).await?;
+        }
         if looping {
             stage(&weak, generation, &bootloader_lines(kind), timings.bootloader).await?;
             stage(&weak, generation, &boot_loop_lines(kind), timings.kernel).await?;
