@@ -59,12 +59,27 @@ export async function render(main) {
     h('section', {}, h('h2', {}, 'Open incidents'), parts.incidents),
     h('section', {}, h('h2', {}, 'Events'), events));
   let shown = null;
-  const draw = (sum) => {
+  const last = {};
+  // A part is drawn again only when its data changed, and the focus stays where it was (a live update
+  // must not take the row the operator is on away from them).
+  const part = (name, data, build, force) => {
+    const key = JSON.stringify(data);
+    if (!force && last[name] === key) return;
+    last[name] = key;
+    const a = document.activeElement;
+    const inside = a && parts[name].contains(a);
+    const holder = inside && a.parentElement ? a.parentElement.closest('[data-state],[data-run],[data-fault]') : null;
+    const sel = holder ? ['state', 'run', 'fault'].map((k) => (holder.dataset[k] !== undefined ? `[data-${k}="${CSS.escape(holder.dataset[k])}"]` : '')).join('') : null;
+    const what = inside ? (a.dataset.act ? `[data-act="${a.dataset.act}"]` : a.tagName.toLowerCase()) : null;
+    parts[name].replaceChildren(build());
+    if (sel) { const again = parts[name].querySelector(`${sel} ${what}`); if (again) again.focus(); }
+  };
+  const draw = (sum, force = false) => {
     shown = sum;
-    parts.counts.replaceChildren(counts(sum));
-    parts.needs.replaceChildren(needsMe(sum, refresh));
-    parts.flight.replaceChildren(inFlight(sum, refresh));
-    parts.incidents.replaceChildren(incidents(sum));
+    part('counts', [sum.counts, sum.total], () => counts(sum), force);
+    part('needs', sum.needs_human, () => needsMe(sum, refresh), force);
+    part('flight', sum.in_flight, () => inFlight(sum, refresh), force);
+    part('incidents', [sum.incidents, sum.incidents_total], () => incidents(sum), force);
     stamp.textContent = `as of ${time(sum.generated_at)}`;
     document.body.dataset.summary = String(sum.total);
   };
@@ -79,6 +94,6 @@ export async function render(main) {
     while (events.children.length > 50) events.lastChild.remove();
   });
   // Relative times age while the page stays open.
-  setInterval(() => { if (shown) draw(shown); }, 15000);
+  setInterval(() => { if (shown) draw(shown, true); }, 15000);
   window.addEventListener('pagehide', () => es.close());
 }
