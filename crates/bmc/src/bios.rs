@@ -13,7 +13,7 @@ use lifeline_types::BmcProtocol;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::conn::{Conn, RedfishConn, rf_err};
+use crate::conn::{RedfishConn, rf_err};
 use crate::error::BmcError;
 use crate::pool::Bmc;
 
@@ -106,33 +106,14 @@ impl RedfishConn {
 impl Bmc {
     /// The BIOS attributes in force and pending.
     pub async fn bios_show(&self) -> Result<BiosShow, BmcError> {
-        let limit = self.pool().opts.op_timeout;
-        Ok(self
-            .with_conn(Privilege::Operator, limit, |c| {
-                Box::pin(async move {
-                    match c {
-                        Conn::Ipmi(c) => Err(unsupported(&c.bmc)),
-                        Conn::Redfish(c) => c.bios_read().await,
-                    }
-                })
-            })
-            .await?
-            .1)
+        Ok(self.redfish_only(Privilege::Operator, unsupported, |c| Box::pin(c.bios_read())).await?.1)
     }
 
     /// Stages `changes` in the settings object (applied at the next reset) and reads them back.
     pub async fn bios_stage(&self, changes: BTreeMap<String, Value>) -> Result<BiosStaged, BmcError> {
-        let limit = self.pool().opts.op_timeout;
-        Ok(self
-            .with_conn(Privilege::Administrator, limit, move |c| {
-                Box::pin(async move {
-                    match c {
-                        Conn::Ipmi(c) => Err(unsupported(&c.bmc)),
-                        Conn::Redfish(c) => c.bios_stage(&changes).await,
-                    }
-                })
-            })
-            .await?
-            .1)
+        let f = self.redfish_only(Privilege::Administrator, unsupported, move |c| {
+            Box::pin(async move { c.bios_stage(&changes).await })
+        });
+        Ok(f.await?.1)
     }
 }

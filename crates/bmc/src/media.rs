@@ -14,6 +14,8 @@ use lifeline_types::BmcProtocol;
 use serde::Serialize;
 
 use crate::boot::{BootReport, BootRequest, BootTarget};
+use futures::future::BoxFuture;
+
 use crate::conn::{Conn, RedfishConn, rf_err};
 use crate::error::BmcError;
 use crate::pool::Bmc;
@@ -233,53 +235,46 @@ fn unsupported(bmc: &str) -> BmcError {
 }
 
 impl Bmc {
+    /// Runs `f` on a Redfish connection within the operation limit; over IPMI, `unsupported`'s error (in
+    /// words, nothing sent). Shared by virtual media and BIOS settings, which IPMI has no standard for.
+    pub(crate) async fn redfish_only<T: Send + 'static>(
+        &self,
+        privilege: Privilege,
+        unsupported: fn(&str) -> BmcError,
+        f: impl for<'a> FnOnce(&'a mut RedfishConn) -> BoxFuture<'a, Result<T, BmcError>> + Send,
+    ) -> Result<(BmcProtocol, T), BmcError> {
+        let limit = self.pool().opts.op_timeout;
+        self.with_conn(privilege, limit, move |c| match c {
+            Conn::Ipmi(c) => {
+                let e = unsupported(&c.bmc);
+                Box::pin(async move { Err(e) })
+            }
+            Conn::Redfish(c) => f(c),
+        })
+        .await
+    }
+}
+
+impl Bmc {
     /// The virtual media slots as the BMC reports them.
     pub async fn media_show(&self) -> Result<MediaShow, BmcError> {
-        let limit = self.pool().opts.op_timeout;
         let name = self.name().to_owned();
-        let (protocol, (collection, slots, warnings)) = self
-            .with_conn(Privilege::Operator, limit, |c| {
-                Box::pin(async move {
-                    match c {
-                        Conn::Ipmi(c) => Err(unsupported(&c.bmc)),
-                        Conn::Redfish(c) => c.media_show().await,
-                    }
-                })
-            })
-            .await?;
+        let (protocol, (collection, slots, warnings)) =
+            self.redfish_only(Privilege::Operator, unsupported, |c| Box::pin(c.media_show())).await?;
         Ok(MediaShow { bmc: name, protocol, collection, slots, warnings })
     }
 
     /// Inserts an image into the CD slot (and sets a one-time boot from it when asked); reads it back.
     pub async fn media_insert(&self, req: MediaRequest) -> Result<MediaReport, BmcError> {
-        let limit = self.pool().opts.op_timeout;
-        Ok(self
-            .with_conn(Privilege::Administrator, limit, move |c| {
-                Box::pin(async move {
-                    match c {
-                        Conn::Ipmi(c) => Err(unsupported(&c.bmc)),
-                        Conn::Redfish(c) => c.media_insert(&req).await,
-                    }
-                })
-            })
-            .await?
-            .1)
+        let f = self.redfish_only(Privilege::Administrator, unsupported, move |c| {
+            Box::pin(async move { c.media_insert(&req).await })
+        });
+        Ok(f.await?.1)
     }
 
     /// Ejects whatever media is inserted; reads each slot back.
     pub async fn media_eject(&self) -> Result<MediaReport, BmcError> {
-        let limit = self.pool().opts.op_timeout;
-        Ok(self
-            .with_conn(Privilege::Administrator, limit, |c| {
-                Box::pin(async move {
-                    match c {
-                        Conn::Ipmi(c) => Err(unsupported(&c.bmc)),
-                        Conn::Redfish(c) => c.media_eject().await,
-                    }
-                })
-            })
-            .await?
-            .1)
+        Ok(self.redfish_only(Privilege::Administrator, unsupported, |c| Box::pin(c.media_eject())).await?.1)
     }
 }
 
