@@ -124,6 +124,14 @@ fn main() {
             }
         }
     }
+    // Past the last hold: everything is decided.
+    for v in c.decide((seconds * 1000) as i64 + 10_000) {
+        match v {
+            Verdict::Own(_) => own += 1,
+            Verdict::Shared(_) => shared += 1,
+        }
+    }
+    assert_eq!(c.pending(), 0);
     let cpu = cpu_time() - cpu0;
     println!(
         "{observed} observations over {seconds} simulated s ({rate}/s + a 32-node port group every 10 s): \
