@@ -77,7 +77,8 @@ pub struct CorrelationConfig {
     pub min_fraction: Option<f64>,
 }
 
-/// `[server]` of `lifeline.toml`.
+/// `[server]`: the listener, TLS, the scheduler's intervals and how BMC events arrive. Read by
+/// `lifeline serve` only; the CLI accepts and ignores it.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeSection {

@@ -40,8 +40,8 @@ pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
-    HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TrustOutcome, probe_certificate,
-    probe_service_root, trust,
+    HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TrustOutcome,
+    probe_certificate, probe_service_root, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

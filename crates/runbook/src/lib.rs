@@ -45,10 +45,10 @@
 pub mod check;
 pub mod cond;
 mod error;
-mod media_step;
 pub mod exec;
 pub mod guard;
 pub mod library;
+mod media_step;
 pub mod model;
 pub mod params;
 mod post;

@@ -52,11 +52,11 @@ pub use components::ServiceConditions;
 pub use early::FIRST_CONTACT_READS;
 pub use held::HeldSession;
 pub use logs::EventLogs;
+pub use probe::{Probe, probe_service_root};
 #[cfg(fuzzing)]
 pub use transport::resolve_link;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
-pub use probe::{Probe, probe_service_root};
 pub use trust::{probe_certificate, trust};
 pub use vmedia::MediaCollection;
 
