@@ -204,7 +204,9 @@ pub(super) fn allow(path: &str) -> &'static str {
     match segs.as_slice() {
         ["SessionService", "Sessions"] | ["EventService", "Subscriptions"] => "GET, HEAD, POST",
         ["SessionService", "Sessions", _] | ["EventService", "Subscriptions", _] => "GET, HEAD, DELETE",
-        ["Systems", _] | ["AccountService", "Accounts", _] => "GET, HEAD, PATCH",
+        ["Systems", _] | ["AccountService", "Accounts", _] | ["Systems", _, "Bios", "Settings"] => {
+            "GET, HEAD, PATCH"
+        }
         _ => "GET, HEAD",
     }
 }
