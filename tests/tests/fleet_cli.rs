@@ -1,36 +1,12 @@
 //! The operator's BMC verbs against a `lifeline sim` process, over real Redfish and IPMI on loopback.
 
-use std::net::Ipv4Addr;
-
-use lifeline_test_utils::{SimProcess, lifeline_bin, output_json as json, output_text, unique_loopback};
+use lifeline_test_utils::{SimProcess, lifeline_bin, output_json as json, output_text};
 use serde_json::Value;
 
 /// Two Redfish nodes and one IPMI node, each on its own loopback address with explicit ports, served by
 /// `lifeline sim --port-offset` at the same ports.
-fn inventory(ips: &[Ipv4Addr], offset: u16) -> String {
-    let mut t = String::from(
-        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
-    );
-    for (i, ip) in ips.iter().enumerate() {
-        let (proto, port, flavor) = match i {
-            0 => ("redfish", 443 + offset, "generic"),
-            1 => ("redfish", 443 + offset, "idrac-like"),
-            _ => ("ipmi", 623 + offset, "openbmc-like"),
-        };
-        t.push_str(&format!(
-            "\n[[device]]\nname = \"n{}\"\nrole = \"gpu-node\"\nrack = \"r\"\n\
-             bmc = {{ address = \"{ip}\", port = {port}, protocol = \"{proto}\", flavor = \"{flavor}\" }}\n\
-             gpus = {{ count = 8, model = \"NVIDIA H100 80GB HBM3\" }}\n",
-            i + 1
-        ));
-    }
-    t
-}
-
 fn start_sim() -> SimProcess {
-    let ips = [unique_loopback(), unique_loopback(), unique_loopback()];
-    SimProcess::start(&inventory(&ips, 20000), 20000, &[("LIFELINE_BMC_PASSWORD", "s3cret-pw")])
+    lifeline_test_utils::three_flavour_sim()
 }
 
 fn run(sim: &SimProcess, args: &[&str]) -> std::process::Output {

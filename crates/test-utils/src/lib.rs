@@ -23,7 +23,7 @@ pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, create_database_blocking, pg_text_rows, postgres_url};
 pub use serve::{ServeProcess, add_user, add_user_args, healthz_ok};
-pub use sim::{SimProcess, http_get, output_json, output_text};
+pub use sim::{SimProcess, http_get, output_json, output_text, three_flavour_sim};
 pub use sshd::{Sshd, start_sshd, start_sshd_in};
 pub use tls::accept_any_certificate;
 pub use udp_relay::UdpRelay;

@@ -172,3 +172,31 @@ pub fn http_get(url: &str) -> String {
     assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "GET {url}: {head}");
     body.to_owned()
 }
+
+/// The CLI tests' small fleet: `n1` (Redfish, generic), `n2` (Redfish, iDRAC-like) and `n3` (IPMI,
+/// OpenBMC-like), GPU nodes on fresh loopback addresses, served by `lifeline sim --port-offset 20000`
+/// with the password in `LIFELINE_BMC_PASSWORD`.
+pub fn three_flavour_sim() -> SimProcess {
+    const OFFSET: u16 = 20000;
+    let mut t = String::from(
+        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
+         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r\"\nsite = \"s\"\n",
+    );
+    for (i, (proto, port, flavor)) in [
+        ("redfish", 443 + OFFSET, "generic"),
+        ("redfish", 443 + OFFSET, "idrac-like"),
+        ("ipmi", 623 + OFFSET, "openbmc-like"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ip = crate::unique_loopback();
+        t.push_str(&format!(
+            "\n[[device]]\nname = \"n{}\"\nrole = \"gpu-node\"\nrack = \"r\"\n\
+             bmc = {{ address = \"{ip}\", port = {port}, protocol = \"{proto}\", flavor = \"{flavor}\" }}\n\
+             gpus = {{ count = 8, model = \"NVIDIA H100 80GB HBM3\" }}\n",
+            i + 1
+        ));
+    }
+    SimProcess::start(&t, OFFSET, &[("LIFELINE_BMC_PASSWORD", "s3cret-pw")])
+}
