@@ -54,6 +54,11 @@ pub enum RedfishError {
         "{bmc}: the inventory pins {inventory} but the BMC presents {presented}; update the inventory pin"
     )]
     InventoryPinMismatch { bmc: String, inventory: Fingerprint, presented: Fingerprint },
+    #[error(
+        "{bmc}: the BMC presents {presented}, not the confirmed {expected}; nothing was pinned (look again \
+         and confirm what is presented now)"
+    )]
+    NotConfirmed { bmc: String, expected: Fingerprint, presented: Fingerprint },
     #[error("{bmc}: no TLS certificate was presented by {url}")]
     NoCertificate { bmc: String, url: String },
     #[error("{bmc}: certificate pin store")]
@@ -114,6 +119,13 @@ pub enum RedfishError {
     BodyTooLarge { bmc: String, method: &'static str, url: String, limit: usize },
     #[error("{bmc}: the client was closed")]
     Closed { bmc: String },
+    #[error("{bmc}: reading the firmware image {path}")]
+    Image {
+        bmc: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl RedfishError {
@@ -130,6 +142,7 @@ impl RedfishError {
             | Json { bmc, .. }
             | CertificateChanged { bmc, .. }
             | InventoryPinMismatch { bmc, .. }
+            | NotConfirmed { bmc, .. }
             | NoCertificate { bmc, .. }
             | PinStore { bmc, .. }
             | CaFile { bmc, .. }
@@ -144,6 +157,7 @@ impl RedfishError {
             | Sse { bmc, .. }
             | SseByteLimit { bmc, .. }
             | BodyTooLarge { bmc, .. }
+            | Image { bmc, .. }
             | Closed { bmc } => bmc,
         }
     }

@@ -19,6 +19,7 @@ pub mod power;
 pub mod psu;
 pub mod quirks;
 pub mod sse;
+pub mod update_model;
 
 #[cfg(feature = "client")]
 mod client;
@@ -40,8 +41,8 @@ pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
-    HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TrustOutcome,
-    probe_certificate, probe_service_root, trust,
+    HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TaskPoll, TrustOutcome,
+    UpdateAccepted, presented_certificate, probe_certificate, probe_service_root, trust,
 };
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]

@@ -27,6 +27,7 @@ mod request;
 mod sensors;
 mod transport;
 mod trust;
+mod update;
 mod vmedia;
 
 use std::sync::Arc;
@@ -57,7 +58,8 @@ pub use probe::{Probe, probe_service_root};
 pub use transport::resolve_link;
 pub(crate) use transport::{Reply, Transport};
 use transport::{parse_base, read_json, tls_config};
-pub use trust::{probe_certificate, trust};
+pub use trust::{presented_certificate, probe_certificate, trust};
+pub use update::{TaskPoll, UpdateAccepted};
 pub use vmedia::MediaCollection;
 
 /// Which BMC: a name for messages and pins (the inventory device name, or `host:port`) and its base URL

@@ -12,6 +12,27 @@ use crate::doc::FieldWarning;
 use crate::error::RedfishError;
 use crate::session::{LoginError, SessionGuard};
 
+/// What a request carries.
+#[derive(Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    None,
+    Json(&'a Value),
+    /// A body made afresh for each attempt (a re-login resends it), with its content type and length, and
+    /// the time the whole request may take (an image upload takes longer than a JSON request).
+    Upload {
+        make: &'a (dyn Fn() -> Result<reqwest::Body, RedfishError> + Sync),
+        content_type: &'a str,
+        length: u64,
+        within: std::time::Duration,
+    },
+}
+
+impl<'a> From<Option<&'a Value>> for Payload<'a> {
+    fn from(b: Option<&'a Value>) -> Self {
+        b.map_or(Payload::None, Payload::Json)
+    }
+}
+
 impl Client {
     /// Send one request with auth, within the request-slot limit; re-login once on 401.
     pub(crate) async fn request(
@@ -20,7 +41,16 @@ impl Client {
         link: &str,
         body: Option<&Value>,
     ) -> Result<Reply, RedfishError> {
-        self.request_inner(method, link, body, false, &[]).await
+        self.request_inner(method, link, body.into(), false, &[]).await
+    }
+
+    /// POST an uploaded body (a multipart firmware push), with the same auth, slots and re-login.
+    pub(crate) async fn request_upload(
+        &self,
+        link: &str,
+        payload: Payload<'_>,
+    ) -> Result<Reply, RedfishError> {
+        self.request_inner(Method::POST, link, payload, false, &[]).await
     }
 
     /// [`Client::request`] with extra headers (`If-Match`).
@@ -31,13 +61,13 @@ impl Client {
         body: Option<&Value>,
         headers: &[(&'static str, &str)],
     ) -> Result<Reply, RedfishError> {
-        self.request_inner(method, link, body, false, headers).await
+        self.request_inner(method, link, body.into(), false, headers).await
     }
 
     /// GET for a never-ending body (SSE): no total timeout (the caller applies an idle limit), and the request
     /// slot is released once headers arrive; the session stays lent to the stream.
     pub(crate) async fn request_stream(&self, link: &str) -> Result<Reply, RedfishError> {
-        let mut r = self.request_inner(Method::GET, link, None, true, &[]).await?;
+        let mut r = self.request_inner(Method::GET, link, Payload::None, true, &[]).await?;
         r._slot = None;
         Ok(r)
     }
@@ -46,7 +76,7 @@ impl Client {
         &self,
         method: Method,
         link: &str,
-        body: Option<&Value>,
+        body: Payload<'_>,
         stream: bool,
         headers: &[(&'static str, &str)],
     ) -> Result<Reply, RedfishError> {
@@ -73,7 +103,11 @@ impl Client {
             for attempt in 0..2 {
                 let mut guard = self.session().await?;
                 let mut rb = t.http.request(method.clone(), url.clone());
-                rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(t.timeout) };
+                let within = match body {
+                    Payload::Upload { within, .. } => within,
+                    _ => t.timeout,
+                };
+                rb = if stream { rb.header("Accept", "text/event-stream") } else { rb.timeout(within) };
                 rb = match &guard {
                     Some(g) => rb.header("X-Auth-Token", g.token()),
                     None => rb.basic_auth(&inner.creds.username, Some(&inner.creds.password)),
@@ -81,10 +115,17 @@ impl Client {
                 for (k, v) in headers {
                     rb = rb.header(*k, *v);
                 }
-                if let Some(b) = body {
-                    rb = rb.json(b);
+                match body {
+                    Payload::None => {}
+                    Payload::Json(b) => rb = rb.json(b),
+                    Payload::Upload { make, content_type, length, .. } => {
+                        rb = rb
+                            .header("Content-Type", content_type)
+                            .header("Content-Length", length.to_string())
+                            .body(make()?);
+                    }
                 }
-                let resp = t.send(rb, mname, &url).await?;
+                let resp = t.send_within(rb, mname, &url, within).await?;
                 if resp.status() == StatusCode::UNAUTHORIZED
                     && attempt == 0
                     && let Some(g) = guard.take()

@@ -105,8 +105,19 @@ impl Transport {
         method: &'static str,
         url: &Url,
     ) -> Result<reqwest::Response, RedfishError> {
+        self.send_within(rb, method, url, self.timeout).await
+    }
+
+    /// [`Transport::send`] with the time the request may take (an upload's own).
+    pub(crate) async fn send_within(
+        &self,
+        rb: reqwest::RequestBuilder,
+        method: &'static str,
+        url: &Url,
+        within: Duration,
+    ) -> Result<reqwest::Response, RedfishError> {
         // reqwest's own timeout covers the request; this outer one guarantees a bound even if it did not.
-        let outer = self.timeout + Duration::from_secs(1);
+        let outer = within + Duration::from_secs(1);
         match tokio::time::timeout(outer, rb.send()).await {
             Err(_) => Err(RedfishError::Timeout {
                 bmc: self.bmc.clone(),
