@@ -26,6 +26,7 @@ mod conn;
 pub mod error;
 pub mod events;
 pub mod fanout;
+pub mod firmware;
 pub mod fru;
 pub mod health;
 pub mod hygiene;
