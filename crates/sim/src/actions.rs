@@ -56,6 +56,9 @@ pub enum ActionKind {
     ConfigApply,
     /// The running config reloaded from a file or the startup config (SONiC `config reload`, IOS `reload`).
     ConfigReload,
+    /// A firmware update accepted (SimpleUpdate or a multipart push): one per update, so tests can count
+    /// pushes per BMC (a resumed rollout must not push again what it already pushed).
+    FirmwareUpdate,
 }
 
 impl std::fmt::Display for ActionKind {

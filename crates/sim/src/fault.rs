@@ -65,6 +65,9 @@ pub enum Fault {
     /// but the OS answers nothing (its console is silent, its exported node state says down) until a host
     /// power reset or cycle.
     OsHang,
+    /// The BMC's next firmware update tasks end in `Exception` (a flash that fails verification); the
+    /// version stays as it was.
+    FirmwareFail,
 }
 
 /// Why a fault string was rejected.
@@ -81,7 +84,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -106,6 +109,7 @@ impl Fault {
             Fault::RedfishDown => "redfish-down",
             Fault::SelMarkup => "sel-markup",
             Fault::OsHang => "os-hang",
+            Fault::FirmwareFail => "firmware-fail",
         }
     }
 
@@ -203,6 +207,7 @@ impl FromStr for Fault {
             "redfish-down" => none("redfish-down", value, Fault::RedfishDown),
             "sel-markup" => none("sel-markup", value, Fault::SelMarkup),
             "os-hang" => none("os-hang", value, Fault::OsHang),
+            "firmware-fail" => none("firmware-fail", value, Fault::FirmwareFail),
             "bmc-slow" => {
                 let (n, u) = ("bmc-slow", "MS");
                 Ok(Fault::BmcSlow { ms: num(n, u, need(n, u, value)?)? })
@@ -292,6 +297,7 @@ mod tests {
             ("redfish-down", Fault::RedfishDown),
             ("sel-markup", Fault::SelMarkup),
             ("os-hang", Fault::OsHang),
+            ("firmware-fail", Fault::FirmwareFail),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
@@ -339,6 +345,7 @@ mod tests {
             Just(Fault::MgmtDown),
             Just(Fault::RedfishDown),
             Just(Fault::OsHang),
+            Just(Fault::FirmwareFail),
         ]
     }
 

@@ -32,6 +32,7 @@ pub mod bootloader;
 pub mod console;
 pub mod control;
 pub mod fault;
+pub mod firmware;
 pub mod fleet;
 pub mod host;
 pub mod ipmi;

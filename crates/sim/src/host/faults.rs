@@ -194,6 +194,8 @@ impl Host {
                     );
                 }
             }
+            // Read by the update service when a task starts.
+            Fault::FirmwareFail => {}
             Fault::SelMarkup => {
                 self.log_sel(
                     &mut st,

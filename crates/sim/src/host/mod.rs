@@ -177,6 +177,8 @@ pub struct Host {
     media: crate::media::MediaTray,
     /// BIOS settings (made on first use).
     bios: crate::bios::Bios,
+    /// Firmware components and update tasks (made on first use).
+    firmware: crate::firmware::Firmware,
     weak: Weak<Host>,
 }
 
@@ -229,6 +231,7 @@ impl Host {
             actions: Arc::default(),
             media: crate::media::MediaTray::default(),
             bios: crate::bios::Bios::default(),
+            firmware: crate::firmware::Firmware::default(),
             weak: weak.clone(),
         })
     }
@@ -249,6 +252,46 @@ impl Host {
     /// The host's BIOS settings.
     pub fn bios(&self) -> &crate::bios::Bios {
         &self.bios
+    }
+
+    /// The BMC's firmware components and update tasks.
+    pub fn firmware(&self) -> &crate::firmware::Firmware {
+        &self.firmware
+    }
+
+    /// What the firmware state moves on by: the time, boots and BMC resets so far.
+    pub fn firmware_clock(&self) -> crate::firmware::Clock {
+        crate::firmware::Clock {
+            now: std::time::Instant::now(),
+            boots: self.boots(),
+            bmc_resets: self.faults.reset_generation.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The components the BMC starts with (its identity's BMC and BIOS versions, a NIC, the GPU baseboard).
+    pub fn firmware_defaults(&self) -> Vec<crate::firmware::Item> {
+        let id = &self.bmc_config.identity;
+        let item = |id: &str, name: &str, v: &str| crate::firmware::Item {
+            id: id.into(),
+            name: name.into(),
+            version: v.into(),
+        };
+        vec![
+            item("BMC", "BMC firmware", &id.bmc_firmware),
+            item("BIOS", "BIOS firmware", &id.bios_version),
+            item("NIC_0", "Mellanox ConnectX-7 firmware", "28.39.1002"),
+            item("HGX_FW_0", "HGX GPU baseboard firmware", "1.3.0"),
+        ]
+    }
+
+    /// The firmware components now.
+    pub fn firmware_items(&self) -> Vec<crate::firmware::Item> {
+        self.firmware.items(|| self.firmware_defaults(), self.firmware_clock())
+    }
+
+    /// A component's version now.
+    pub fn firmware_version(&self, id: &str) -> Option<String> {
+        self.firmware_items().into_iter().find(|i| i.id == id).map(|i| i.version)
     }
 
     pub fn kind(&self) -> HostKind {

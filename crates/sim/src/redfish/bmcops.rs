@@ -1,5 +1,4 @@
-//! Redfish resources for BMC operations: `UpdateService/FirmwareInventory` (BMC and BIOS versions), the
-//! Manager's `EthernetInterfaces` (its MAC), and the ComputerSystem's ETag (header and `@odata.etag`,
+//! Redfish resources for BMC operations (the UpdateService is `update`'s): the Manager's `EthernetInterfaces` (its MAC), and the ComputerSystem's ETag (header and `@odata.etag`,
 //! derived from the boot override so that a PATCH based on a stale read gets 412, as on OpenBMC and iDRAC).
 
 use axum::response::Response;
@@ -7,45 +6,8 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::RedfishBmc;
-use super::resources::{collection, link};
+use super::resources::collection;
 use crate::host::BootOverride;
-
-const UPDATE: &str = "/redfish/v1/UpdateService";
-const FIRMWARE: &str = "/redfish/v1/UpdateService/FirmwareInventory";
-
-pub(super) fn update_service() -> Value {
-    json!({
-        "@odata.id": UPDATE,
-        "@odata.type": "#UpdateService.v1_11_0.UpdateService",
-        "Id": "UpdateService",
-        "Name": "Update Service",
-        "ServiceEnabled": true,
-        "FirmwareInventory": link(FIRMWARE),
-    })
-}
-
-fn items(bmc: &RedfishBmc) -> [(&'static str, &'static str, String); 2] {
-    let id = &bmc.host.bmc_config().identity;
-    [("BMC", "BMC firmware", id.bmc_firmware.clone()), ("BIOS", "BIOS firmware", id.bios_version.clone())]
-}
-
-pub(super) fn firmware_inventory(bmc: &RedfishBmc) -> Value {
-    let members = items(bmc).iter().map(|(id, _, _)| format!("{FIRMWARE}/{id}")).collect();
-    collection(FIRMWARE, "SoftwareInventoryCollection", "Firmware Inventory", members)
-}
-
-pub(super) fn firmware_item(bmc: &RedfishBmc, which: &str) -> Option<Value> {
-    let (id, name, version) = items(bmc).into_iter().find(|(id, _, _)| *id == which)?;
-    Some(json!({
-        "@odata.id": format!("{FIRMWARE}/{id}"),
-        "@odata.type": "#SoftwareInventory.v1_9_0.SoftwareInventory",
-        "Id": id,
-        "Name": name,
-        "Version": version,
-        "Updateable": true,
-        "Status": { "State": "Enabled", "Health": "OK" },
-    }))
-}
 
 pub(super) fn interfaces(bmc: &RedfishBmc) -> Value {
     let base = format!("{}/EthernetInterfaces", bmc.manager_path());

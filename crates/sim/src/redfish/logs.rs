@@ -137,6 +137,7 @@ fn action_text(a: ActionKind) -> &'static str {
         ActionKind::SelClear => "Event log cleared",
         ActionKind::ConfigApply => "Configuration applied",
         ActionKind::ConfigReload => "Configuration reloaded",
+        ActionKind::FirmwareUpdate => "Firmware update started",
     }
 }
 

@@ -18,6 +18,7 @@ mod protocol;
 mod resources;
 mod sessions;
 pub mod tls;
+mod update;
 mod vmedia;
 
 use std::convert::Infallible;
@@ -374,6 +375,10 @@ where
         return finish(protocol::not_implemented("$expand"));
     }
     let origin = Origin::new(Protocol::Redfish, peer, user);
+    // A firmware image is read as it streams in, never whole (see `update`).
+    if parts.method == Method::POST && path == update::MULTIPART {
+        return finish(update::multipart(&bmc, &parts.headers, Body::new(body), &origin).await);
+    }
     let body = match axum::body::to_bytes(Body::new(body), MAX_BODY).await {
         Ok(b) => b,
         Err(_) => {

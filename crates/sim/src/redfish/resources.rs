@@ -144,13 +144,17 @@ pub(super) async fn dispatch(
                 _ => method_not_allowed("GET, PATCH"),
             }
         }
-        ["UpdateService"] => get_only(method, || ok(super::bmcops::update_service())),
+        ["UpdateService"] => get_only(method, || ok(super::update::service(bmc))),
         ["UpdateService", "FirmwareInventory"] => {
-            get_only(method, || ok(super::bmcops::firmware_inventory(bmc)))
+            get_only(method, || ok(super::update::firmware_inventory(bmc)))
         }
         ["UpdateService", "FirmwareInventory", id] => {
-            get_only(method, || super::bmcops::firmware_item(bmc, id).map_or_else(|| not_found(path), ok))
+            get_only(method, || super::update::firmware_item(bmc, id).map_or_else(|| not_found(path), ok))
         }
+        ["UpdateService", "Actions", "UpdateService.SimpleUpdate"] => {
+            super::update::simple_update(bmc, method, body, origin)
+        }
+        ["TaskService", tail @ ..] => super::update::tasks(bmc, method, path, tail),
         ["Managers", id, "EthernetInterfaces"] if *id == f.manager_id => {
             get_only(method, || ok(super::bmcops::interfaces(bmc)))
         }
@@ -418,7 +422,7 @@ fn system(bmc: &RedfishBmc) -> Value {
         "Model": id.model,
         "SerialNumber": id.serial,
         "UUID": id.uuid,
-        "BiosVersion": id.bios_version,
+        "BiosVersion": bmc.host.firmware_version("BIOS").unwrap_or_else(|| id.bios_version.clone()),
         "PowerState": power_state_str(h.power_state()),
         "LastResetTime": h.last_reset().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         "Status": { "State": "Enabled", "Health": health(rollup(&sensors)) },
@@ -598,7 +602,7 @@ fn manager(bmc: &RedfishBmc) -> Value {
         "ManagerType": "BMC",
         "Manufacturer": id.manufacturer,
         "Model": id.model,
-        "FirmwareVersion": id.bmc_firmware,
+        "FirmwareVersion": bmc.host.firmware_version("BMC").unwrap_or_else(|| id.bmc_firmware.clone()),
         "UUID": id.uuid,
         "PowerState": "On",
         "Status": { "State": "Enabled", "Health": "OK" },
