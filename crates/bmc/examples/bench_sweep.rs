@@ -146,6 +146,7 @@ async fn serve(a: &Args) -> anyhow::Result<()> {
                 flavor: RedfishFlavor::ALL[i % RedfishFlavor::ALL.len()],
                 cipher_suites: vec![],
                 session_limit: None,
+                replay: None,
             },
             gpus: GpuSpec::default(),
             rails: vec![],

@@ -12,47 +12,13 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::corpus::unpack;
 use common::*;
 use lifeline_bmc::*;
 use lifeline_types::Health;
 use serde_json::Value;
-
-/// Where the captured trees are. They are third-party data, not kept in this repository: beside the
-/// project's peers (`shared/redfish-corpus`) or wherever `LIFELINE_REDFISH_CORPUS` points (the folder with
-/// the `.tar.gz` trees listed in `crates/redfish/tests/corpus/SOURCES`). Without it the tests skip loudly,
-/// and fail with `LIFELINE_REDFISH_CORPUS_REQUIRED=1`.
-fn corpus_dir() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = std::env::var_os("LIFELINE_REDFISH_CORPUS")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([manifest.join("../../../shared/redfish-corpus"), manifest.join("../../../redfish-corpus")]);
-    for c in candidates {
-        if c.join("hpe-ilo5-dl325-gen10plus.tar.gz").is_file() {
-            return Some(c);
-        }
-    }
-    let why =
-        "Redfish capture corpus not found (set LIFELINE_REDFISH_CORPUS to the folder of its .tar.gz trees)";
-    if std::env::var("LIFELINE_REDFISH_CORPUS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("{why}");
-    }
-    eprintln!("SKIP: {why}");
-    None
-}
-
-/// The tree `name` unpacked into a fresh directory (kept while the returned guard lives).
-fn unpack(name: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let archive = corpus_dir()?.join(format!("{name}.tar.gz"));
-    assert!(archive.is_file(), "corpus tree {} missing", archive.display());
-    let dir = tempfile::tempdir().unwrap();
-    let st = std::process::Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(dir.path()).status();
-    assert!(st.expect("run tar").success(), "unpacking {}", archive.display());
-    let root = dir.path().join(name);
-    Some((dir, root))
-}
 
 /// The document at a Redfish path in the unpacked tree (`None`: not captured).
 fn doc(root: &Path, odata_id: &str) -> Option<Value> {
@@ -211,11 +177,22 @@ async fn check_tree(name: &str) {
     let Some((_dir, root)) = unpack(name) else { return };
     let Some(st) = static_mockup(&root) else { return };
     let (pool, _) = pool_with(quick_options());
-    let bmc = pool.bmc(http_target(name, &st.1));
+    check_served(name, &root, &pool, http_target(name, &st.1)).await;
+}
+
+/// What must hold of the tree at `root` served at `target` (by sushy-static or the simulator's replay);
+/// returns what `health` and `sel` read, for comparisons between the two.
+async fn check_served(
+    name: &str,
+    root: &Path,
+    pool: &BmcPool,
+    target: BmcTarget,
+) -> (HealthSummary, EventLog) {
+    let bmc = pool.bmc(target.clone());
 
     let log = bmc.events(10).await.unwrap();
     let paths: Vec<String> = log.logs.iter().filter_map(|l| l.path.clone()).collect();
-    let t = truth(&root, &paths);
+    let t = truth(root, &paths);
 
     // Every log read to its end, the newest entry shown is the tree's newest, every Critical entry reported.
     let all: Vec<_> =
@@ -278,7 +255,7 @@ async fn check_tree(name: &str) {
     // verdict: the same words for the same things, the same health where the parts add nothing, never better
     // than the BMC's own rollup.
     let opts = SweepOptions { all_sensors: true, events: 3, ..SweepOptions::default() };
-    let rows = pool.sweep(vec![http_target(name, &st.1)], &opts, |_, _| {}).await;
+    let rows = pool.sweep(vec![target], &opts, |_, _| {}).await;
     let row = &rows[0];
     let swept = row.health.expect("swept health");
     let own = |a: &String| !a.starts_with("the BMC's own rollup");
@@ -294,6 +271,7 @@ async fn check_tree(name: &str) {
         assert_eq!(swept.worst(b), swept, "{name}: {row:#?}");
     }
     assert_eq!(row.events.first().map(|e| &e.id), log.entries.first().map(|e| &e.id), "{name}");
+    (h, log)
 }
 
 macro_rules! trees {
@@ -316,4 +294,97 @@ trees! {
     gigabyte_ami => "gigabyte-ami",
     intel_s2600 => "intel-s2600",
     openbmc_stock => "openbmc-stock",
+}
+
+/// A server whose BMC replays the captured tree at `root` (the simulator's replay flavour).
+fn replay_server(name: &str, root: &Path) -> lifeline_sim::ServerSpec {
+    let mut s = lifeline_sim::ServerSpec::bare(
+        name,
+        std::net::IpAddr::V4(lifeline_test_utils::unique_loopback()),
+        "admin",
+        "password",
+    );
+    s.bmc.replay = Some(root.to_owned());
+    s
+}
+
+/// What two reads of one tree must agree on: everything `health` says but the BMC's name.
+fn comparable(h: &HealthSummary) -> Value {
+    let mut v = serde_json::to_value(h).unwrap();
+    v.as_object_mut().unwrap().remove("bmc");
+    v
+}
+
+fn gpu_count(h: &HealthSummary) -> usize {
+    h.gpus.iter().filter(|g| g.role == "gpu").count()
+}
+
+/// The tree served by the simulator's replay flavour reads as sushy-static serving it reads (the same
+/// verdict, reasons, parts, GPUs, systems, sensors and log), and the simulator's live parts work on it:
+/// power status as captured, a confirmed power cycle with the ResetTypes the tree offers (the host's
+/// power-on then the newest log entry), the same verdict after it, and `gpu-missing` taking one GPU away.
+async fn check_replay(name: &str) {
+    use lifeline_sim::{Fault, Fleet, FleetSpec, SimOptions};
+    let Some((_dir, root)) = unpack(name) else { return };
+    let Some(st) = static_mockup(&root) else { return };
+    let (pool, _) = pool_with(quick_options());
+    let (want, want_log) = check_served(name, &root, &pool, http_target(name, &st.1)).await;
+
+    let spec = FleetSpec { servers: vec![replay_server(name, &root)], switches: vec![] };
+    let fleet = Fleet::start(spec, SimOptions::for_tests()).await.expect("replay fleet");
+    let sim = Sim { fleet };
+    let target = sim.target(name, lifeline_types::BmcProtocol::Redfish);
+    let pool = pin_pool();
+    let (h, log) = check_served(name, &root, &pool, target.clone()).await;
+    assert_eq!(comparable(&h), comparable(&want), "{name}: replay and sushy-static disagree");
+    let ids = |l: &EventLog| l.entries.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&log), ids(&want_log), "{name}");
+
+    let bmc = pool.bmc(target.clone());
+    assert_eq!(bmc.power_state().await.unwrap(), lifeline_types::PowerState::On, "{name}: captured On");
+    let r = bmc.power(lifeline_types::PowerAction::Cycle, None).await.unwrap();
+    assert!(r.confirmed, "{name}: {r:#?}");
+    assert_eq!(r.observed, lifeline_types::PowerState::On, "{name}: {r:#?}");
+    let after = bmc.events(10).await.unwrap();
+    let newest = after.entries.first().expect("an entry");
+    assert!(!ids(&want_log).contains(&newest.id), "{name}: the power-on is the newest entry: {newest:?}");
+    assert!(newest.time > want_log.entries.first().and_then(|e| e.time), "{name}: {newest:?}");
+    assert_eq!(
+        comparable(&bmc.health().await.unwrap()),
+        comparable(&want),
+        "{name}: verdict after the cycle"
+    );
+    eprintln!(
+        "{name} replayed: health {} ({} reasons, {} parts, {} GPUs), {} log entries, newest {}; \
+         cycle by {:?}, then newest {} {:?}",
+        h.health,
+        h.reasons.len(),
+        h.components.len(),
+        gpu_count(&h),
+        log.total.unwrap_or(0),
+        want_log.entries.first().map_or("none", |e| e.id.as_str()),
+        r.commands,
+        newest.id,
+        newest.message,
+    );
+
+    if gpu_count(&want) > 0 {
+        sim.fleet.devices().inject(name, &Fault::GpuMissing { gpu: 0 }).await.unwrap();
+        let h = bmc.health().await.unwrap();
+        assert_eq!(gpu_count(&h), gpu_count(&want) - 1, "{name}: {:#?}", h.gpus);
+        let gone: Vec<_> =
+            want.gpus.iter().filter(|g| !h.gpus.iter().any(|x| x.resource == g.resource)).collect();
+        assert_eq!(gone.len(), 1, "{name}: {gone:#?}");
+    }
+    sim.fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn replay_hpe_ilo5_dl325_gen10plus() {
+    check_replay("hpe-ilo5-dl325-gen10plus").await
+}
+
+#[tokio::test]
+async fn replay_hpe_ilo5_xl675d_a100_hgx() {
+    check_replay("hpe-ilo5-xl675d-a100").await
 }

@@ -52,6 +52,7 @@ fn server(name: &str, flavor: RedfishFlavor, suites: Vec<u8>, limit: Option<usiz
             flavor,
             cipher_suites: suites,
             session_limit: limit,
+            replay: None,
         },
         gpus: GpuSpec { count: 2, ..GpuSpec::default() },
         rails: Vec::new(),

@@ -5,7 +5,9 @@ use std::net::IpAddr;
 
 use anyhow::{Context, bail};
 use lifeline_inventory::{Host, Inventory, credentials};
-use lifeline_sim::{BmcSpec, FleetSpec, GpuSpec, LinkLayer, RailSpec, RedfishFlavor, ServerSpec, SwitchSpec};
+use lifeline_sim::{
+    BmcSpec, FleetSpec, GpuSpec, LinkLayer, LldpPeer, RailSpec, RedfishFlavor, ServerSpec, SwitchSpec,
+};
 use lifeline_types::{BmcProtocol, CredentialRef};
 
 /// Password the simulator serves when the inventory's credential reference cannot be resolved here
@@ -32,7 +34,12 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
         let name = d.name.to_string();
         let bmc = match &d.bmc {
             Some(b) => {
-                let flavor = match &b.flavor {
+                // The replay flavour serves a captured tree; its IPMI face is the generic one.
+                let replay = (b.flavor.as_deref() == Some("replay")).then(|| {
+                    let t = b.tree.clone().unwrap_or_default();
+                    inv.source.parent().map(|d| d.join(&t)).unwrap_or(t)
+                });
+                let flavor = match b.flavor.as_deref().filter(|_| replay.is_none()) {
                     Some(f) => f
                         .parse::<RedfishFlavor>()
                         .map_err(anyhow::Error::msg)
@@ -48,6 +55,7 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
                     flavor,
                     cipher_suites: Vec::new(),
                     session_limit: None,
+                    replay,
                 })
             }
             None => None,
@@ -67,6 +75,7 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
                     password: sim_password(&m.credential),
                     bmc,
                     tier: sw.tier.map(|t| t.to_string()).unwrap_or_else(|| "leaf".into()),
+                    lldp: Vec::new(),
                 });
             }
             None => {
@@ -104,6 +113,20 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
                     gpus,
                     rails,
                     powered_on: true,
+                });
+            }
+        }
+    }
+    // What each leaf's LLDP lists: the rails cabled to it, announced as lldpd on the node does (system
+    // name the device, port description the NIC).
+    for d in &inv.devices {
+        for r in &d.rails {
+            let (Some(leaf), Some(port)) = (&r.leaf, &r.port) else { continue };
+            if let Some(sw) = spec.switches.iter_mut().find(|s| &s.name == leaf) {
+                sw.lldp.push(LldpPeer {
+                    port: port.clone(),
+                    system_name: d.name.to_string(),
+                    port_descr: r.netdev.clone().unwrap_or_else(|| r.hca.clone()),
                 });
             }
         }

@@ -597,6 +597,18 @@ impl Validator<'_, '_> {
                     .warn(at, format!("[device.bmc] of `{device}`: `tls = false` has no effect over IPMI"));
             }
         }
+        let flavor = b.flavor.as_ref().or(defaults.flavor.as_ref()).map(|f| f.get_ref().clone());
+        match (flavor.as_deref() == Some("replay"), &b.tree) {
+            (true, None) => self.cx.err(
+                at,
+                format!("[device.bmc] of `{device}`: `flavor = \"replay\"` needs `tree = PATH` (a captured Redfish tree)"),
+            ),
+            (false, Some(t)) => self.cx.err(
+                t.span().start,
+                format!("[device.bmc] of `{device}`: `tree` is only read with `flavor = \"replay\"`"),
+            ),
+            _ => {}
+        }
         Some(Bmc {
             address: address?,
             port,
@@ -605,7 +617,8 @@ impl Validator<'_, '_> {
             credential: credential?,
             tls_fingerprint,
             tls,
-            flavor: b.flavor.as_ref().or(defaults.flavor.as_ref()).map(|f| f.get_ref().clone()),
+            flavor,
+            tree: b.tree.as_ref().map(|t| t.get_ref().into()),
         })
     }
 

@@ -142,6 +142,9 @@ pub struct Bmc {
     pub tls: bool,
     /// Simulator flavor (`generic`, `idrac-like`, …); real BMCs ignore it.
     pub flavor: Option<String>,
+    /// Simulator only: the captured Redfish tree (Redfish Mockup Creator output) a `flavor = "replay"` BMC
+    /// serves, as written (relative paths are from the inventory file's folder).
+    pub tree: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -132,6 +132,8 @@ pub struct RawBmc {
     /// `false`: Redfish over plain HTTP (lab emulators, some BMCs on an isolated OOB network).
     pub tls: Option<S<bool>>,
     pub flavor: Option<S<String>>,
+    /// Simulator only: the captured Redfish tree a `flavor = "replay"` BMC serves.
+    pub tree: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

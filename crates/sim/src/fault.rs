@@ -7,8 +7,9 @@
 //! | fault | cleared by a host power cycle / reboot |
 //! |---|---|
 //! | `gpu-xid`, `gpu-ecc` (volatile count; pending row remaps are applied) | yes |
-//! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail` | no |
+//! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail`, `gpu-missing` | no |
 //! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`, `redfish-down`) | no (a BMC reset clears `sol-stuck`, `redfish-down` and sessions) |
+//! | `miscabled` (two switch ports' cables swapped) | no (the switch's `clear` puts them back) |
 //! | `mgmt-down` (switch management port) | a power cycle of the switch through its BMC does |
 //! | `os-hang` (the host's OS stops answering) | yes (a host power reset or cycle) |
 
@@ -38,12 +39,18 @@ pub enum Fault {
     GpuEcc { gpu: u8 },
     /// An XID event with this code on this GPU index.
     GpuXid { gpu: u8, code: u16 },
+    /// This GPU (index in the order the BMC lists GPUs) is gone from the BMC's view: a replayed tree no
+    /// longer lists it (what a GPU that fell off the baseboard looks like out of band).
+    GpuMissing { gpu: u8 },
     /// The rail on this HCA loses its link.
     RailDown { hca: String },
     /// The rail's netdev MTU is changed to this value (a mismatch with the fabric's 9000).
     RailMtu { hca: String, mtu: u32 },
     /// PFC pause frames flood this port (a switch port, or an HCA on a server).
     PfcStorm { port: String },
+    /// The cables of two switch ports are in each other's ports: the switch's LLDP lists what was on one
+    /// on the other (a port with nothing on it: one cable moved).
+    Miscabled { a: String, b: String },
     /// Power supply N (1-based) loses its input: its output drops to 0, the other carries the load, the
     /// SEL gets a critical "Power Supply Failure" record, PowerSubsystem shows `LossOfInput` and the
     /// redundancy group degrades to Warning.
@@ -84,7 +91,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -99,9 +106,11 @@ impl Fault {
             Fault::BootLoop => "boot-loop",
             Fault::GpuEcc { .. } => "gpu-ecc",
             Fault::GpuXid { .. } => "gpu-xid",
+            Fault::GpuMissing { .. } => "gpu-missing",
             Fault::RailDown { .. } => "rail-down",
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
+            Fault::Miscabled { .. } => "miscabled",
             Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
             Fault::SshKeyChange => "ssh-key-change",
@@ -141,9 +150,11 @@ impl fmt::Display for Fault {
             Fault::UdpLoss { pct } => write!(f, "{name}={pct}"),
             Fault::GpuEcc { gpu } => write!(f, "{name}={gpu}"),
             Fault::GpuXid { gpu, code } => write!(f, "{name}={gpu}:{code}"),
+            Fault::GpuMissing { gpu } => write!(f, "{name}={gpu}"),
             Fault::RailDown { hca } => write!(f, "{name}={hca}"),
             Fault::RailMtu { hca, mtu } => write!(f, "{name}={hca}:{mtu}"),
             Fault::PfcStorm { port } => write!(f, "{name}={port}"),
+            Fault::Miscabled { a, b } => write!(f, "{name}={a}:{b}"),
             Fault::PsuFail { psu } => write!(f, "{name}={psu}"),
             _ => f.write_str(name),
         }
@@ -225,6 +236,10 @@ impl FromStr for Fault {
                 let (n, u) = ("gpu-ecc", "GPU (index)");
                 Ok(Fault::GpuEcc { gpu: num(n, u, need(n, u, value)?)? })
             }
+            "gpu-missing" => {
+                let (n, u) = ("gpu-missing", "GPU (index)");
+                Ok(Fault::GpuMissing { gpu: num(n, u, need(n, u, value)?)? })
+            }
             "gpu-xid" => {
                 let (n, u) = ("gpu-xid", "GPU:CODE");
                 let (g, c) = pair(n, u, need(n, u, value)?)?;
@@ -238,6 +253,11 @@ impl FromStr for Fault {
                 let (n, u) = ("rail-mtu", "HCA:MTU");
                 let (h, m) = pair(n, u, need(n, u, value)?)?;
                 Ok(Fault::RailMtu { hca: ident(n, u, h)?, mtu: num(n, u, m)? })
+            }
+            "miscabled" => {
+                let (n, u) = ("miscabled", "PORT:PORT");
+                let (a, b) = pair(n, u, need(n, u, value)?)?;
+                Ok(Fault::Miscabled { a: ident(n, u, a)?, b: ident(n, u, b)? })
             }
             "pfc-storm" => {
                 let (n, u) = ("pfc-storm", "PORT");
@@ -290,6 +310,7 @@ mod tests {
             ("rail-down=mlx5_3", Fault::RailDown { hca: "mlx5_3".into() }),
             ("rail-mtu=mlx5_1:1500", Fault::RailMtu { hca: "mlx5_1".into(), mtu: 1500 }),
             ("pfc-storm=Ethernet8", Fault::PfcStorm { port: "Ethernet8".into() }),
+            ("miscabled=Ethernet0:Ethernet8", Fault::Miscabled { a: "Ethernet0".into(), b: "Ethernet8".into() }),
             ("psu-fail=2", Fault::PsuFail { psu: 2 }),
             ("config-change", Fault::ConfigChange),
             ("ssh-key-change", Fault::SshKeyChange),
@@ -298,6 +319,7 @@ mod tests {
             ("sel-markup", Fault::SelMarkup),
             ("os-hang", Fault::OsHang),
             ("firmware-fail", Fault::FirmwareFail),
+            ("gpu-missing=3", Fault::GpuMissing { gpu: 3 }),
         ];
         for (text, fault) in cases {
             assert_eq!(text.parse::<Fault>().unwrap(), fault, "{text}");
@@ -336,6 +358,7 @@ mod tests {
             Just(Fault::BootLoop),
             any::<u8>().prop_map(|gpu| Fault::GpuEcc { gpu }),
             (any::<u8>(), any::<u16>()).prop_map(|(gpu, code)| Fault::GpuXid { gpu, code }),
+            any::<u8>().prop_map(|gpu| Fault::GpuMissing { gpu }),
             id.prop_map(|hca| Fault::RailDown { hca }),
             (id, any::<u32>()).prop_map(|(hca, mtu)| Fault::RailMtu { hca, mtu }),
             id.prop_map(|port| Fault::PfcStorm { port }),

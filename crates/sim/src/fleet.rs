@@ -20,6 +20,7 @@ use crate::control::DeviceInfo;
 use crate::fault::Fault;
 use crate::host::{BmcConfig, BmcIdentity, Host, HostConfig, HostError, HostEvent, PowerCommand, Timings};
 use crate::listen::{Listeners, StreamHandler};
+use crate::redfish::replay::ReplayTree;
 use crate::redfish::{RedfishBmc, TlsError};
 use crate::spec::{BmcSpec, FleetSpec, GpuSpec, SwitchSpec};
 
@@ -129,6 +130,12 @@ pub enum SimError {
         name: String,
         #[source]
         source: TlsError,
+    },
+    #[error("{name}: cannot replay its captured Redfish tree")]
+    Replay {
+        name: String,
+        #[source]
+        source: crate::redfish::replay::ReplayError,
     },
     #[error("cannot write the endpoints file {path}")]
     Endpoints {
@@ -282,6 +289,7 @@ impl Devices {
                             Fault::ConfigChange
                                 | Fault::SshKeyChange
                                 | Fault::PfcStorm { .. }
+                                | Fault::Miscabled { .. }
                                 | Fault::BootLoop
                         ) {
                             return Err(HostError::FaultNotApplicable {
@@ -298,6 +306,9 @@ impl Devices {
                         }
                         if let Fault::PfcStorm { port } = fault {
                             s.state.pfc.start(port);
+                        }
+                        if let Fault::Miscabled { a, b } = fault {
+                            s.state.lldp.swap(a, b);
                         }
                         if *fault == Fault::ConfigChange {
                             let change = s.state.config_change();
@@ -461,20 +472,32 @@ impl Fleet {
             } else {
                 GpuSpec { count: 0, ..s.gpus.clone() }
             };
+            let tree = match &s.bmc.replay {
+                Some(dir) => Some(Arc::new(
+                    ReplayTree::load(dir)
+                        .map_err(|source| SimError::Replay { name: s.name.clone(), source })?,
+                )),
+                None => None,
+            };
+            // A replayed host starts as the tree was captured (a tree that does not say: as the spec says).
+            let powered_on = tree.as_ref().and_then(|t| t.power_on()).unwrap_or(s.powered_on);
             let host = Host::new(HostConfig {
                 name: s.name.clone(),
                 kind: HostKind::Server,
                 gpus,
                 rails: s.rails.clone(),
-                powered_on: s.powered_on,
+                powered_on,
                 timings: opts.timings,
                 time_scale: opts.time_scale,
                 export_dir: opts.export_node_state.clone(),
                 bmc: bmc_config(&s.name, &s.bmc),
             });
             let addr = SocketAddr::new(s.bmc.address, opts.ports.port(443, s.bmc.redfish_port));
-            let redfish = RedfishBmc::new(host.clone(), s.bmc.address)
-                .map_err(|source| SimError::Tls { name: s.name.clone(), source })?;
+            let redfish = match tree {
+                Some(t) => RedfishBmc::replaying(host.clone(), s.bmc.address, t),
+                None => RedfishBmc::new(host.clone(), s.bmc.address),
+            }
+            .map_err(|source| SimError::Tls { name: s.name.clone(), source })?;
             let rf = redfish.clone();
             let handler: StreamHandler =
                 Arc::new(move |tcp| Box::pin(crate::redfish::serve_connection(tcp, rf.clone())));

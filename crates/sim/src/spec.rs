@@ -50,6 +50,7 @@ impl ServerSpec {
                 flavor: RedfishFlavor::default(),
                 cipher_suites: Vec::new(),
                 session_limit: None,
+                replay: None,
             },
             gpus: GpuSpec { count: 0, ..GpuSpec::default() },
             rails: Vec::new(),
@@ -78,6 +79,10 @@ pub struct BmcSpec {
     /// Concurrent sessions per protocol. `None`: the flavor's default.
     #[serde(default)]
     pub session_limit: Option<usize>,
+    /// A captured Redfish tree (a folder) this BMC serves instead of the flavor's own documents: the
+    /// replay flavour. `None`: the flavor's own.
+    #[serde(default)]
+    pub replay: Option<std::path::PathBuf>,
 }
 
 /// Which vendor's Redfish (and IPMI identity) a BMC imitates; each flavor reproduces documented quirks.
@@ -231,6 +236,18 @@ pub struct SwitchSpec {
     /// `leaf` or `spine`; used to shape a realistic config.
     #[serde(default = "default_tier")]
     pub tier: String,
+    /// Who is cabled to which port, as the switch's LLDP show commands list it.
+    #[serde(default)]
+    pub lldp: Vec<LldpPeer>,
+}
+
+/// One neighbour on one switch port: a host running lldpd on a NIC (its system name, the NIC's name as
+/// port description; its MAC addresses are derived from the names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpPeer {
+    pub port: String,
+    pub system_name: String,
+    pub port_descr: String,
 }
 
 fn default_role() -> String {
@@ -273,6 +290,7 @@ impl FleetSpec {
                         flavor,
                         cipher_suites: Vec::new(),
                         session_limit: None,
+                        replay: None,
                     },
                     gpus: GpuSpec::default(),
                     rails: (0..8u8)
@@ -316,8 +334,10 @@ impl FleetSpec {
                         flavor: RedfishFlavor::OpenbmcLike,
                         cipher_suites: Vec::new(),
                         session_limit: None,
+                        replay: None,
                     }),
                     tier: tier.into(),
+                    lldp: Vec::new(),
                 }
             })
             .collect();

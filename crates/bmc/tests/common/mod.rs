@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod corpus;
+
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -255,6 +257,7 @@ pub async fn sim(flavors: &[lifeline_sim::RedfishFlavor]) -> Sim {
                 flavor: *f,
                 cipher_suites: vec![],
                 session_limit: None,
+                replay: None,
             },
             gpus: GpuSpec { count: 1, ..GpuSpec::default() },
             rails: Vec::new(),

@@ -76,6 +76,7 @@ fn role_sim() {
                     flavor: Default::default(),
                     cipher_suites: Vec::new(),
                     session_limit: None,
+                    replay: None,
                 },
                 gpus: GpuSpec { count: 0, ..GpuSpec::default() },
                 rails: Vec::new(),

@@ -183,7 +183,12 @@ impl Host {
                     );
                 }
             }
-            Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown => return Err(not_applicable()),
+            Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown | Fault::Miscabled { .. } => {
+                return Err(not_applicable());
+            }
+            // Read by the Redfish front end (a replayed tree drops the GPU); the host itself runs on.
+            Fault::GpuMissing { .. } if !server => return Err(not_applicable()),
+            Fault::GpuMissing { .. } => {}
             Fault::OsHang => {
                 if !server {
                     return Err(not_applicable());
@@ -271,6 +276,7 @@ pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
         | (Fault::RailMtu { hca: x, .. }, Fault::RailMtu { hca: y, .. })
         | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y }) => x == y,
         (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y })
+        | (Fault::GpuMissing { gpu: x }, Fault::GpuMissing { gpu: y })
         | (Fault::PsuFail { psu: x }, Fault::PsuFail { psu: y }) => x == y,
         (Fault::GpuXid { .. }, Fault::GpuXid { .. }) => a == b,
         _ => a.name() == b.name(),

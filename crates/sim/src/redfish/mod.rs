@@ -15,6 +15,7 @@ mod events;
 pub mod flavor;
 mod logs;
 mod protocol;
+pub mod replay;
 mod resources;
 mod sessions;
 pub mod tls;
@@ -94,6 +95,8 @@ pub struct RedfishBmc {
     resumed_connections: AtomicUsize,
     /// Requests received, by method (tests count a client's requests per visit).
     requests: [AtomicUsize; 4],
+    /// A captured tree this BMC serves instead of the flavor's own documents (the replay flavour).
+    replay: Option<replay::Replay>,
 }
 
 /// Requests a simulated BMC has received since it started, by method (HEAD and others as `other`).
@@ -147,8 +150,26 @@ impl RedfishBmc {
             h2_connections: AtomicUsize::new(0),
             resumed_connections: AtomicUsize::new(0),
             requests: Default::default(),
+            replay: None,
             host,
         }))
+    }
+
+    /// A BMC that serves the captured `tree` with the host's power, sessions, SEL and faults on top
+    /// (see [`replay`]).
+    pub fn replaying(
+        host: Arc<Host>,
+        addr: IpAddr,
+        tree: Arc<replay::ReplayTree>,
+    ) -> Result<Arc<RedfishBmc>, TlsError> {
+        let mut bmc = Arc::into_inner(RedfishBmc::new(host, addr)?).expect("a new BMC has one owner");
+        bmc.replay = Some(replay::Replay::new(tree, &bmc.host.sel_entries()));
+        Ok(Arc::new(bmc))
+    }
+
+    /// The captured tree this BMC replays, if it is a replaying one.
+    pub fn replay_tree(&self) -> Option<&Arc<replay::ReplayTree>> {
+        self.replay.as_ref().map(|r| &r.tree)
     }
 
     /// The certificate currently served (DER), e.g. for a test that pins it (made now if it was not yet).
@@ -393,11 +414,26 @@ where
     // HEAD is GET without the body (hyper drops it), so every GET route serves HEAD too.
     let read = parts.method == Method::GET || parts.method == Method::HEAD;
     let method = if read { Method::GET } else { parts.method.clone() };
-    let resp = resources::dispatch(&bmc, &method, &path, &parts.headers, &body, &origin).await;
+    let resp = route(&bmc, &method, &path, &parts.headers, &body, &origin).await;
     if read && resp.status() == StatusCode::OK {
         return finish(decorate(&bmc, resp, &query, &path, &parts.headers, &origin).await);
     }
     finish(resp)
+}
+
+/// One request to the BMC's documents: the replayed tree's, or the flavor's own.
+async fn route(
+    bmc: &Arc<RedfishBmc>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+    origin: &Origin,
+) -> Response {
+    match &bmc.replay {
+        Some(r) => replay::dispatch(bmc, r, method, path, headers, body, origin).await,
+        None => resources::dispatch(bmc, method, path, headers, body, origin).await,
+    }
 }
 
 /// One request through the whole service (authentication, query options, dispatch, decoration), without a
@@ -456,7 +492,7 @@ async fn decorate(
         match protocol::only_member(&v) {
             Err(resp) => return resp,
             Ok(Some(member)) => {
-                let r = resources::dispatch(bmc, &Method::GET, &member, headers, &Bytes::new(), origin).await;
+                let r = route(bmc, &Method::GET, &member, headers, &Bytes::new(), origin).await;
                 if r.status() == StatusCode::OK
                     && let Ok(b) = axum::body::to_bytes(r.into_body(), usize::MAX).await
                     && let Ok(m) = serde_json::from_slice::<Value>(&b)
@@ -486,7 +522,7 @@ async fn expand_members(bmc: &Arc<RedfishBmc>, v: &mut Value, headers: &HeaderMa
         if m.as_object().is_some_and(|o| o.len() > 1) {
             continue;
         }
-        let r = resources::dispatch(bmc, &Method::GET, &link, headers, &Bytes::new(), origin).await;
+        let r = route(bmc, &Method::GET, &link, headers, &Bytes::new(), origin).await;
         if r.status() == StatusCode::OK
             && let Ok(b) = axum::body::to_bytes(r.into_body(), usize::MAX).await
             && let Ok(doc) = serde_json::from_slice::<Value>(&b)

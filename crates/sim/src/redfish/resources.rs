@@ -541,23 +541,9 @@ fn prop_not_in_list(value: &str, prop: &str) -> Response {
     )
 }
 
-fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
-    let m = match parse_json(body) {
-        Ok(m) => m,
-        Err(r) => return r,
-    };
-    let Some(rt) = m.get("ResetType").and_then(Value::as_str) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "ActionParameterMissing",
-            "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.",
-            &["ComputerSystem.Reset", "ResetType"],
-        );
-    };
-    if !bmc.flavor.resets.contains(&rt) {
-        return param_not_in_list(rt, "ResetType");
-    }
-    let cmd = match rt {
+/// The host power command a Redfish `ResetType` names.
+pub(super) fn power_command(rt: &str) -> Option<PowerCommand> {
+    Some(match rt {
         "On" => PowerCommand::On,
         "ForceOn" => PowerCommand::ForceOn,
         "ForceOff" => PowerCommand::ForceOff,
@@ -567,18 +553,13 @@ fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
         "PowerCycle" => PowerCommand::PowerCycle,
         "Nmi" => PowerCommand::Nmi,
         "PushPowerButton" => PowerCommand::PushPowerButton,
-        other => return param_not_in_list(other, "ResetType"),
-    };
-    if bmc.flavor.on_while_on_conflict && cmd == PowerCommand::On && bmc.host.power_state() == PowerState::On
-    {
-        return error(
-            StatusCode::CONFLICT,
-            "ResourceInStandby",
-            "Unable to perform the reset operation because the server is already powered on.",
-            &[],
-        );
-    }
-    match bmc.host.power_by(cmd, origin) {
+        _ => return None,
+    })
+}
+
+/// A reset's outcome as a BMC answers it.
+pub(super) fn reset_outcome(rt: &str, r: Result<PowerOutcome, HostError>) -> Response {
+    match r {
         Ok(PowerOutcome::Started | PowerOutcome::NoChange) => no_content(),
         Err(HostError::NotPoweredOn { .. }) => error(
             StatusCode::CONFLICT,
@@ -588,6 +569,38 @@ fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
         ),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "GeneralError", &e.to_string(), &[]),
     }
+}
+
+/// `ComputerSystem.Reset` without its `ResetType`.
+pub(super) fn reset_type_missing() -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "ActionParameterMissing",
+        "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.",
+        &["ComputerSystem.Reset", "ResetType"],
+    )
+}
+
+fn reset_system(bmc: &RedfishBmc, body: &Bytes, origin: &Origin) -> Response {
+    let m = match parse_json(body) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let Some(rt) = m.get("ResetType").and_then(Value::as_str) else { return reset_type_missing() };
+    if !bmc.flavor.resets.contains(&rt) {
+        return param_not_in_list(rt, "ResetType");
+    }
+    let Some(cmd) = power_command(rt) else { return param_not_in_list(rt, "ResetType") };
+    if bmc.flavor.on_while_on_conflict && cmd == PowerCommand::On && bmc.host.power_state() == PowerState::On
+    {
+        return error(
+            StatusCode::CONFLICT,
+            "ResourceInStandby",
+            "Unable to perform the reset operation because the server is already powered on.",
+            &[],
+        );
+    }
+    reset_outcome(rt, bmc.host.power_by(cmd, origin))
 }
 
 fn manager(bmc: &RedfishBmc) -> Value {
