@@ -11,10 +11,12 @@
 //! - [`blobs`], [`index`]: content-addressed config blobs and the version index trait;
 //! - [`backup`], [`restore`]: orchestration; [`diff`], [`git_export`], [`schedule`];
 //! - [`show`]: one version's text (scrubbed or sealed raw) and the history with digests.
+//! - [`counters`]: interface, link-flap and PFC counters per platform (commands, lenient parsers, what rose).
 //! - [`lldp`]: LLDP neighbours per platform (command, lenient parsers, SSH read) against the inventory's cabling.
 
 pub mod backup;
 pub mod blobs;
+pub mod counters;
 pub mod diff;
 pub mod git_export;
 pub mod index;
