@@ -49,4 +49,6 @@ pub mod switch;
 pub use fault::{Fault, FaultParseError};
 pub use fleet::{Endpoint, EndpointKind, Fleet, PortPlan, RunningFleet, SimError, SimOptions};
 pub use host::{Host, HostConfig, HostEvent, Phase, PowerCommand};
-pub use spec::{BmcSpec, FleetSpec, GpuSpec, LinkLayer, RailSpec, RedfishFlavor, ServerSpec, SwitchSpec};
+pub use spec::{
+    BmcSpec, FleetSpec, GpuSpec, LinkLayer, LldpPeer, RailSpec, RedfishFlavor, ServerSpec, SwitchSpec,
+};

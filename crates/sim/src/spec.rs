@@ -338,6 +338,7 @@ impl FleetSpec {
                     }),
                     tier: tier.into(),
                     lldp: Vec::new(),
+                    lldp: Vec::new(),
                 }
             })
             .collect();

@@ -210,6 +210,11 @@ impl Cli {
                 if line.is_empty() {
                     return Reply::out("");
                 }
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let words = words.strip_prefix(&["sudo"]).unwrap_or(&words);
+                if let Some(text) = self.state.lldp.answer(self.state.platform, words) {
+                    return Reply::out(text);
+                }
                 match self.state.platform {
                     Platform::Ios | Platform::Nxos => self.ios(line),
                     Platform::Eos => self.eos(line),

@@ -8,6 +8,7 @@
 mod cli;
 pub mod configs;
 pub mod counters;
+pub mod lldp;
 #[cfg(test)]
 mod openssh_tests;
 mod server;
@@ -65,6 +66,8 @@ pub struct SwitchState {
     pub actions: Arc<ActionLog>,
     /// Ports in a PFC pause storm (`pfc-storm=PORT`), for the CLI's PFC counters.
     pub pfc: counters::PfcStorms,
+    /// Who is cabled to which port, for the LLDP show commands (`miscabled=A:B` swaps two).
+    pub lldp: lldp::Cabling,
     /// `mgmt-down`: the management port stops answering SSH (the BMC and its SOL still work).
     mgmt_down: AtomicBool,
     mgmt_changed: Notify,
@@ -153,6 +156,7 @@ impl SwitchState {
             password: password.to_owned(),
             actions: Arc::default(),
             pfc: counters::PfcStorms::default(),
+            lldp: lldp::Cabling::default(),
             mgmt_down: AtomicBool::new(false),
             mgmt_changed: Notify::new(),
             bmc_host: std::sync::OnceLock::new(),
@@ -173,7 +177,10 @@ impl SwitchState {
     }
 
     pub fn from_spec(spec: &SwitchSpec) -> SwitchState {
-        SwitchState::new(&spec.name, spec.platform, &spec.tier, &spec.username, &spec.password)
+        SwitchState {
+            lldp: lldp::Cabling::new(spec.lldp.clone()),
+            ..SwitchState::new(&spec.name, spec.platform, &spec.tier, &spec.username, &spec.password)
+        }
     }
 
     /// Records into `log` instead of a log of its own (the BMC's, so one device has one sequence).
@@ -217,9 +224,10 @@ impl SwitchState {
         self.mgmt_changed.notified().await
     }
 
-    /// `clear`: the switch-side faults (PFC storms, management port) end.
+    /// `clear`: the switch-side faults (PFC storms, management port, miscabling) end.
     pub fn clear_faults(&self) {
         self.pfc.clear();
+        self.lldp.restore();
         self.looping.store(false, Ordering::Relaxed);
         self.set_mgmt_down(false);
     }
