@@ -131,19 +131,5 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
             }
         }
     }
-    // What each leaf's LLDP lists: the rails cabled to it, announced as lldpd on the node does (system
-    // name the device, port description the NIC).
-    for d in &inv.devices {
-        for r in &d.rails {
-            let (Some(leaf), Some(port)) = (&r.leaf, &r.port) else { continue };
-            if let Some(sw) = spec.switches.iter_mut().find(|s| &s.name == leaf) {
-                sw.lldp.push(LldpPeer {
-                    port: port.clone(),
-                    system_name: d.name.to_string(),
-                    port_descr: r.netdev.clone().unwrap_or_else(|| r.hca.clone()),
-                });
-            }
-        }
-    }
     Ok(spec)
 }

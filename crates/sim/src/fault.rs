@@ -10,7 +10,6 @@
 //! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail`, `gpu-missing` | no |
 //! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`, `redfish-down`) | no (a BMC reset clears `sol-stuck`, `redfish-down` and sessions) |
 //! | `miscabled` (two switch ports' cables swapped) | no (the switch's `clear` puts them back) |
-//! | `miscabled` (two switch ports' cables swapped) | no (the switch's `clear` puts them back) |
 //! | `mgmt-down` (switch management port) | a power cycle of the switch through its BMC does |
 //! | `os-hang` (the host's OS stops answering) | yes (a host power reset or cycle) |
 
@@ -49,9 +48,6 @@ pub enum Fault {
     RailMtu { hca: String, mtu: u32 },
     /// PFC pause frames flood this port (a switch port, or an HCA on a server).
     PfcStorm { port: String },
-    /// The cables of two switch ports are in each other's ports: the switch's LLDP lists what was on one
-    /// on the other (a port with nothing on it: one cable moved).
-    Miscabled { a: String, b: String },
     /// The cables of two switch ports are in each other's ports: the switch's LLDP lists what was on one
     /// on the other (a port with nothing on it: one cable moved).
     Miscabled { a: String, b: String },
@@ -95,7 +91,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, miscabled=PORT:PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -114,7 +110,6 @@ impl Fault {
             Fault::RailDown { .. } => "rail-down",
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
-            Fault::Miscabled { .. } => "miscabled",
             Fault::Miscabled { .. } => "miscabled",
             Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
@@ -159,7 +154,6 @@ impl fmt::Display for Fault {
             Fault::RailDown { hca } => write!(f, "{name}={hca}"),
             Fault::RailMtu { hca, mtu } => write!(f, "{name}={hca}:{mtu}"),
             Fault::PfcStorm { port } => write!(f, "{name}={port}"),
-            Fault::Miscabled { a, b } => write!(f, "{name}={a}:{b}"),
             Fault::Miscabled { a, b } => write!(f, "{name}={a}:{b}"),
             Fault::PsuFail { psu } => write!(f, "{name}={psu}"),
             _ => f.write_str(name),
@@ -265,11 +259,6 @@ impl FromStr for Fault {
                 let (a, b) = pair(n, u, need(n, u, value)?)?;
                 Ok(Fault::Miscabled { a: ident(n, u, a)?, b: ident(n, u, b)? })
             }
-            "miscabled" => {
-                let (n, u) = ("miscabled", "PORT:PORT");
-                let (a, b) = pair(n, u, need(n, u, value)?)?;
-                Ok(Fault::Miscabled { a: ident(n, u, a)?, b: ident(n, u, b)? })
-            }
             "pfc-storm" => {
                 let (n, u) = ("pfc-storm", "PORT");
                 Ok(Fault::PfcStorm { port: ident(n, u, need(n, u, value)?)? })
@@ -325,7 +314,6 @@ mod tests {
                 "miscabled=Ethernet0:Ethernet8",
                 Fault::Miscabled { a: "Ethernet0".into(), b: "Ethernet8".into() },
             ),
-            ("miscabled=Ethernet0:Ethernet8", Fault::Miscabled { a: "Ethernet0".into(), b: "Ethernet8".into() }),
             ("psu-fail=2", Fault::PsuFail { psu: 2 }),
             ("config-change", Fault::ConfigChange),
             ("ssh-key-change", Fault::SshKeyChange),

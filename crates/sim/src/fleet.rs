@@ -290,7 +290,6 @@ impl Devices {
                                 | Fault::SshKeyChange
                                 | Fault::PfcStorm { .. }
                                 | Fault::Miscabled { .. }
-                                | Fault::Miscabled { .. }
                                 | Fault::BootLoop
                         ) {
                             return Err(HostError::FaultNotApplicable {
@@ -307,9 +306,6 @@ impl Devices {
                         }
                         if let Fault::PfcStorm { port } = fault {
                             s.state.pfc.start(port);
-                        }
-                        if let Fault::Miscabled { a, b } = fault {
-                            s.state.lldp.swap(a, b);
                         }
                         if let Fault::Miscabled { a, b } = fault {
                             s.state.lldp.swap(a, b);

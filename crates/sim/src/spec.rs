@@ -338,7 +338,6 @@ impl FleetSpec {
                     }),
                     tier: tier.into(),
                     lldp: Vec::new(),
-                    lldp: Vec::new(),
                 }
             })
             .collect();
