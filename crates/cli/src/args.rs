@@ -132,6 +132,9 @@ pub enum Command {
     /// BIOS settings (Redfish) against a golden profile per role: show, diff, apply (reset, read back).
     #[command(subcommand)]
     Bios(crate::cmd::bios::BiosCmd),
+    /// Firmware rollouts (Redfish UpdateService) in waves under the blast-radius guard: plan, apply.
+    #[command(subcommand)]
+    Firmware(crate::cmd::firmware::FirmwareCmd),
     /// Find the BMCs that answer on address ranges (RMCP ping, IPMI capabilities, Redfish service root),
     /// identify them (with the inventory's credentials where known) and compare with the inventory.
     Discover(crate::cmd::discover::DiscoverArgs),

@@ -14,6 +14,7 @@ mod demo_replicas;
 pub mod discover;
 pub mod import;
 pub mod inventory;
+pub mod firmware;
 pub mod media;
 mod remote;
 pub mod runbook;
@@ -60,6 +61,7 @@ pub async fn run(cli: Cli) -> Code {
         Command::Db(c) => db::run(&cli.global, c).await,
         Command::Media(c) => media::run(&cli.global, c).await,
         Command::Bios(c) => bios::run(&cli.global, c).await,
+        Command::Firmware(c) => firmware::run(&cli.global, c).await,
         Command::Config(c) => config_check::run(&cli.global, c),
         Command::Discover(a) => discover::run(&cli.global, a).await,
     };

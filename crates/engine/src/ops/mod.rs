@@ -11,6 +11,8 @@ pub mod bmc_reset;
 pub mod boot;
 pub mod console;
 pub mod events;
+pub mod firmware;
+mod firmware_plan;
 pub mod gauges;
 pub mod inventory;
 pub mod media;
