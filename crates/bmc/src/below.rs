@@ -32,6 +32,81 @@ pub struct GpuHealth {
     pub driver_events: Vec<String>,
 }
 
+/// The GPUs a BMC lists against the inventory's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GpuCount {
+    pub expected: u32,
+    /// GPUs listed (NVSwitches and baseboards are not GPUs).
+    pub listed: u32,
+}
+
+impl GpuCount {
+    /// The comparison for a target expecting `expected` GPUs, or `None` when there is nothing to compare:
+    /// no expectation, or a BMC that lists no GPU at all (most BMCs do not show GPUs out of band, and a
+    /// node whose every GPU vanished from a BMC that does is caught by its in-band report instead).
+    pub fn compare(expected: Option<u32>, gpus: &[GpuHealth]) -> Option<GpuCount> {
+        let listed = gpus.iter().filter(|g| g.role == "gpu").count() as u32;
+        (listed > 0).then_some(GpuCount { expected: expected?, listed })
+    }
+
+    /// GPUs the BMC does not list.
+    pub fn missing(&self) -> u32 {
+        self.expected.saturating_sub(self.listed)
+    }
+
+    /// The verdict's line for it, when GPUs are missing (a missing GPU is critical by itself).
+    pub fn reason(&self) -> Option<String> {
+        (self.missing() > 0).then(|| {
+            format!(
+                "GPUs: {} of {} expected listed by the BMC ({} missing)",
+                self.listed,
+                self.expected,
+                self.missing()
+            )
+        })
+    }
+
+    /// Adds the comparison to what `health` says: the reason, and a critical verdict when GPUs are missing.
+    pub fn judge(h: &mut crate::HealthSummary, expected: Option<u32>) {
+        let Some(c) = GpuCount::compare(expected, &h.gpus) else { return };
+        if let Some(r) = c.reason() {
+            h.health = h.health.worst(Health::Critical);
+            h.reasons.push(r);
+            h.gpus_missing = Some(c);
+        }
+    }
+}
+
+/// The GPUs a BMC lists, read on their own (a sweep of a node with an expected GPU count).
+pub(crate) async fn gpus_only(
+    client: &lifeline_redfish::Client,
+    system: &ComputerSystem,
+    chassis: &[lifeline_redfish::model::Chassis],
+) -> Vec<GpuHealth> {
+    let l = client.gpu_components(system, chassis).await;
+    l.items
+        .iter()
+        .filter_map(|c| {
+            let home = match c.odata_id.split_once("/Devices/") {
+                Some((chassis, _)) => chassis,
+                None => &system.odata_id,
+            };
+            gpu_health(c, home)
+        })
+        .collect()
+}
+
+impl crate::conn::RedfishConn {
+    /// The GPUs this BMC lists, for a sweep: the system, the chassis, the processors and iLO devices.
+    pub(crate) async fn gpus(&mut self) -> Result<Vec<GpuHealth>, crate::BmcError> {
+        let client = self.client.clone();
+        let (system, chassis) = tokio::join!(self.system(), client.chassis());
+        let system = system?;
+        let chassis = chassis.map_err(crate::conn::rf_err(&self.bmc))?;
+        Ok(gpus_only(&client, &system, &chassis.items).await)
+    }
+}
+
 /// What was read below the system.
 #[derive(Debug, Default)]
 pub(crate) struct Below {

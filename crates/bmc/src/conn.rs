@@ -240,6 +240,20 @@ pub(crate) async fn open_redfish(
     let rt = lifeline_redfish::BmcTarget::new(target.name.clone(), url);
     let creds = Credentials::new(target.username.clone(), target.password.clone());
     let root = known.and_then(RedfishPaths::root_document);
+    let mut client_opts = client_opts;
+    // A login refused at the BMC's session limit first deletes what our dead processes left there.
+    if let Some(kept) = &opts.kept
+        && let Some(ledger) = kept.ledger()
+    {
+        let free = crate::kept_redfish::stale_session_freer(
+            ledger,
+            rt.clone(),
+            tls_trust(target, &opts.tls),
+            client_opts.clone(),
+            kept.options().close_timeout,
+        );
+        client_opts.free_stale_sessions = Some(free);
+    }
     let client = Client::connect_known(rt, creds, tls_trust(target, &opts.tls), client_opts, root)
         .await
         .map_err(rf_err(&target.name))?;

@@ -95,6 +95,9 @@ pub struct HealthSummary {
     /// Every GPU the BMC lists (Processors of type GPU), with its health.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<crate::below::GpuHealth>,
+    /// Fewer GPUs listed than the inventory expects (Redfish full read of a target with an expected count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_missing: Option<crate::below::GpuCount>,
     /// Every system the BMC lists (Redfish full read): `@odata.id`s.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub systems: Vec<String>,
@@ -341,6 +344,7 @@ fn summary(
         components: Vec::new(),
         conditions: Vec::new(),
         gpus: Vec::new(),
+        gpus_missing: None,
         systems: Vec::new(),
         sensors: Vec::new(),
         resources: Vec::new(),

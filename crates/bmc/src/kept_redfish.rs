@@ -38,6 +38,43 @@ pub trait SessionLedger: Send + Sync {
     async fn kept(&self, bmc: &str, uri: &str, token: &str);
     /// `bmc`'s session at `uri` was deleted (or found gone): strike it off.
     async fn closed(&self, bmc: &str, uri: &str);
+    /// Sessions (URI, token) recorded on `bmc` by owners that are gone, handed to this process to delete
+    /// when the BMC refuses a login at its session limit. None by default.
+    async fn stale(&self, _bmc: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// The [`lifeline_redfish::StaleSessionFreer`] of one BMC: deletes the stale sessions the ledger hands over
+/// (each DELETE within `limit`, authenticated by the session's own token), striking off each one deleted.
+pub(crate) fn stale_session_freer(
+    ledger: Arc<dyn SessionLedger>,
+    target: lifeline_redfish::BmcTarget,
+    trust: TlsTrust,
+    opts: ClientOptions,
+    limit: Duration,
+) -> lifeline_redfish::StaleSessionFreer {
+    let target = Arc::new(target);
+    lifeline_redfish::StaleSessionFreer(Arc::new(move |bmc: String| {
+        let (ledger, target, trust, opts) = (ledger.clone(), target.clone(), trust.clone(), opts.clone());
+        Box::pin(async move {
+            let mut deleted = 0;
+            for (uri, token) in ledger.stale(&bmc).await {
+                let Some(held) = HeldSession::from_recorded(&uri, &token) else { continue };
+                match tokio::time::timeout(limit, held.logout(&target, &trust, &opts)).await {
+                    Ok(Ok(())) => {
+                        ledger.closed(&bmc, &uri).await;
+                        deleted += 1;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(%bmc, %uri, error = %e, "a stale session of ours could not be deleted")
+                    }
+                    Err(_) => tracing::warn!(%bmc, %uri, "deleting a stale session of ours timed out"),
+                }
+            }
+            deleted
+        })
+    }))
 }
 
 /// What [`crate::Bmc::reclaim_redfish`] did with a dead process's session.

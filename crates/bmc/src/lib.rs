@@ -47,7 +47,7 @@ pub mod verdict;
 
 pub use accounts::{AccountInfo, AccountList, LoginCheck};
 pub use audit::{AuditId, AuditIntent, AuditOutcome, AuditRow, AuditSink, MemoryAuditSink};
-pub use below::GpuHealth;
+pub use below::{GpuCount, GpuHealth};
 pub use bios::{BiosShow, BiosStaged};
 pub use bmc_reset::BmcResetReport;
 pub use boot::{BootConfirmation, BootMode, BootReport, BootRequest, BootSettings, BootShow, BootTarget};

@@ -527,7 +527,9 @@ impl Bmc {
 
     pub async fn health(&self) -> Result<HealthSummary, BmcError> {
         let limit = self.pool.opts.op_timeout;
-        Ok(self.with_conn(Privilege::User, limit, |c| Box::pin(c.health())).await?.1)
+        let mut h = self.with_conn(Privilege::User, limit, |c| Box::pin(c.health())).await?.1;
+        crate::below::GpuCount::judge(&mut h, self.target.expected_gpus);
+        Ok(h)
     }
 
     /// The newest `newest` event log entries, newest first.

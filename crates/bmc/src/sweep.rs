@@ -80,6 +80,10 @@ pub struct SweepRow {
     /// IPMI: transmissions per answered request on this BMC's session (1.0 on a clean link).
     pub transmissions_per_request: Option<f64>,
     pub elapsed_ms: u64,
+    /// The GPUs the BMC lists against the inventory's count (Redfish, a target with an expected count, a
+    /// BMC that lists GPUs at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<crate::below::GpuCount>,
 }
 
 impl SweepRow {
@@ -349,6 +353,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         budget_ms: opts.per_bmc_timeout.as_millis() as u64,
         transmissions_per_request: None,
         elapsed_ms: 0,
+        gpus: None,
     };
     let _permit = bmc.pool().permit().await;
     let name = target.name.as_str();
@@ -459,6 +464,16 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
             }
         }
     }
+    if let (Some(expected), crate::conn::Conn::Redfish(rc)) = (target.expected_gpus, &mut o.conn) {
+        if budget.left().is_zero() {
+            spent(&mut row, "gpus");
+        } else {
+            match Box::pin(budget.bounded(name, "reading the GPUs", (1, 1), rc.gpus())).await {
+                Ok(g) => row.gpus = crate::below::GpuCount::compare(Some(expected), &g),
+                Err(e) => part(&mut row, "gpus", &e),
+            }
+        }
+    }
     budget.parts_deadline();
     if let (Some(t), true) = (budget.per_request, budget.link.is_some()) {
         bmc.pool().set_link_cost(name, t);
@@ -473,6 +488,11 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         // The verdict's reasons: the same words `health` shows for the same BMC.
         row.alerts = h.reasons.clone();
         row.alerts.extend(h.disagreement.clone());
+    }
+    // A missing GPU is critical by itself, as `health` judges it.
+    if let Some(r) = row.gpus.and_then(|c| c.reason()) {
+        row.health = Some(row.health.map_or(Health::Critical, |h| h.worst(Health::Critical)));
+        row.alerts.push(r);
     }
     // A part that timed out may have left a request in flight; closing still works (the session matches
     // replies by rqSeq), and if even that runs out of time, dropping the session sends Close Session.

@@ -31,6 +31,8 @@ pub struct BmcTarget {
     /// Redfish: which ComputerSystem to drive on a multi-system BMC (its `Id`, `Name` or `@odata.id`);
     /// `None`: the first member.
     pub system: Option<String>,
+    /// GPUs the inventory says the node has: `health` and sweeps compare the GPUs the BMC lists with it.
+    pub expected_gpus: Option<u32>,
 }
 
 impl fmt::Debug for BmcTarget {
@@ -46,6 +48,7 @@ impl fmt::Debug for BmcTarget {
             .field("tls_pin", &self.tls_pin)
             .field("cipher_suites", &self.cipher_suites)
             .field("system", &self.system)
+            .field("expected_gpus", &self.expected_gpus)
             .finish()
     }
 }
@@ -82,6 +85,7 @@ impl BmcTarget {
             tls_pin: None,
             cipher_suites: None,
             system: None,
+            expected_gpus: None,
         }
     }
 

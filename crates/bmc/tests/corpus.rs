@@ -177,7 +177,21 @@ async fn check_tree(name: &str) {
     let Some((_dir, root)) = unpack(name) else { return };
     let Some(st) = static_mockup(&root) else { return };
     let (pool, _) = pool_with(quick_options());
-    check_served(name, &root, &pool, http_target(name, &st.1)).await;
+    let target = http_target(name, &st.1);
+    let (h, _) = check_served(name, &root, &pool, target.clone()).await;
+    // The inventory's GPU count against the GPUs the tree lists: as many, no fault; one more, one missing.
+    let n = gpu_count(&h) as u32;
+    if n > 0 {
+        for (expected, missing) in [(n, None), (n + 1, Some(GpuCount { expected: n + 1, listed: n }))] {
+            let mut t = target.clone();
+            t.expected_gpus = Some(expected);
+            let h = pool.bmc(t).health().await.unwrap();
+            assert_eq!(h.gpus_missing, missing, "{name}: expecting {expected}");
+            if missing.is_some() {
+                assert_eq!(h.health, Health::Critical, "{name}: a missing GPU is critical");
+            }
+        }
+    }
 }
 
 /// What must hold of the tree at `root` served at `target` (by sushy-static or the simulator's replay);
@@ -369,8 +383,24 @@ async fn check_replay(name: &str) {
     );
 
     if gpu_count(&want) > 0 {
+        let n = gpu_count(&want) as u32;
+        // The inventory's count against the GPUs the BMC lists: all there, no fault.
+        let mut counted = target.clone();
+        counted.expected_gpus = Some(n);
+        let bmc = pool.bmc(counted.clone());
+        assert_eq!(bmc.health().await.unwrap().gpus_missing, None, "{name}");
         sim.fleet.devices().inject(name, &Fault::GpuMissing { gpu: 0 }).await.unwrap();
         let h = bmc.health().await.unwrap();
+        assert_eq!(h.gpus_missing, Some(GpuCount { expected: n, listed: n - 1 }), "{name}");
+        assert_eq!(h.health, Health::Critical, "{name}");
+        let why = format!("GPUs: {} of {n} expected listed by the BMC (1 missing)", n - 1);
+        assert!(h.reasons.contains(&why), "{name}: {:?}", h.reasons);
+        // A sweep reads the GPUs of a target with a count and judges them the same way.
+        let opts = SweepOptions { events: 3, ..SweepOptions::default() };
+        let row = &pool.sweep(vec![counted], &opts, |_, _| {}).await[0];
+        assert_eq!(row.gpus, h.gpus_missing, "{name}: {row:#?}");
+        assert_eq!(row.health, Some(Health::Critical), "{name}: {row:#?}");
+        assert!(row.alerts.contains(&why), "{name}: {row:#?}");
         assert_eq!(gpu_count(&h), gpu_count(&want) - 1, "{name}: {:#?}", h.gpus);
         let gone: Vec<_> =
             want.gpus.iter().filter(|g| !h.gpus.iter().any(|x| x.resource == g.resource)).collect();

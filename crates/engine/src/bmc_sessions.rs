@@ -68,6 +68,43 @@ impl SessionLedger for StoreLedger {
             tracing::warn!(%bmc, "a deleted session stays recorded: {e}");
         }
     }
+
+    /// The BMC refused a login at its session limit: the sessions dead owners left there (reclaimed
+    /// first, so two processes never delete the same one), with their tokens.
+    async fn stale(&self, bmc: &str) -> Vec<(String, String)> {
+        let read = async {
+            let now = lifeline_store::now_ms();
+            let live: Vec<String> = self
+                .store
+                .replicas()
+                .await?
+                .into_iter()
+                .filter(|r| r.expires_at_ms >= now)
+                .map(|r| r.id)
+                .collect();
+            let mut out = Vec::new();
+            for row in self.store.bmc_sessions().await?.into_iter().filter(|r| r.bmc == bmc) {
+                if !owner_dead(&row.owner, &live)
+                    || !self
+                        .store
+                        .reclaim_bmc_session(bmc, &row.session_uri, &row.owner, session_owner())
+                        .await?
+                {
+                    continue;
+                }
+                match self.sealed.unseal_secret(&seal_context(bmc, &row.session_uri), &row.token) {
+                    Ok(token) => out.push((row.session_uri, token)),
+                    // Unreadable: it cannot be deleted from here; it times out on the BMC.
+                    Err(_) => self.store.forget_bmc_session(bmc, &row.session_uri).await?,
+                }
+            }
+            Ok::<_, lifeline_store::StoreError>(out)
+        };
+        read.await.unwrap_or_else(|e| {
+            tracing::warn!(%bmc, "the recorded sessions cannot be read to free the BMC's session table: {e}");
+            Vec::new()
+        })
+    }
 }
 
 /// What the reclaim at start did.

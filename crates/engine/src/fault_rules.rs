@@ -2,6 +2,7 @@
 //! fault intake raises and resolves records with them, and a runbook's `fault-cleared` post-condition
 //! evaluates the same rule on a fresh observation, so "recovered" means what "faulted" meant.
 
+pub mod cabling;
 pub mod console;
 
 use std::time::Duration;
@@ -17,6 +18,8 @@ use crate::error::{EngineError, Result};
 pub const BMC_UNREACHABLE: &str = "bmc-unreachable";
 pub const HEALTH_CRITICAL: &str = "health-critical";
 pub const SEL_CRITICAL: &str = "sel-critical";
+/// The BMC lists fewer GPUs than the inventory expects.
+pub const GPU_MISSING: &str = "gpu-missing";
 /// Raised from the in-band agent's report, not from a sweep.
 pub const AGENT_REPORT: &str = "agent-report";
 
@@ -65,6 +68,17 @@ pub fn sweep_verdict(row: &SweepRow, events_since: Option<DateTime<Utc>>) -> Swe
             });
         }
         Some(_) => v.clear.push(HEALTH_CRITICAL),
+        None => {}
+    }
+    // Judged only when the GPUs were read and the BMC lists any (see `GpuCount::compare`).
+    match row.gpus {
+        Some(c) if c.missing() > 0 => v.raise.push(Finding {
+            kind: GPU_MISSING,
+            severity: "critical",
+            message: c.reason().unwrap_or_default(),
+            detail: serde_json::json!({ "expected": c.expected, "listed": c.listed }),
+        }),
+        Some(_) => v.clear.push(GPU_MISSING),
         None => {}
     }
     let critical: Vec<&EventEntry> = row
@@ -121,7 +135,7 @@ impl Lifeline {
             target: device.into(),
             what: "no BMC to observe".into(),
         })?;
-        let all = [BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL];
+        let all = [BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL, GPU_MISSING];
         let kinds: Vec<&str> = if kinds.is_empty() { all.to_vec() } else { kinds.to_vec() };
         let verdict = sweep_verdict(&row, since);
         let mut remaining: Vec<Finding> =
@@ -129,7 +143,7 @@ impl Lifeline {
         for k in &kinds {
             let shown = remaining.iter().any(|f| f.kind == *k);
             if !shown && !verdict.clear.contains(k) {
-                let kind = [BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL, AGENT_REPORT]
+                let kind = [BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL, GPU_MISSING, AGENT_REPORT]
                     .into_iter()
                     .find(|a| a == k)
                     .unwrap_or("unknown");
@@ -174,6 +188,7 @@ mod tests {
             budget_ms: 0,
             transmissions_per_request: None,
             elapsed_ms: 0,
+            gpus: None,
         }
     }
 
@@ -208,6 +223,23 @@ mod tests {
         let new = entry(Some(t0 + chrono::Duration::seconds(1)));
         let v = sweep_verdict(&row(Some(Health::Ok), vec![new], vec![]), Some(t0));
         assert_eq!(v.raise[0].kind, SEL_CRITICAL, "a new critical entry is the fault again");
+    }
+
+    #[test]
+    fn a_gpu_the_bmc_no_longer_lists_is_a_fault_and_its_return_clears_it() {
+        use lifeline_bmc::GpuCount;
+        let mut r = row(Some(Health::Ok), vec![], vec![]);
+        r.gpus = Some(GpuCount { expected: 8, listed: 7 });
+        let v = sweep_verdict(&r, None);
+        let f = v.raise.iter().find(|f| f.kind == GPU_MISSING).expect("gpu-missing raised");
+        assert_eq!(f.message, "GPUs: 7 of 8 expected listed by the BMC (1 missing)");
+        assert!(!v.clear.contains(&GPU_MISSING));
+        r.gpus = Some(GpuCount { expected: 8, listed: 8 });
+        assert!(sweep_verdict(&r, None).clear.contains(&GPU_MISSING));
+        // Not read (or a BMC that lists no GPU): proves nothing either way.
+        r.gpus = None;
+        let v = sweep_verdict(&r, None);
+        assert!(!v.clear.contains(&GPU_MISSING) && v.raise.iter().all(|f| f.kind != GPU_MISSING));
     }
 
     #[test]

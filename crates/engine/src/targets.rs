@@ -78,6 +78,8 @@ pub fn bmc_target(d: &Device, password: String) -> Option<BmcTarget> {
     t.tls_pin = b.tls_fingerprint;
     // Plain-HTTP Redfish only where the inventory says so (`tls = false`); warned and audited as insecure.
     t.redfish_tls = b.tls;
+    // What `health` and sweeps compare the BMC's GPU list with (a missing GPU is a fault by itself).
+    t.expected_gpus = d.gpus.as_ref().map(|g| g.count);
     Some(t)
 }
 

@@ -78,6 +78,22 @@ pub enum RedfishError {
     CaEmpty { bmc: String, path: PathBuf },
     #[error("{bmc}: login at {url} refused with HTTP {status}")]
     Login { bmc: String, url: String, status: u16 },
+    #[error(
+        "{bmc}: the BMC is at its session limit{}: it refused a login at {url} with HTTP {status} ({message}); {}",
+        limit_words(*listed),
+        freed_words(*freed)
+    )]
+    SessionLimit {
+        bmc: String,
+        url: String,
+        status: u16,
+        /// The BMC's own words (its extended info's message, else the error's).
+        message: String,
+        /// Sessions the BMC listed when it refused (read with HTTP Basic, which opens none): its limit.
+        listed: Option<usize>,
+        /// Stale sessions of Lifeline's own deleted there before the one retry.
+        freed: usize,
+    },
     #[error("{bmc}: waited {after:?} for one of {limit} request slots/sessions")]
     Busy { bmc: String, limit: usize, after: Duration },
     #[error("{bmc}: {what} not found in {url}")]
@@ -148,6 +164,7 @@ impl RedfishError {
             | CaFile { bmc, .. }
             | CaEmpty { bmc, .. }
             | Login { bmc, .. }
+            | SessionLimit { bmc, .. }
             | Busy { bmc, .. }
             | Missing { bmc, .. }
             | NoResetType { bmc, .. }
@@ -165,8 +182,22 @@ impl RedfishError {
     /// HTTP status, when the BMC answered with one.
     pub fn status(&self) -> Option<u16> {
         match self {
-            RedfishError::Status { status, .. } | RedfishError::Login { status, .. } => Some(*status),
+            RedfishError::Status { status, .. }
+            | RedfishError::Login { status, .. }
+            | RedfishError::SessionLimit { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+fn limit_words(listed: Option<usize>) -> String {
+    listed.map(|n| format!(" (limit: {n} sessions, all open)")).unwrap_or_default()
+}
+
+fn freed_words(freed: usize) -> String {
+    let then = "close sessions other tools hold there, or wait for the BMC's session timeout";
+    match freed {
+        0 => format!("Lifeline had no stale session of its own there to delete; {then}"),
+        n => format!("Lifeline deleted {n} stale session(s) of its own there and tried once more; {then}"),
     }
 }

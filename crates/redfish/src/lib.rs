@@ -37,6 +37,8 @@ mod session;
 pub mod tls;
 
 #[cfg(feature = "client")]
+pub use client::StaleSessionFreer;
+#[cfg(feature = "client")]
 pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::{

@@ -238,6 +238,17 @@ pub(crate) async fn login(t: &Transport, url: &Url, creds: &Credentials) -> Resu
             }));
         }
         s if !(200..300).contains(&s) => {
+            let body = tokio::time::timeout(t.timeout, resp.bytes()).await.ok().and_then(Result::ok);
+            if let Some(message) = session_limit_message(s, body.as_deref().unwrap_or_default()) {
+                return Err(LoginError::Refused(RedfishError::SessionLimit {
+                    bmc: t.bmc.clone(),
+                    url: url.to_string(),
+                    status,
+                    message,
+                    listed: None,
+                    freed: 0,
+                }));
+            }
             return Err(LoginError::Refused(RedfishError::Login {
                 bmc: t.bmc.clone(),
                 url: url.to_string(),
@@ -267,6 +278,59 @@ pub(crate) async fn login(t: &Transport, url: &Url, creds: &Credentials) -> Resu
     Ok(Session { token, uri })
 }
 
+/// A refused login's answer, when it says the BMC's session table is full: the DMTF Base registry's
+/// `SessionLimitExceeded`, iDRAC's `RAC0218` ("The maximum number of user sessions is reached."), words
+/// naming a session limit, or a bare 503 (the status both use). Returns the BMC's own message (the first
+/// extended info's, else the error's), else the status's meaning. Pure: any bytes are read without panic.
+pub(crate) fn session_limit_message(status: u16, body: &[u8]) -> Option<String> {
+    let doc: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let err = doc.as_ref().and_then(|d| d.get("error"));
+    let infos: Vec<&serde_json::Value> = err
+        .and_then(|e| e.get("@Message.ExtendedInfo"))
+        .and_then(|i| i.as_array())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(|m| m.as_str()).map(str::to_owned);
+    let mut words: Vec<String> =
+        infos.iter().flat_map(|i| [text(i, "MessageId"), text(i, "Message")]).flatten().collect();
+    words.extend(err.into_iter().flat_map(|e| [text(e, "code"), text(e, "message")]).flatten());
+    if doc.is_none() {
+        words.push(String::from_utf8_lossy(&body[..body.len().min(4096)]).into_owned());
+    }
+    let says_limit = words.iter().any(|w| {
+        let w = w.to_ascii_lowercase();
+        w.contains("sessionlimitexceeded")
+            || w.contains("rac0218")
+            || (w.contains("session") && (w.contains("limit") || w.contains("maximum number")))
+    });
+    if !says_limit && status != 503 {
+        return None;
+    }
+    let message = infos
+        .iter()
+        .find_map(|i| text(i, "Message"))
+        .or_else(|| err.and_then(|e| text(e, "message")))
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| format!("HTTP {status}: service unavailable"));
+    Some(message.chars().take(300).collect())
+}
+
+/// How many sessions the BMC lists in its Sessions collection at `url`, read with HTTP Basic (which opens
+/// no session): at a refused login, the limit it is at.
+pub(crate) async fn listed_sessions(t: &Transport, url: &str, creds: &Credentials) -> Option<usize> {
+    let url = Url::parse(url).ok()?;
+    let rb = t.http.get(url.clone()).timeout(t.timeout).basic_auth(&creds.username, Some(&creds.password));
+    let resp = t.send(rb, "GET", &url).await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let doc: serde_json::Value = tokio::time::timeout(t.timeout, resp.json()).await.ok()?.ok()?;
+    doc.get("Members@odata.count")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .or_else(|| doc.get("Members").and_then(|m| m.as_array()).map(Vec::len))
+}
+
 /// DELETE a session (logout). Errors are returned for the caller to log: logout is best effort.
 pub(crate) async fn logout(t: &Transport, s: &Session) -> Result<(), RedfishError> {
     let Some(uri) = &s.uri else { return Ok(()) };
@@ -284,5 +348,40 @@ pub(crate) async fn logout(t: &Transport, s: &Session) -> Result<(), RedfishErro
             status,
             message: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_limit_message;
+    use proptest::prelude::*;
+
+    #[test]
+    fn session_limit_answers_are_read_as_bmcs_give_them() {
+        // iDRAC: a general error whose extended info is RAC0218.
+        let idrac = br#"{"error":{"code":"Base.1.12.GeneralError","message":"A general error has occurred. See ExtendedInfo for more information","@Message.ExtendedInfo":[{"Message":"The maximum number of user sessions is reached.","MessageId":"IDRAC.2.9.RAC0218","Resolution":"Close one or more sessions before opening another session."}]}}"#;
+        assert_eq!(
+            session_limit_message(503, idrac).as_deref(),
+            Some("The maximum number of user sessions is reached.")
+        );
+        // The DMTF Base registry's message, whatever the status.
+        let dmtf = br#"{"error":{"code":"Base.1.8.SessionLimitExceeded","message":"The session establishment failed due to the number of simultaneous sessions exceeding the limit of the implementation."}}"#;
+        assert!(session_limit_message(400, dmtf).unwrap().contains("simultaneous sessions"));
+        // A bare 503 (no body) is a full session table as far as a login can tell.
+        assert_eq!(session_limit_message(503, b"").as_deref(), Some("HTTP 503: service unavailable"));
+        // Other refusals are not.
+        let bad = br#"{"error":{"code":"Base.1.8.PropertyMissing","message":"UserName is missing"}}"#;
+        assert_eq!(session_limit_message(400, bad), None);
+        assert_eq!(session_limit_message(403, b"<html>Forbidden</html>"), None);
+        assert!(session_limit_message(429, b"Session limit reached").is_some());
+    }
+
+    proptest! {
+        #[test]
+        fn any_answer_is_read_without_panic(status in 300u16..600, body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            if let Some(m) = session_limit_message(status, &body) {
+                prop_assert!(!m.is_empty() && m.chars().count() <= 300);
+            }
+        }
     }
 }

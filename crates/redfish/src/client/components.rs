@@ -74,6 +74,26 @@ impl Client {
         out
     }
 
+    /// The GPUs of `system` (Processors of `ProcessorType: GPU`, without their metrics) and those the
+    /// chassis list as devices (iLO): what a sweep compares with the inventory's GPU count, in a few
+    /// requests instead of the whole walk below the system.
+    pub async fn gpu_components(
+        &self,
+        system: &ComputerSystem,
+        chassis: &[crate::model::Chassis],
+    ) -> Listing<Component> {
+        let (processors, devices) = futures::join!(
+            self.collection_components(system.processors.as_deref(), ComponentKind::Processor),
+            self.chassis_gpus(chassis)
+        );
+        let mut out = empty();
+        for l in [processors, devices] {
+            out.items.extend(l.items.into_iter().filter(|c| c.gpu.is_some()));
+            out.warnings.extend(l.warnings);
+        }
+        out
+    }
+
     /// Every Manager's own status, as components.
     pub async fn manager_components(&self) -> Listing<Component> {
         match &self.inner.root.managers {

@@ -144,6 +144,22 @@ pub struct ClientOptions {
     /// (`early`): one round trip less for a visit that starts from them. Empty: none. Default:
     /// [`FIRST_CONTACT_READS`].
     pub first_contact_reads: &'static [&'static str],
+    /// Called when the BMC refuses a login at its session limit: deletes sessions of the caller's own that
+    /// no live process uses there any more, and the login is tried once more when it deleted any.
+    pub free_stale_sessions: Option<StaleSessionFreer>,
+}
+
+/// Deletes the caller's own stale sessions on a BMC (its name is the argument) and returns how many it
+/// deleted: a process killed while it kept a session there left it, and a BMC with 8 slots (an iDRAC) fills.
+#[derive(Clone)]
+pub struct StaleSessionFreer(
+    pub Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, usize> + Send + Sync>,
+);
+
+impl std::fmt::Debug for StaleSessionFreer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StaleSessionFreer")
+    }
 }
 
 impl Default for ClientOptions {
@@ -162,6 +178,7 @@ impl Default for ClientOptions {
             resumption: crate::resume::ResumptionCache::default(),
             speculative_login: true,
             first_contact_reads: FIRST_CONTACT_READS,
+            free_stale_sessions: None,
         }
     }
 }

@@ -48,24 +48,37 @@ impl Client {
         let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
             match Listed::of(link, i, m) {
                 Listed::Link(id) => {
-                    self.get_json(&id).await.map(|(v, n)| (id.clone(), v, n)).map_err(|e| (id, e.to_string()))
+                    self.get_json(&id).await.map(|(v, n)| (id.clone(), v, n)).map_err(|e| (id, Some(e)))
                 }
                 Listed::Embedded(id, mut v) => {
                     let notes = self.inner.profile.repair(&mut v, &id);
                     Ok((id, v, notes))
                 }
-                Listed::Bad(at) => Err((at, "member is not a link".to_owned())),
+                Listed::Bad(at) => Err((at, None)),
             }
         });
         let mut items = Vec::new();
+        // A login refused (the session limit, bad credentials) fails every member alike: with none read,
+        // that is the answer, not an empty collection (which reads as "the BMC lists no computer system").
+        let mut refused = None;
         for r in futures::future::join_all(fetches).await {
             match r {
                 Ok((id, v, notes)) => {
                     warnings.extend(notes);
                     items.push((id, v));
                 }
-                Err((at, problem)) => warnings.push(FieldWarning { at, problem }),
+                Err((at, Some(e @ (RedfishError::SessionLimit { .. } | RedfishError::Login { .. })))) => {
+                    warnings.push(FieldWarning { at, problem: e.to_string() });
+                    refused.get_or_insert(e);
+                }
+                Err((at, e)) => {
+                    let problem = e.map_or_else(|| "member is not a link".to_owned(), |e| e.to_string());
+                    warnings.push(FieldWarning { at, problem });
+                }
             }
+        }
+        if let (true, Some(e)) = (items.is_empty(), refused) {
+            return Err(e);
         }
         Ok((Listing { items, warnings }, more))
     }

@@ -185,8 +185,41 @@ impl Client {
                 inner.basic_fallback.store(true, Ordering::SeqCst);
                 Ok(None)
             }
+            Err(LoginError::Refused(e @ RedfishError::SessionLimit { .. })) => {
+                self.at_session_limit(pool, e).await
+            }
             Err(LoginError::Refused(e) | LoginError::Fatal(e)) => Err(e),
         }
+    }
+
+    /// The BMC refused the login at its session limit: the caller's own stale sessions there are deleted
+    /// first (`free_stale_sessions`) and the login tried once more; a refusal that stands names the limit
+    /// (the sessions the BMC lists) and what was freed.
+    async fn at_session_limit(
+        &self,
+        pool: &std::sync::Arc<crate::session::SessionPool>,
+        first: RedfishError,
+    ) -> Result<Option<SessionGuard>, RedfishError> {
+        let inner = &self.inner;
+        let freed = match &inner.opts.free_stale_sessions {
+            Some(free) => (free.0)(inner.t.bmc.clone()).await,
+            None => 0,
+        };
+        let mut err = first;
+        if freed > 0 {
+            match pool.checkout(&inner.t, &inner.creds, inner.opts.queue_timeout).await {
+                Ok(g) => {
+                    tracing::warn!(bmc = %inner.t.bmc, freed, "the BMC was at its session limit: deleted stale sessions of ours there and logged in");
+                    return Ok(Some(g));
+                }
+                Err(LoginError::Refused(e) | LoginError::Fatal(e) | LoginError::Unsupported(e)) => err = e,
+            }
+        }
+        if let RedfishError::SessionLimit { url, listed, freed: f, .. } = &mut err {
+            *f = freed;
+            *listed = crate::session::listed_sessions(&inner.t, url, &inner.creds).await;
+        }
+        Err(err)
     }
 
     /// GET a document as JSON, with the platform's repairs applied. Repairs are returned as notes.
