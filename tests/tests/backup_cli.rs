@@ -91,7 +91,10 @@ fn backup_diff_restore_and_host_key_pinning() {
     let o = run(&sim, &["backup", "run", "oob-1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(text(&o).matches("sha256:").count(), 2, "{}", text(&o));
-    let o = run(&sim, &["backup", "trust", "oob-1"]);
+    let look = run(&sim, &["backup", "trust", "oob-1", "--json"]);
+    assert_eq!(look.status.code(), Some(1), "a look re-pins nothing: {}", text(&look));
+    let fp = lifeline_test_utils::presented_fingerprint(&look);
+    let o = run(&sim, &["backup", "trust", "oob-1", "--fingerprint", &fp]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("re-pinned"), "{}", text(&o));
     assert_eq!(run(&sim, &["backup", "run", "oob-1"]).status.code(), Some(0));

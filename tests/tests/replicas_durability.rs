@@ -181,7 +181,8 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
         c.work("console:").into_iter().filter(|(_, v)| v.0 == victim_pid).map(|(k, _)| k).collect();
     // The operator re-pins the key (and the config changes) while the slot's replica waits to retry;
     // the replica dies before its next attempt.
-    c.ok(&["backup", "trust", "leaf"]);
+    let fp = lifeline_test_utils::presented_fingerprint(&c.cli(&["backup", "trust", "leaf", "--json"]));
+    c.ok(&["backup", "trust", "leaf", "--fingerprint", &fp]);
     c.sim.fault("leaf", "config-change");
     let audit_before = c.audit_ids();
     replicas[victim].kill9();

@@ -82,7 +82,10 @@ fn bmc_unreachable_resets_over_ipmi_once_and_never_repins() {
     let o = sim.lifeline(&["health", "b2"]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     // The operator trusts the new certificate; the next run passes without another reset.
-    let o = sim.lifeline(&["bmc", "trust", "b2"]);
+    let look = sim.lifeline(&["bmc", "trust", "b2", "--json"]);
+    assert_eq!(look.status.code(), Some(1), "a look re-pins nothing: {}", text(&look));
+    let fp = lifeline_test_utils::presented_fingerprint(&look);
+    let o = sim.lifeline(&["bmc", "trust", "b2", "--fingerprint", &fp]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let (code, v, t) = run("b2");
     assert_eq!((code, v["state"].as_str()), (Some(0), Some("succeeded")), "{t}");

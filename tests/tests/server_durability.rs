@@ -78,7 +78,9 @@ fn sigkill_during_a_scheduled_backup_and_after_a_power_cycle_loses_and_repeats_n
     assert_eq!(scheduler_rows(&sim, "ok"), 0);
 
     // The operator confirms the switch's new key (and its config changed meanwhile); the server comes back.
-    let o = sim.lifeline(&["backup", "trust", "leaf"]);
+    let fp =
+        lifeline_test_utils::presented_fingerprint(&sim.lifeline(&["backup", "trust", "leaf", "--json"]));
+    let o = sim.lifeline(&["backup", "trust", "leaf", "--fingerprint", &fp]);
     assert!(o.status.success(), "{}", output_text(&o));
     sim.fault("leaf", "config-change");
     let srv = Server::start_with(&sim, &config);

@@ -231,6 +231,16 @@ pub struct BmcArgs {
     pub sel: BmcSel,
 }
 
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    #[command(flatten)]
+    pub sel: BmcSel,
+    /// The presented certificate's fingerprint, as shown (`sha256:` + hex): re-pin only if the BMC
+    /// presents exactly this certificate now (one BMC).
+    #[arg(long, value_name = "FINGERPRINT")]
+    pub fingerprint: Option<lifeline_types::Fingerprint>,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum PowerVerb {
     Status,
@@ -443,8 +453,15 @@ pub enum BackupCmd {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Re-pin a switch's SSH host key after an intended replacement.
-    Trust { switch: String },
+    /// Re-pin a switch's SSH host key after an intended replacement: shows the pinned and the presented
+    /// key, then re-pins only what is confirmed (at the prompt, or by `--fingerprint`).
+    Trust {
+        switch: String,
+        /// The presented key's fingerprint, as shown (`sha256:` + hex):
+        /// re-pin only if the switch presents exactly this key now.
+        #[arg(long, value_name = "FINGERPRINT")]
+        fingerprint: Option<lifeline_types::Fingerprint>,
+    },
     /// Scrub config files offline: what the rules masked, what the fail-closed fallback masked and why;
     /// exit 1 if the fallback fired.
     ScrubCheck {
@@ -493,8 +510,9 @@ pub struct DemoArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BmcCmd {
-    /// Re-pin a BMC's TLS certificate after an intended replacement.
-    Trust(BmcArgs),
+    /// Re-pin a BMC's TLS certificate after an intended replacement: shows the pinned and the presented
+    /// certificate, then re-pins only what is confirmed (at the prompt, or by `--fingerprint`).
+    Trust(TrustArgs),
     #[command(flatten)]
     Ops(crate::cmd::bmcops::BmcOpsCmd),
     /// BMC accounts: name, enabled, role / IPMI privilege, locked.

@@ -107,6 +107,18 @@ pub enum EngineError {
     RequestIdReused { request_id: String, previous: String, previous_target: String },
     #[error("{target}: {reason}")]
     Refused { target: String, reason: String },
+    /// A re-pin confirmed a fingerprint other than the one presented now: nothing was pinned.
+    #[error(
+        "{target}: presents {presented}, not the confirmed {expected} (pinned now: {}); nothing was pinned: look \
+         again and confirm what is presented now",
+        pinned.map_or_else(|| "nothing".to_owned(), |p| p.to_string())
+    )]
+    NotConfirmed {
+        target: String,
+        expected: lifeline_types::Fingerprint,
+        presented: lifeline_types::Fingerprint,
+        pinned: Option<lifeline_types::Fingerprint>,
+    },
     #[error("{target}")]
     Bmc {
         target: String,
@@ -145,7 +157,9 @@ impl EngineError {
             Select(_) | UnknownDevice { .. } | NotFound { .. } => ErrorClass::NotFound,
             InventoryInvalid(_) | Bmc { .. } | Failed { .. } => ErrorClass::Failed,
             Refused { .. } => ErrorClass::Refused,
-            Busy { .. } | UnknownOutcome { .. } | InProgress { .. } => ErrorClass::Conflict,
+            Busy { .. } | UnknownOutcome { .. } | InProgress { .. } | NotConfirmed { .. } => {
+                ErrorClass::Conflict
+            }
             Store(_) | AuditUnavailable { .. } | Internal { .. } => ErrorClass::Unavailable,
         }
     }

@@ -331,15 +331,30 @@ where
         .collect()
 }
 
-/// Re-pin a device's host key on purpose (`lifeline backup trust SWITCH`): connects, authenticates,
-/// stores the presented key. Returns (previous pin, new pin).
-pub async fn trust(
+/// What a re-pin would change: (pin stored now, host key presented now). The handshake ends once the key
+/// is seen: no credential is sent, nothing is stored.
+pub async fn presented_host_key(
     target: &BackupTarget,
     pins: Arc<dyn HostKeyPins>,
 ) -> Result<(Option<Fingerprint>, Fingerprint), BackupError> {
     let device = target.device().clone();
     let previous = pins.get(&device).await.map_err(|source| BackupError::Index { device, source })?;
-    let session = Session::connect(&target.ssh, target.platform_algorithms, pins, PinPolicy::Repin).await?;
+    let now = Session::presented_host_key(&target.ssh, target.platform_algorithms, pins).await?;
+    Ok((previous, now))
+}
+
+/// Re-pin a device's host key on purpose (`lifeline backup trust SWITCH --fingerprint FP`): connects and
+/// stores the presented key only when it is `expected` (what the operator was shown by
+/// [`presented_host_key`] and confirmed), then authenticates. Returns (previous pin, new pin).
+pub async fn trust(
+    target: &BackupTarget,
+    pins: Arc<dyn HostKeyPins>,
+    expected: Fingerprint,
+) -> Result<(Option<Fingerprint>, Fingerprint), BackupError> {
+    let device = target.device().clone();
+    let previous = pins.get(&device).await.map_err(|source| BackupError::Index { device, source })?;
+    let policy = PinPolicy::Repin(expected);
+    let session = Session::connect(&target.ssh, target.platform_algorithms, pins, policy).await?;
     let now = session.host_key;
     session.close().await;
     Ok((previous, now))

@@ -4,7 +4,9 @@
 mod common;
 
 use base64::Engine;
-use lifeline_netcfg::backup::{BackupError, BackupOutcome, backup_all, backup_one, trust};
+use lifeline_netcfg::backup::{
+    BackupError, BackupOutcome, backup_all, backup_one, presented_host_key, trust,
+};
 use lifeline_netcfg::ssh::{SshAuth, SshError};
 use lifeline_test_utils::peer_endpoints;
 use lifeline_types::{DeviceName, Platform};
@@ -109,8 +111,25 @@ async fn changed_host_key_is_refused_until_repinned() {
     // Nothing was recorded for the refused connection.
     assert_eq!(ctx.index.list(&DeviceName::new(name).unwrap()).await.unwrap().len(), 1);
 
-    // Explicit re-pin, then the backup goes through.
-    let (prev, now) = trust(&swapped, ctx.pins.clone()).await.unwrap();
+    // The operator looks first: both keys shown, nothing stored, no credential needed.
+    let mut unknown_user = swapped.clone();
+    unknown_user.ssh.username = "nobody-here".into();
+    let (shown_pin, shown) = presented_host_key(&unknown_user, ctx.pins.clone()).await.unwrap();
+    assert_eq!(shown_pin, Some(pinned));
+    assert_eq!(openssh_fp(&shown), eos[6]);
+    assert_eq!(ctx.pins.get(&DeviceName::new(name).unwrap()).await.unwrap(), Some(pinned));
+    // Confirming another key (the old one) stores nothing.
+    let err = trust(&swapped, ctx.pins.clone(), pinned).await.unwrap_err();
+    match &err {
+        BackupError::Ssh(SshError::HostKeyNotConfirmed { expected, presented, .. }) => {
+            assert_eq!((*expected, *presented), (pinned, shown))
+        }
+        other => panic!("expected HostKeyNotConfirmed, got {}", other.chain()),
+    }
+    assert_eq!(ctx.pins.get(&DeviceName::new(name).unwrap()).await.unwrap(), Some(pinned));
+
+    // Explicit re-pin of the key shown, then the backup goes through.
+    let (prev, now) = trust(&swapped, ctx.pins.clone(), shown).await.unwrap();
     assert_eq!(prev, Some(pinned));
     assert_eq!(openssh_fp(&now), eos[6]);
     swapped.platform = Platform::Eos;

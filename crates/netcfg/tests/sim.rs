@@ -193,7 +193,7 @@ async fn rotated_host_key_is_refused_then_repinned() {
     assert_eq!(*p, pinned);
     assert_ne!(*presented, pinned);
     assert!(err.to_string().contains("lifeline backup trust leaf5"), "{err}");
-    let (prev, now) = trust(&t, ctx.pins.clone()).await.unwrap();
+    let (prev, now) = trust(&t, ctx.pins.clone(), *presented).await.unwrap();
     assert_eq!((prev, now), (Some(pinned), *presented));
     assert!(matches!(backup_one(&ctx, &t).await.unwrap(), BackupOutcome::Unchanged { version: 1 }));
 }

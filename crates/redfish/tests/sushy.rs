@@ -179,8 +179,21 @@ async fn emulator_tofu_pin_and_refusal_of_a_changed_certificate() {
     let msg = err.to_string();
     assert!(msg.contains(&stale.to_string()) && msg.contains(&real.to_string()), "{msg}");
 
-    // Operator re-pins (`lifeline bmc trust`): connects again.
-    let out = trust(&target, store.as_ref(), None, &ClientOptions::default()).await.unwrap();
+    // Operator looks first: the stored pin and the presented certificate, nothing changed.
+    let seen = presented_certificate(&target, store.as_ref(), &ClientOptions::default()).await.unwrap();
+    assert_eq!(seen, TrustOutcome { previous: Some(stale), current: real });
+    assert_eq!(store.get_pin("sushy-pin").await.unwrap(), Some(stale));
+    // A confirmation of another fingerprint (the one pinned, or one seen earlier) stores nothing.
+    let err = trust(&target, store.as_ref(), None, stale, &ClientOptions::default()).await.unwrap_err();
+    match &err {
+        RedfishError::NotConfirmed { expected, presented, .. } => {
+            assert_eq!((*expected, *presented), (stale, real))
+        }
+        other => panic!("expected NotConfirmed, got {other}"),
+    }
+    assert_eq!(store.get_pin("sushy-pin").await.unwrap(), Some(stale));
+    // Operator re-pins with the fingerprint shown (`lifeline bmc trust --fingerprint`): connects again.
+    let out = trust(&target, store.as_ref(), None, real, &ClientOptions::default()).await.unwrap();
     assert_eq!(out, TrustOutcome { previous: Some(stale), current: real });
     Client::connect(target.clone(), e.creds.clone(), trust_tofu, ClientOptions::default()).await.unwrap();
 
@@ -189,7 +202,7 @@ async fn emulator_tofu_pin_and_refusal_of_a_changed_certificate() {
     let err =
         Client::connect(target.clone(), e.creds.clone(), inv, ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, RedfishError::CertificateChanged { .. }), "{err}");
-    let err = trust(&target, store.as_ref(), Some(stale), &ClientOptions::default()).await.unwrap_err();
+    let err = trust(&target, store.as_ref(), Some(stale), real, &ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, RedfishError::InventoryPinMismatch { .. }), "{err}");
 }
 

@@ -60,6 +60,18 @@ pub struct ErrorBody {
     pub confirm: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Vec<String>>,
+    /// For a re-pin that confirmed another fingerprint (409): what is presented now, what is pinned now
+    /// (`null`: nothing), and what was confirmed. Nothing was stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprints: Option<Fingerprints>,
+}
+
+/// Both sides of a refused re-pin.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Fingerprints {
+    pub presented: String,
+    pub pinned: Option<String>,
+    pub expected: String,
 }
 
 /// The one class → status mapping.
@@ -116,7 +128,17 @@ impl IntoResponse for ApiError {
             ApiError::Unconfirmed { devices, .. } => (Some(devices.len()), Some(devices.clone())),
             _ => (None, None),
         };
-        let body = ErrorBody { class: class.into(), message, confirm, devices };
+        let fingerprints = match &self {
+            ApiError::Engine(EngineError::NotConfirmed { expected, presented, pinned, .. }) => {
+                Some(Fingerprints {
+                    presented: presented.to_string(),
+                    pinned: pinned.map(|p| p.to_string()),
+                    expected: expected.to_string(),
+                })
+            }
+            _ => None,
+        };
+        let body = ErrorBody { class: class.into(), message, confirm, devices, fingerprints };
         let mut resp = (status, axum::Json(body)).into_response();
         if let ApiError::RateLimited { retry_after_s, .. } = self
             && let Ok(v) = retry_after_s.to_string().parse()

@@ -98,6 +98,7 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
     }
     let components = ComponentsBuilder::new()
         .schema_from::<crate::error::ErrorBody>()
+        .schema_from::<crate::error::Fingerprints>()
         .schema_from::<crate::auth::Role>()
         .schema_from::<crate::api::session::LoginRequest>()
         .schema_from::<crate::api::session::LoginResponse>()
@@ -116,6 +117,7 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::devices::TargetsRequest>()
         .schema_from::<crate::api::devices::GroupPowerRequest>()
         .schema_from::<crate::api::backups::RestoreRequest>()
+        .schema_from::<crate::api::trust::TrustRequest>()
         .schema_from::<crate::api::consoles::ConsoleLog>()
         .schema_from::<crate::api::consoles::LogLine>()
         .schema_from::<crate::api::faults::AgentReport>()

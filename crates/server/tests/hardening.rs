@@ -138,11 +138,15 @@ async fn single_device_routes_refuse_groups_and_group_power_needs_the_count() {
             .unwrap();
         let (st, body) = send(req).await;
         assert_eq!(st, StatusCode::BAD_REQUEST, "POST power on {group}: {body}");
+        let confirmed = serde_json::json!({ "expected_fingerprint": format!("sha256:{}", "ab".repeat(32)) });
         let req = as_token(Request::post(format!("/api/v1/devices/{group}/trust")), admin)
-            .body(Body::empty())
+            .header("content-type", "application/json")
+            .body(Body::from(confirmed.to_string()))
             .unwrap();
-        assert_eq!(send(req).await.0, StatusCode::BAD_REQUEST, "trust {group}");
-        for read in ["health", "sel", "power"] {
+        let (st, body) = send(req).await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "trust {group}: {body}");
+        assert!(body["message"].as_str().unwrap_or("").contains("one device"), "trust {group}: {body}");
+        for read in ["health", "sel", "power", "trust"] {
             let req = as_token(Request::get(format!("/api/v1/devices/{group}/{read}")), admin)
                 .body(Body::empty())
                 .unwrap();

@@ -14,6 +14,7 @@ mod serve;
 mod sim;
 mod sshd;
 mod tls;
+mod tls_peer;
 mod udp_relay;
 mod wait;
 
@@ -23,8 +24,9 @@ pub use loopback::unique_loopback;
 pub use peers::{PeerRow, peer_endpoints, peers_required};
 pub use postgres::{TestDatabase, create_database_blocking, pg_text_rows, postgres_url};
 pub use serve::{ServeProcess, add_user, add_user_args, healthz_ok};
-pub use sim::{SimProcess, http_get, output_json, output_text, three_flavour_sim};
+pub use sim::{SimProcess, http_get, output_json, output_text, presented_fingerprint, three_flavour_sim};
 pub use sshd::{Sshd, start_sshd, start_sshd_in};
 pub use tls::accept_any_certificate;
+pub use tls_peer::TlsStatic;
 pub use udp_relay::UdpRelay;
 pub use wait::{wait_until, wait_until_async};

@@ -158,6 +158,14 @@ pub fn output_json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(o)))
 }
 
+/// The fingerprint a `lifeline bmc trust X --json` or `backup trust X --json` look showed as presented
+/// (the look re-pins nothing and exits 1); an operator confirms it with `--fingerprint`.
+pub fn presented_fingerprint(look: &Output) -> String {
+    let v = output_json(look);
+    let view = if v["views"].is_array() { &v["views"][0] } else { &v["view"] };
+    view["presented"].as_str().unwrap_or_else(|| panic!("no presented fingerprint: {v}")).to_owned()
+}
+
 /// A plain HTTP/1.0 GET on loopback (the simulator's control API), returning the body.
 pub fn http_get(url: &str) -> String {
     use std::io::{Read, Write};

@@ -243,18 +243,8 @@ pub async fn run(g: &Global, cmd: BackupCmd) -> CmdResult {
             Code::Ok
         }
         BackupCmd::ScrubCheck { .. } => unreachable!("handled before the store is opened"),
-        BackupCmd::Trust { switch } => {
-            let r = l.backup_trust(&switch).await?;
-            if g.json {
-                print_json(&serde_json::json!({ "switch": switch, "outcome": "ok", "detail": r }))?;
-            } else {
-                match r.previous {
-                    Some(p) if p != r.current => outln!("{switch}: re-pinned {} (was {p})", r.current),
-                    Some(_) => outln!("{switch}: pin unchanged {}", r.current),
-                    None => outln!("{switch}: pinned {}", r.current),
-                }
-            }
-            Code::Ok
+        BackupCmd::Trust { switch, fingerprint } => {
+            crate::cmd::trust::switch(g, &l, &switch, fingerprint).await?
         }
     };
     l.close().await;

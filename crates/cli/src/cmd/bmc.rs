@@ -375,30 +375,7 @@ pub async fn bmc(g: &Global, c: BmcCmd) -> CmdResult {
         BmcCmd::Rotate(a) => crate::cmd::accounts::rotate(g, a).await,
         BmcCmd::Credentials(a) => crate::cmd::accounts::credentials(g, a).await,
         BmcCmd::Subscribe(a) => crate::cmd::accounts::subscribe(g, a).await,
-        BmcCmd::Trust(a) => {
-            let l = lifeline(g)?;
-            let sel = select(&l, &a.sel, false)?;
-            let rows = l.bmc_trust(&sel).await?;
-            let mut failed = false;
-            for r in &rows {
-                failed |= row_error(g, r)?;
-                match &r.result {
-                    Ok(o) if !g.json => match o.previous {
-                        Some(prev) if prev != o.current => {
-                            outln!("{}: re-pinned {} (was {prev})", o.bmc, o.current)
-                        }
-                        Some(_) => outln!("{}: pin unchanged {}", o.bmc, o.current),
-                        None => outln!("{}: pinned {}", o.bmc, o.current),
-                    },
-                    _ => {}
-                }
-            }
-            if g.json {
-                print_json(&rows)?;
-            }
-            l.close().await;
-            Ok(verdict(failed))
-        }
+        BmcCmd::Trust(a) => crate::cmd::trust::bmc(g, a).await,
     }
 }
 

@@ -19,6 +19,7 @@ pub mod media;
 mod remote;
 pub mod runbook;
 mod scrub_check;
+mod trust;
 pub mod server;
 pub mod sim;
 pub mod sim_summary;

@@ -402,26 +402,6 @@ impl Lifeline {
         .await
     }
 
-    /// Re-pins a switch's SSH host key after an intended change (audited).
-    pub async fn backup_trust(&self, switch: &str) -> Result<SwitchTrust> {
-        let t = self.switch(switch)?;
-        let store = self.store().await?.clone();
-        let audit = self.audit().await?;
-        let intent = audit.intent("backup.trust", switch, None, serde_json::json!({})).await?;
-        match lifeline_netcfg::backup::trust(&t, Arc::new(StoreIndex(store))).await {
-            Ok((previous, current)) => {
-                let r = SwitchTrust { switch: switch.into(), previous, current };
-                audit.outcome(intent, Outcome::Ok, &r).await?;
-                Ok(r)
-            }
-            Err(e) => {
-                let err = EngineError::failed_by(switch, "trust", e);
-                audit.outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() })).await?;
-                Err(err)
-            }
-        }
-    }
-
     /// Every `[[backup-schedule]]` entry checked (all problems at once, FILE:LINE:COL) and each switch's next
     /// run after `now`.
     pub fn backup_schedule(&self, now: chrono::DateTime<chrono::Utc>) -> Result<Vec<ScheduledBackup>> {

@@ -18,7 +18,7 @@ pub struct SelCleared {
     pub cleared: bool,
 }
 
-/// `bmc trust` on one BMC.
+/// `bmc trust` on one BMC (the re-pin itself: [`crate::ops::trust`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct Trusted {
     pub bmc: String,
@@ -62,40 +62,6 @@ impl Lifeline {
                 })
                 .await;
             rows.push(Row::new("bmc", name, r));
-        }
-        Ok(rows)
-    }
-
-    /// Re-pins each Redfish BMC's certificate after an intended replacement (audited).
-    pub async fn bmc_trust(&self, sel: &BmcSelection) -> Result<Vec<Row<Trusted>>> {
-        let store = self.store().await?.clone();
-        let pins = crate::adapters::StorePins(store);
-        let audit = self.audit().await?;
-        let mut rows = Vec::new();
-        for b in &sel.bmcs {
-            let t = &b.target;
-            let intent = audit
-                .intent("bmc.trust", &t.name, None, serde_json::json!({ "url": t.redfish_url() }))
-                .await?;
-            let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
-            let res =
-                lifeline_redfish::trust(&rt, &pins, t.tls_pin, &lifeline_redfish::ClientOptions::default())
-                    .await;
-            let r = match res {
-                Ok(o) => {
-                    let tr = Trusted { bmc: t.name.clone(), previous: o.previous, current: o.current };
-                    audit.outcome(intent, Outcome::Ok, &tr).await?;
-                    Ok(tr)
-                }
-                Err(e) => {
-                    let err = EngineError::failed_by(&t.name, "trust", e);
-                    audit
-                        .outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() }))
-                        .await?;
-                    Err(err)
-                }
-            };
-            rows.push(Row::new("bmc", t.name.clone(), r));
         }
         Ok(rows)
     }

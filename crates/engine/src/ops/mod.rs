@@ -21,6 +21,7 @@ pub mod power;
 pub mod readmit;
 mod recorded;
 pub mod sweep;
+pub mod trust;
 pub mod wait;
 
 use std::future::Future;

@@ -3,7 +3,8 @@
 //! Why in the handshake: the key is verified before a password is ever sent, so a spoofed switch on
 //! the OOB network never receives credentials. The first key seen is pinned; a different key later is
 //! refused with both fingerprints in the error, and only an explicit re-pin (`lifeline backup trust`)
-//! accepts the new one.
+//! accepts the new one — and only the very key the operator was shown ([`PinPolicy::Look`] shows it
+//! without sending a credential) and confirmed by its fingerprint ([`PinPolicy::Repin`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -24,14 +25,19 @@ pub fn fingerprint(key: &PublicKey) -> Fingerprint {
 pub enum PinPolicy {
     /// Pin when none is stored, else require a match.
     TrustOnFirstUse,
-    /// Store whatever the server presents (the operator re-pinned on purpose).
-    Repin,
+    /// Store the presented key only when it is this one: the fingerprint the operator was shown and
+    /// confirmed (anything else is refused before a credential is sent).
+    Repin(Fingerprint),
+    /// Record the presented key and end the handshake: nothing stored, no credential sent.
+    Look,
 }
 
 /// What the handshake found, for the error the connect path reports.
 #[derive(Debug)]
 pub(crate) enum KeyVerdict {
     Changed { pinned: Fingerprint, presented: Fingerprint },
+    NotConfirmed { expected: Fingerprint, presented: Fingerprint },
+    Looked,
     Certificate,
     Store(IndexError),
 }
@@ -60,11 +66,18 @@ impl russh::client::Handler for PinningHandler {
         };
         let presented = fingerprint(key);
         *self.seen.lock().expect("seen lock") = Some(presented);
-        if self.policy == PinPolicy::Repin {
-            return match self.pins.set(&self.device, presented).await {
-                Ok(()) => Ok(true),
-                Err(e) => self.refuse(KeyVerdict::Store(e)),
-            };
+        match self.policy {
+            PinPolicy::Look => return self.refuse(KeyVerdict::Looked),
+            PinPolicy::Repin(expected) if expected != presented => {
+                return self.refuse(KeyVerdict::NotConfirmed { expected, presented });
+            }
+            PinPolicy::Repin(_) => {
+                return match self.pins.set(&self.device, presented).await {
+                    Ok(()) => Ok(true),
+                    Err(e) => self.refuse(KeyVerdict::Store(e)),
+                };
+            }
+            PinPolicy::TrustOnFirstUse => {}
         }
         match self.pins.get(&self.device).await {
             Err(e) => self.refuse(KeyVerdict::Store(e)),

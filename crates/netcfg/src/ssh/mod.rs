@@ -188,8 +188,15 @@ pub enum SshError {
         "{device}: HOST KEY CHANGED: pinned {pinned}, presented {presented}; refusing to connect (if the switch was replaced or re-keyed on purpose, re-pin with `lifeline backup trust {device}`)"
     )]
     HostKeyChanged { device: DeviceName, pinned: Fingerprint, presented: Fingerprint },
+    #[error(
+        "{device}: the switch presents {presented}, not the confirmed {expected}; nothing was pinned (look again and confirm what is presented now)"
+    )]
+    HostKeyNotConfirmed { device: DeviceName, expected: Fingerprint, presented: Fingerprint },
     #[error("{device}: the server presented a host certificate; only plain pinned keys are supported")]
     HostCertificate { device: DeviceName },
+    /// The handshake was ended on purpose after the host key was seen ([`Session::presented_host_key`]).
+    #[error("{device}: handshake ended after reading the host key")]
+    Looked { device: DeviceName },
     #[error("{device}: host-key pin store failed")]
     PinStore {
         device: DeviceName,
@@ -236,7 +243,9 @@ impl SshError {
             | SshError::ConnectTimeout { device, .. }
             | SshError::Handshake { device, .. }
             | SshError::HostKeyChanged { device, .. }
+            | SshError::HostKeyNotConfirmed { device, .. }
             | SshError::HostCertificate { device }
+            | SshError::Looked { device }
             | SshError::PinStore { device, .. }
             | SshError::AuthRejected { device, .. }
             | SshError::AuthTimeout { device, .. }
@@ -268,6 +277,61 @@ pub struct Session {
     pub host_key: Fingerprint,
 }
 
+/// TCP connect and SSH handshake with the host key checked under `policy`; also returns the key seen,
+/// whatever the verdict.
+async fn handshake(
+    target: &SshTarget,
+    default_algorithms: AlgorithmProfile,
+    pins: Arc<dyn HostKeyPins>,
+    policy: PinPolicy,
+) -> (Result<client::Handle<hostkey::PinningHandler>, SshError>, Option<Fingerprint>) {
+    let device = target.device.clone();
+    let addr = format!("{}:{}", target.host, target.port);
+    let t = target.timeouts;
+    let config = Arc::new(client::Config {
+        preferred: target.algorithms.unwrap_or(default_algorithms).preferred(),
+        inactivity_timeout: Some(t.command.max(t.auth)),
+        nodelay: true,
+        ..Default::default()
+    });
+    let verdict = Arc::new(Mutex::new(None));
+    let seen = Arc::new(Mutex::new(None));
+    let handler =
+        PinningHandler { device: device.clone(), pins, policy, verdict: verdict.clone(), seen: seen.clone() };
+    let handshake = async {
+        let tcp = TcpStream::connect(&addr).await.map_err(|source| SshError::Connect {
+            device: device.clone(),
+            addr: addr.clone(),
+            source,
+        })?;
+        let _ = tcp.set_nodelay(true);
+        client::connect_stream(config, tcp, handler).await.map_err(|source| {
+            match verdict.lock().expect("verdict lock").take() {
+                Some(KeyVerdict::Changed { pinned, presented }) => {
+                    SshError::HostKeyChanged { device: device.clone(), pinned, presented }
+                }
+                Some(KeyVerdict::NotConfirmed { expected, presented }) => {
+                    SshError::HostKeyNotConfirmed { device: device.clone(), expected, presented }
+                }
+                Some(KeyVerdict::Looked) => SshError::Looked { device: device.clone() },
+                Some(KeyVerdict::Certificate) => SshError::HostCertificate { device: device.clone() },
+                Some(KeyVerdict::Store(source)) => SshError::PinStore { device: device.clone(), source },
+                None => SshError::Handshake { device: device.clone(), addr: addr.clone(), source },
+            }
+        })
+    };
+    let handle = timeout(t.connect, handshake)
+        .await
+        .map_err(|_| SshError::ConnectTimeout {
+            device: device.clone(),
+            addr: addr.clone(),
+            after: t.connect,
+        })
+        .and_then(|r| r);
+    let seen = *seen.lock().expect("seen lock");
+    (handle, seen)
+}
+
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session").field("device", &self.target.device).finish()
@@ -283,52 +347,29 @@ impl Session {
         policy: PinPolicy,
     ) -> Result<Session, SshError> {
         let device = target.device.clone();
-        let addr = format!("{}:{}", target.host, target.port);
         let t = target.timeouts;
-        let config = Arc::new(client::Config {
-            preferred: target.algorithms.unwrap_or(default_algorithms).preferred(),
-            inactivity_timeout: Some(t.command.max(t.auth)),
-            nodelay: true,
-            ..Default::default()
-        });
-        let verdict = Arc::new(Mutex::new(None));
-        let seen = Arc::new(Mutex::new(None));
-        let handler = PinningHandler {
-            device: device.clone(),
-            pins,
-            policy,
-            verdict: verdict.clone(),
-            seen: seen.clone(),
-        };
-        let handshake = async {
-            let tcp = TcpStream::connect(&addr).await.map_err(|source| SshError::Connect {
-                device: device.clone(),
-                addr: addr.clone(),
-                source,
-            })?;
-            let _ = tcp.set_nodelay(true);
-            client::connect_stream(config, tcp, handler).await.map_err(|source| {
-                match verdict.lock().expect("verdict lock").take() {
-                    Some(KeyVerdict::Changed { pinned, presented }) => {
-                        SshError::HostKeyChanged { device: device.clone(), pinned, presented }
-                    }
-                    Some(KeyVerdict::Certificate) => SshError::HostCertificate { device: device.clone() },
-                    Some(KeyVerdict::Store(source)) => SshError::PinStore { device: device.clone(), source },
-                    None => SshError::Handshake { device: device.clone(), addr: addr.clone(), source },
-                }
-            })
-        };
-        let mut handle = timeout(t.connect, handshake).await.map_err(|_| SshError::ConnectTimeout {
-            device: device.clone(),
-            addr: addr.clone(),
-            after: t.connect,
-        })??;
-        let host_key = seen.lock().expect("seen lock").expect("host key checked during handshake");
+        let (handle, seen) = handshake(target, default_algorithms, pins, policy).await;
+        let mut handle = handle?;
+        let host_key = seen.expect("host key checked during handshake");
 
         timeout(t.auth, authenticate(&mut handle, target))
             .await
             .map_err(|_| SshError::AuthTimeout { device: device.clone(), after: t.auth })??;
         Ok(Session { handle, target: target.clone(), host_key })
+    }
+
+    /// The host key the server presents now, read in the handshake, which then ends: nothing is stored
+    /// and no credential is sent (what an operator looks at before confirming a re-pin).
+    pub async fn presented_host_key(
+        target: &SshTarget,
+        default_algorithms: AlgorithmProfile,
+        pins: Arc<dyn HostKeyPins>,
+    ) -> Result<Fingerprint, SshError> {
+        match handshake(target, default_algorithms, pins, PinPolicy::Look).await {
+            (Err(SshError::Looked { .. }), Some(fp)) => Ok(fp),
+            (Err(e), _) => Err(e),
+            (Ok(_), _) => unreachable!("PinPolicy::Look refuses every key"),
+        }
     }
 
     pub fn target(&self) -> &SshTarget {

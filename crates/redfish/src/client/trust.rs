@@ -11,12 +11,16 @@ use crate::error::RedfishError;
 use crate::tls::{PinStore, TlsTrust, lock};
 
 /// Re-pin a BMC after an intended certificate replacement (`lifeline bmc trust`): connect accepting whatever
-/// certificate is presented (the handshake signature is still checked), then store its fingerprint. If the
-/// inventory pins a different certificate, nothing is stored: the inventory wins and must be edited.
+/// certificate is presented (the handshake signature is still checked), then store its fingerprint — only
+/// when it is `expected`, the fingerprint the operator was shown ([`presented_certificate`]) and confirmed.
+/// Anything else stores nothing: a certificate swapped between the look and the confirmation is refused
+/// with both fingerprints named. If the inventory pins a different certificate, nothing is stored either:
+/// the inventory wins and must be edited.
 pub async fn trust(
     target: &BmcTarget,
     store: &dyn PinStore,
     inventory_pin: Option<Fingerprint>,
+    expected: Fingerprint,
     opts: &ClientOptions,
 ) -> Result<TrustOutcome, RedfishError> {
     let bmc = target.name.clone();
@@ -26,6 +30,9 @@ pub async fn trust(
     {
         return Err(RedfishError::InventoryPinMismatch { bmc, inventory: inv, presented });
     }
+    if presented != expected {
+        return Err(RedfishError::NotConfirmed { bmc, expected, presented });
+    }
     let previous =
         store.get_pin(&bmc).await.map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?;
     store
@@ -34,6 +41,20 @@ pub async fn trust(
         .map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?;
     tracing::info!(bmc = %bmc, previous = ?previous, current = %presented, "re-pinned TLS certificate");
     Ok(TrustOutcome { previous, current: presented })
+}
+
+/// What a re-pin would change: the pin stored now and the certificate presented now (no credential sent,
+/// nothing stored), for the operator to look at before confirming.
+pub async fn presented_certificate(
+    target: &BmcTarget,
+    store: &dyn PinStore,
+    opts: &ClientOptions,
+) -> Result<TrustOutcome, RedfishError> {
+    let bmc = target.name.clone();
+    let previous =
+        store.get_pin(&bmc).await.map_err(|source| RedfishError::PinStore { bmc: bmc.clone(), source })?;
+    let current = probe_certificate(target, opts).await?.0;
+    Ok(TrustOutcome { previous, current })
 }
 
 /// Fingerprint and DER of the certificate a BMC presents now (no pin enforced, nothing stored).

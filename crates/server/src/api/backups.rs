@@ -7,7 +7,7 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::access::{Route, admin, operator, route, viewer};
+use crate::access::{Route, operator, route, viewer};
 use crate::api::engine;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -57,14 +57,6 @@ pub fn routes() -> Vec<Route> {
             post(restore),
         )
         .body("RestoreRequest"),
-        route(
-            Method::POST,
-            "/api/v1/backups/{switch}/trust",
-            admin(),
-            "backups",
-            "Re-pin the switch's SSH host key after an intended change.",
-            post(trust),
-        ),
     ]
 }
 
@@ -146,11 +138,3 @@ async fn restore(
     Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
 }
 
-async fn trust(
-    State(s): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    Path(switch): Path<String>,
-) -> ApiResult<Json<lifeline_engine::ops::backup::SwitchTrust>> {
-    Ok(Json(engine(&s, &caller, &headers)?.backup_trust(&switch).await?))
-}

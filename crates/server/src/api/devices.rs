@@ -15,7 +15,7 @@ use lifeline_types::PowerAction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::access::{Route, admin, operator, route, viewer};
+use crate::access::{Route, operator, route, viewer};
 use crate::api::engine;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -29,7 +29,6 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)),
         route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)),
         route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest"),
-        route(Method::POST, "/api/v1/devices/{name}/trust", admin(), "devices", "Re-pin the BMC's TLS certificate after an intended replacement.", post(trust)),
         route(Method::GET, "/api/v1/power", viewer(), "devices", "Read the power state of several devices now (`?targets=a,r02,gpu-*`).", get(group_power_status)),
         route(Method::POST, "/api/v1/power", operator(), "devices", "Power action on a group (names, racks, roles, globs): refused with the device list unless `confirm` is their number; audited per device as the web user.", post(group_power)).body("GroupPowerRequest"),
         route(Method::GET, "/api/v1/health", viewer(), "devices", "Health of every BMC (or `?targets=a,b`).", get(fleet_health)),
@@ -183,7 +182,7 @@ async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<
 
 /// The BMC of exactly the device `name`: a group, rack, role, glob or `all` is refused (400), an unknown
 /// name is 404.
-fn one_device(l: &lifeline_engine::Lifeline, name: &str) -> ApiResult<lifeline_engine::BmcSelection> {
+pub(crate) fn one_device(l: &lifeline_engine::Lifeline, name: &str) -> ApiResult<lifeline_engine::BmcSelection> {
     let inv = l.inventory()?;
     if !inv.devices.iter().any(|d| d.name.as_str() == name) {
         if lifeline_inventory::select(&inv, &[name.to_owned()]).is_ok_and(|d| !d.is_empty()) {
@@ -202,7 +201,7 @@ fn one_device(l: &lifeline_engine::Lifeline, name: &str) -> ApiResult<lifeline_e
 }
 
 /// The one row of a single-target engine result, or its error.
-fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResult<T> {
+pub(crate) fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResult<T> {
     let row = rows.into_iter().next().ok_or_else(|| ApiError::NotFound { what: "BMC", name: name.into() })?;
     Ok(row.result?)
 }
@@ -337,17 +336,6 @@ async fn group_power_status(
     let sel = s.base.select_bmcs(&targets, &[], false)?;
     let rows = s.base.power_status(&sel).await?;
     Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
-}
-
-async fn trust(
-    State(s): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> ApiResult<Json<lifeline_engine::ops::bmc::Trusted>> {
-    let l = engine(&s, &caller, &headers)?;
-    let sel = one_device(&l, &name)?;
-    Ok(Json(one(l.bmc_trust(&sel).await?, &name)?))
 }
 
 #[derive(Debug, Deserialize)]

@@ -14,6 +14,7 @@ pub mod runbooks;
 pub mod session;
 pub mod system;
 pub mod timeline;
+pub mod trust;
 pub mod views;
 
 use axum::http::HeaderMap;
@@ -32,6 +33,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(overview::routes());
     r.extend(timeline::routes());
     r.extend(backups::routes());
+    r.extend(trust::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
     r.extend(runbooks::routes());
