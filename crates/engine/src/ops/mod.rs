@@ -14,6 +14,7 @@ pub mod events;
 pub mod firmware;
 mod firmware_plan;
 pub mod gauges;
+pub mod incident;
 pub mod inventory;
 pub mod media;
 pub mod notify;
