@@ -107,6 +107,12 @@ pub struct ServeSection {
     pub event_listen: Option<String>,
     /// The URL the BMCs post to when it is not `http://EVENT-LISTEN/events` (NAT, a relay).
     pub event_destination: Option<String>,
+    /// A certificate chain (PEM) for the event receiver: with it and `event-tls-key` the receiver speaks
+    /// TLS only and BMCs are subscribed to `https://EVENT-LISTEN/events` (the subscription secret in the
+    /// path never crosses the OOB network in clear).
+    pub event_tls_cert: Option<PathBuf>,
+    /// The key of `event-tls-cert` (PEM).
+    pub event_tls_key: Option<PathBuf>,
 }
 
 /// `[[webhook]]`: where notifications are POSTed (JSON, in the background, retried with backoff; a

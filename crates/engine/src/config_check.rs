@@ -82,6 +82,12 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             err("server.events", "`events = \"push\"` needs `server.event-listen` (ADDR:PORT)".into());
         }
     }
+    if s.event_tls_cert.is_some() != s.event_tls_key.is_some() {
+        err(
+            "server.event-tls-cert",
+            "`server.event-tls-cert` and `server.event-tls-key`: give both, or neither".into(),
+        );
+    }
     if let Some(d) = &s.event_destination
         && !(d.starts_with("http://") || d.starts_with("https://"))
     {

@@ -8,6 +8,10 @@
 //! source) or changes nothing; one that passes is only a [`Prompt`] to read that BMC's own log over the
 //! authenticated client: what the BMC says there, not the pushed body, is what gets stored.
 //!
+//! With a certificate and key configured (`[server] event-tls-cert`/`event-tls-key`) the receiver speaks
+//! TLS only ([`EventListener::with_tls`]): the subscription secret in the path then never crosses the OOB
+//! network in clear, and a plain-HTTP delivery fails its handshake and changes nothing.
+//!
 //! [`parse_event_document`] turns an event document into store events; the SSE reader uses it, since an
 //! SSE stream is read over the authenticated client from the BMC itself.
 
@@ -17,7 +21,7 @@ use std::time::Duration;
 
 use lifeline_store::NewEvent;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 
@@ -86,6 +90,7 @@ pub struct EventListener {
     gate: Arc<EventGate>,
     tx: mpsc::Sender<Prompt>,
     open: Arc<Semaphore>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// An authenticated delivery: `device`'s BMC says something happened; read its log to learn what.
@@ -104,13 +109,20 @@ impl EventListener {
     ) -> std::io::Result<(EventListener, mpsc::Receiver<Prompt>)> {
         let listener = TcpListener::bind(addr).await?;
         let (tx, rx) = mpsc::channel(1024);
-        Ok((EventListener { listener, gate, tx, open: Arc::new(Semaphore::new(MAX_OPEN)) }, rx))
+        Ok((EventListener { listener, gate, tx, open: Arc::new(Semaphore::new(MAX_OPEN)), tls: None }, rx))
     }
 
-    /// The receiver's URL (`http://ADDR:PORT/events`); each BMC is subscribed to it followed by its secret
-    /// ([`EventGate::destination`]).
+    /// Serve TLS only, with this configuration ([`crate::event_tls::server_config`]).
+    pub fn with_tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(tokio_rustls::TlsAcceptor::from(config));
+        self
+    }
+
+    /// The receiver's URL (`http://ADDR:PORT/events`, `https://` with TLS); each BMC is subscribed to it
+    /// followed by its secret ([`EventGate::destination`]).
     pub fn url(&self) -> std::io::Result<String> {
-        Ok(format!("http://{}/events", self.listener.local_addr()?))
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        Ok(format!("{scheme}://{}/events", self.listener.local_addr()?))
     }
 
     pub fn gate(&self) -> Arc<EventGate> {
@@ -129,9 +141,18 @@ impl EventListener {
                 tracing::debug!(%peer, "event receiver busy: connection closed");
                 continue;
             };
-            let (tx, gate) = (self.tx.clone(), self.gate.clone());
+            let (tx, gate, tls) = (self.tx.clone(), self.gate.clone(), self.tls.clone());
             tokio::spawn(async move {
-                if let Err(e) = serve(sock, peer.ip(), &gate, tx).await {
+                let served = match tls {
+                    None => serve(sock, peer.ip(), &gate, tx).await,
+                    // The handshake counts against the same time limit as reading the request.
+                    Some(acceptor) => match tokio::time::timeout(READ_LIMIT, acceptor.accept(sock)).await {
+                        Ok(Ok(stream)) => serve(stream, peer.ip(), &gate, tx).await,
+                        Ok(Err(e)) => Err(e),
+                        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake")),
+                    },
+                };
+                if let Err(e) = served {
                     tracing::debug!(%peer, error = %e, "event delivery not read");
                 }
                 drop(permit);
@@ -141,8 +162,8 @@ impl EventListener {
 }
 
 /// What one connection gets: the status line, and the prompt when the delivery passed the gate.
-async fn answer(
-    sock: &mut TcpStream,
+async fn answer<S: AsyncRead + Unpin>(
+    sock: &mut S,
     peer: IpAddr,
     gate: &EventGate,
 ) -> std::io::Result<(&'static str, Option<Prompt>)> {
@@ -175,8 +196,8 @@ async fn answer(
     }
 }
 
-async fn serve(
-    mut sock: TcpStream,
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut sock: S,
     peer: IpAddr,
     gate: &EventGate,
     tx: mpsc::Sender<Prompt>,
@@ -193,7 +214,9 @@ async fn serve(
 
 /// The last segment of the request path (the subscription's secret) and the body of a POST (`None` for
 /// another method); bounded by [`MAX_REQUEST`].
-async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<(Option<String>, Vec<u8>)>> {
+async fn read_request<S: AsyncRead + Unpin>(
+    sock: &mut S,
+) -> std::io::Result<Option<(Option<String>, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let head_end = loop {

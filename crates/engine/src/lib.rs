@@ -27,6 +27,7 @@ pub mod discover;
 pub mod error;
 pub mod event_gate;
 pub mod event_listener;
+pub mod event_tls;
 pub mod fault_rules;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;

@@ -80,9 +80,18 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
             if !unresolved.is_empty() {
                 s.problem("BMC event sources", &unresolved.join("; "));
             }
-            let (listener, rx) = EventListener::bind(addr, Arc::new(gate)).await.map_err(|e| {
+            let server = &s.base.config.config.server;
+            let tls = lifeline_engine::event_tls::from_config(
+                server.event_tls_cert.as_deref(),
+                server.event_tls_key.as_deref(),
+            )
+            .map_err(|e| EngineError::bad_argument(e.to_string()))?;
+            let (mut listener, rx) = EventListener::bind(addr, Arc::new(gate)).await.map_err(|e| {
                 EngineError::bad_argument(format!("[server] event-listen = \"{listen}\": cannot listen: {e}"))
             })?;
+            if let Some(cfg) = tls {
+                listener = listener.with_tls(cfg);
+            }
             let url = match &s.base.config.config.server.event_destination {
                 Some(d) => d.clone(),
                 None => listener.url().map_err(|e| EngineError::internal("event receiver address", e))?,
