@@ -40,7 +40,8 @@ export async function render(main, { name }) {
     h('span', { title: time(e.at) }, time(e.at)), h('span', { class: 'k' }, e.kind),
     h('span', {}, e.run ? h('a', { href: `/ui/runbooks?run=${enc(e.run)}` }, e.title) : e.title,
       e.detail ? [' — ', reason(e.detail, e.full || e.detail)] : null,
-      e.evidence_digest ? [' ', h('code', { title: 'evidence digest' }, e.evidence_digest.slice(0, 19))] : null))) : h('li', {}, 'Nothing recorded yet.'));
+      e.evidence_digest ? [' ', h('code', { title: 'evidence digest' }, e.evidence_digest.slice(0, 19))] : null,
+      e.fault ? [' ', h('a', { href: `/ui/incident/${enc(e.fault)}`, class: 'incident-link' }, `incident ${e.fault}`)] : null))) : h('li', {}, 'Nothing recorded yet.'));
   main.append(section('Timeline', timeline));
   const summary = h('div'), sensors = h('div'), sel = h('div'), evidence = h('div'), faults = h('div'), audit = h('div');
   main.append(
@@ -80,7 +81,7 @@ export async function render(main, { name }) {
   });
   load(faults, async () => {
     const fs = (await api('GET', '/api/v1/faults?state=open')).filter((f) => f.device === name);
-    return fs.length ? table(['Id', 'Kind', 'Severity', 'Message', 'Opened'], fs.map((f) => [String(f.id), f.kind, badge(f.severity), f.message, time(f.opened_at_ms)])) : h('p', {}, 'None.');
+    return fs.length ? table(['Id', 'Kind', 'Severity', 'Message', 'Opened'], fs.map((f) => [h('a', { href: `/ui/incident/${enc(f.id)}`, class: 'incident-link' }, String(f.id)), f.kind, badge(f.severity), f.message, time(f.opened_at_ms)])) : h('p', {}, 'None.');
   });
   load(audit, async () => {
     const rows = await api('GET', `/api/v1/audit?target=${enc(name)}&limit=50`);

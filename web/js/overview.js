@@ -42,7 +42,7 @@ function incidents(sum) {
     h('thead', {}, h('tr', {}, ['Severity', 'Device', 'Fault', 'Opened', 'Device state', 'Lifeline is'].map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', {}, sum.incidents.map((i) => h('tr', { 'data-fault': i.fault, 'data-device': i.device },
       h('td', {}, badge(i.severity)), h('td', {}, nodeLink(i.device)),
-      h('td', {}, h('a', { href: `/ui/node/${enc(i.device)}#fault-${i.fault}` }, `${i.kind}: ${i.message}`), i.count > 1 ? ` (×${i.count})` : ''),
+      h('td', {}, h('a', { href: `/ui/incident/${enc(i.fault)}`, class: 'incident-link' }, `${i.kind}: ${i.message}`), i.count > 1 ? ` (×${i.count})` : ''),
       h('td', { title: time(i.opened) }, ago(i.opened)), h('td', {}, badge(i.device_state)),
       h('td', {}, i.run ? [runLink(i.run), ` ${i.run.state}`, i.run.state === 'running' ? `, ${runWhere(i.run)}` : ''] : (i.state === 'acked' ? `acknowledged by ${i.acked_by}` : 'nothing yet')))))),
   sum.incidents_total > sum.incidents.length ? h('p', {}, h('a', { href: '/ui/faults' }, `all ${sum.incidents_total} open faults`)) : null);

@@ -14,6 +14,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
+use utoipa::ToSchema;
+use utoipa::openapi::{RefOr, Schema};
+
 use crate::auth::{self, Caller, Role};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -36,8 +39,8 @@ pub struct Route {
     pub summary: &'static str,
     /// The request body's schema (a component name), for the OpenAPI document.
     pub body: Option<&'static str>,
-    /// The 200 answer's schema (a component name), for the OpenAPI document.
-    pub returns: Option<&'static str>,
+    /// What a success answers, for the OpenAPI document.
+    pub answer: Answer,
     /// An intake of automated causes: what arrives here can open a fault or start recovery without a
     /// person deciding (agent reports). The role matrix requires every intake to be authenticated.
     pub intake: bool,
@@ -57,6 +60,35 @@ impl std::fmt::Debug for Route {
     }
 }
 
+/// What a route answers on success. Every route declares one (`Undeclared` fails the OpenAPI test), so
+/// the document says what each operation returns.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Undeclared,
+    /// `application/json` of the component `schema` (an array of it when `list`); `collect` adds the
+    /// schema and the schemas it names to the document's components.
+    Json {
+        schema: String,
+        list: bool,
+        collect: fn(&mut Schemas),
+    },
+    Text {
+        content_type: &'static str,
+    },
+    WebSocket {
+        frames: &'static str,
+    },
+    Redirect,
+}
+
+/// Named schemas, as utoipa collects them.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
+
+fn collect<T: ToSchema>(out: &mut Schemas) {
+    out.push((T::name().into_owned(), T::schema()));
+    T::schemas(out);
+}
+
 /// Shorthand for the tables in `api/`.
 pub fn route(
     method: Method,
@@ -66,7 +98,17 @@ pub fn route(
     summary: &'static str,
     handler: MethodRouter<AppState>,
 ) -> Route {
-    Route { method, path, access, tag, summary, body: None, returns: None, intake: false, handler }
+    Route {
+        method,
+        path,
+        access,
+        tag,
+        summary,
+        body: None,
+        answer: Answer::Undeclared,
+        intake: false,
+        handler,
+    }
 }
 
 impl Route {
@@ -75,8 +117,33 @@ impl Route {
         self
     }
 
-    pub fn returns(mut self, schema: &'static str) -> Route {
-        self.returns = Some(schema);
+    /// A JSON body of type `T` (its schema and every schema it names go into the document).
+    pub fn returns<T: ToSchema>(mut self) -> Route {
+        self.answer = Answer::Json { schema: T::name().into_owned(), list: false, collect: collect::<T> };
+        self
+    }
+
+    /// A JSON array of `T`.
+    pub fn returns_list<T: ToSchema>(mut self) -> Route {
+        self.answer = Answer::Json { schema: T::name().into_owned(), list: true, collect: collect::<T> };
+        self
+    }
+
+    /// A body that is not JSON (a probe's words, metrics, a CSV download, a page, a script).
+    pub fn returns_text(mut self, content_type: &'static str) -> Route {
+        self.answer = Answer::Text { content_type };
+        self
+    }
+
+    /// A WebSocket (`101 Switching Protocols`); `frames` says what travels over it.
+    pub fn upgrades(mut self, frames: &'static str) -> Route {
+        self.answer = Answer::WebSocket { frames };
+        self
+    }
+
+    /// A redirect (`303 See Other`) to a page.
+    pub fn redirects(mut self) -> Route {
+        self.answer = Answer::Redirect;
         self
     }
 

@@ -33,7 +33,8 @@ pub fn routes() -> Vec<Route> {
         "live",
         "Server-Sent Events: `devices` (the fleet list, sent when it changes), `event` (the 50 newest event rows on connecting, then each new one), `run` (a runbook run whose state or journal changed), `summary` (as `GET /api/v1/summary`, when it changes) and `states` (`{device: state}`, when one changes).",
         get(live),
-    )]
+    )
+    .returns_text("text/event-stream")]
 }
 
 struct Cursor {

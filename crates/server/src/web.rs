@@ -47,6 +47,7 @@ static ASSETS: &[Asset] = assets! {
     "fleet.js" => "js/fleet.js", JS;
     "fabrics.js" => "js/fabrics.js", JS;
     "node.js" => "js/node.js", JS;
+    "incident.js" => "js/incident.js", JS;
     "console.js" => "js/console.js", JS;
     "backups.js" => "js/backups.js", JS;
     "runbooks.js" => "js/runbooks.js", JS;
@@ -64,7 +65,7 @@ static SHELL: &[u8] = include_bytes!("../../../web/index.html");
 /// The pages a URL may name (`/ui/<page>` or `/ui/<page>/<name>`); anything else is a 404.
 pub const PAGES: &[&str] = &[
     "login", "overview", "fleet", "fabrics", "node", "console", "backups", "runbooks", "faults", "audit",
-    "hygiene", "admin",
+    "hygiene", "admin", "incident",
 ];
 
 pub fn routes() -> Vec<Route> {

@@ -9,6 +9,8 @@ use crate::kebab_enum;
 
 kebab_enum! {
     /// What a device does in the cluster; decides which checks and actions apply to it.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+    #[cfg_attr(feature = "schema", schema(as = DeviceRole))]
     pub enum Role {
         GpuNode => "gpu-node",
         HeadNode => "head-node",
@@ -26,6 +28,7 @@ impl Role {
 
 kebab_enum! {
     /// The four networks of an AI cluster.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum Fabric {
         /// 400G RoCEv2 / InfiniBand rails, one NIC per GPU.
         Backend => "backend",
@@ -39,6 +42,7 @@ kebab_enum! {
 
 kebab_enum! {
     /// A switch's place in a Clos fabric.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum Tier {
         Leaf => "leaf",
         Spine => "spine",
@@ -47,6 +51,7 @@ kebab_enum! {
 
 kebab_enum! {
     /// Network operating system of a switch; selects the backup/restore driver and console profile.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum Platform {
         Sonic => "sonic",
         Eos => "eos",
@@ -58,6 +63,7 @@ kebab_enum! {
 
 kebab_enum! {
     /// How Lifeline talks to a BMC. `auto` probes Redfish first, falls back to IPMI and remembers.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum BmcProtocol {
         Redfish => "redfish",
         Ipmi => "ipmi",

@@ -8,6 +8,7 @@ mod device;
 mod duration;
 mod error_chain;
 mod fingerprint;
+mod lifecycle;
 mod state;
 
 pub use credential::{CredentialRef, CredentialRefError};
@@ -15,6 +16,7 @@ pub use device::{BmcProtocol, DeviceName, DeviceNameError, Fabric, Platform, Rol
 pub use duration::Human;
 pub use error_chain::error_chain;
 pub use fingerprint::{Fingerprint, FingerprintError};
+pub use lifecycle::{FaultState, RunState};
 pub use state::{Health, PowerAction, PowerState};
 
 /// Implements `Display`, `FromStr` and the kebab-case names for a fieldless enum, once, so that the CLI,

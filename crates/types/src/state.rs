@@ -5,6 +5,7 @@ use crate::kebab_enum;
 kebab_enum! {
     /// Chassis power as reported by a BMC. Transitional states exist because Redfish reports them and a
     /// confirmed power action must not mistake "powering off" for "off".
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum PowerState {
         On => "on",
         Off => "off",
@@ -16,6 +17,7 @@ kebab_enum! {
 
 kebab_enum! {
     /// What an operator asks a BMC to do with power.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum PowerAction {
         On => "on",
         Off => "off",
@@ -45,6 +47,7 @@ impl PowerAction {
 
 kebab_enum! {
     /// Health rollup, ordered from best to worst so that `max` is the rollup of several.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum Health {
         Ok => "ok",
         Warning => "warning",

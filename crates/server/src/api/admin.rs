@@ -10,15 +10,18 @@ use serde::Deserialize;
 
 use crate::access::{Route, admin, route};
 use crate::accounts::{self, CreatedToken};
+use crate::api::model::{PasswordChanged, Token, TokenRevoked, User, UserDisabled};
 use crate::auth::{Caller, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub fn routes() -> Vec<Route> {
     vec![
-        route(Method::GET, "/api/v1/users", admin(), "admin", "Local users.", get(users)),
+        route(Method::GET, "/api/v1/users", admin(), "admin", "Local users.", get(users))
+            .returns_list::<User>(),
         route(Method::POST, "/api/v1/users", admin(), "admin", "Add a user.", post(user_add))
-            .body("UserCreate"),
+            .body("UserCreate")
+            .returns::<User>(),
         route(
             Method::POST,
             "/api/v1/users/{name}/password",
@@ -27,7 +30,8 @@ pub fn routes() -> Vec<Route> {
             "Set a user's password (ends their sessions).",
             post(passwd),
         )
-        .body("PasswordRequest"),
+        .body("PasswordRequest")
+        .returns::<PasswordChanged>(),
         route(
             Method::POST,
             "/api/v1/users/{name}/disable",
@@ -35,7 +39,8 @@ pub fn routes() -> Vec<Route> {
             "admin",
             "Disable a user (ends sessions, revokes tokens).",
             post(disable),
-        ),
+        )
+        .returns::<UserDisabled>(),
         route(
             Method::GET,
             "/api/v1/tokens",
@@ -43,7 +48,8 @@ pub fn routes() -> Vec<Route> {
             "admin",
             "API tokens (never their secrets).",
             get(tokens),
-        ),
+        )
+        .returns_list::<Token>(),
         route(
             Method::POST,
             "/api/v1/tokens",
@@ -52,7 +58,8 @@ pub fn routes() -> Vec<Route> {
             "Create a token: its secret is in this response only.",
             post(token_create),
         )
-        .body("TokenCreate"),
+        .body("TokenCreate")
+        .returns::<CreatedToken>(),
         route(
             Method::DELETE,
             "/api/v1/tokens/{id}",
@@ -60,12 +67,13 @@ pub fn routes() -> Vec<Route> {
             "admin",
             "Revoke a token.",
             delete(token_revoke),
-        ),
+        )
+        .returns::<TokenRevoked>(),
     ]
 }
 
-async fn users(State(s): State<AppState>) -> ApiResult<Json<Vec<lifeline_store::UserRow>>> {
-    Ok(Json(s.store.users().await?))
+async fn users(State(s): State<AppState>) -> ApiResult<Json<Vec<User>>> {
+    Ok(Json(s.store.users().await?.into_iter().map(User::from_row).collect::<ApiResult<_>>()?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -79,9 +87,9 @@ async fn user_add(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Json(r): Json<UserCreate>,
-) -> ApiResult<Json<lifeline_store::UserRow>> {
+) -> ApiResult<Json<User>> {
     let audit = s.audit_as(&c.actor()).await?;
-    Ok(Json(accounts::user_add(&s.store, &audit, &r.name, r.role, &r.password).await?))
+    Ok(Json(User::from_row(accounts::user_add(&s.store, &audit, &r.name, r.role, &r.password).await?)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -94,24 +102,24 @@ async fn passwd(
     Extension(c): Extension<Caller>,
     Path(name): Path<String>,
     Json(r): Json<PasswordRequest>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<PasswordChanged>> {
     let audit = s.audit_as(&c.actor()).await?;
     accounts::user_passwd(&s.store, &audit, &name, &r.password).await?;
-    Ok(Json(serde_json::json!({ "user": name, "password": "changed" })))
+    Ok(Json(PasswordChanged { user: name, password: "changed".into() }))
 }
 
 async fn disable(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(name): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<UserDisabled>> {
     let audit = s.audit_as(&c.actor()).await?;
     accounts::user_disable(&s.store, &audit, &name, true).await?;
-    Ok(Json(serde_json::json!({ "user": name, "disabled": true })))
+    Ok(Json(UserDisabled { user: name, disabled: true }))
 }
 
-async fn tokens(State(s): State<AppState>) -> ApiResult<Json<Vec<lifeline_store::TokenRow>>> {
-    Ok(Json(s.store.tokens(None).await?))
+async fn tokens(State(s): State<AppState>) -> ApiResult<Json<Vec<Token>>> {
+    Ok(Json(s.store.tokens(None).await?.into_iter().map(Token::from).collect()))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -154,8 +162,8 @@ async fn token_revoke(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<TokenRevoked>> {
     let audit = s.audit_as(&c.actor()).await?;
     accounts::token_revoke(&s.store, &audit, &id).await?;
-    Ok(Json(serde_json::json!({ "id": id, "revoked": true })))
+    Ok(Json(TokenRevoked { id, revoked: true }))
 }

@@ -9,6 +9,7 @@ use lifeline_store::AuditRow;
 use serde::Deserialize;
 
 use crate::access::{Route, route, viewer};
+use crate::api::model::AuditRecord;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -21,15 +22,17 @@ pub fn routes() -> Vec<Route> {
             "audit",
             "Audit rows, newest first (`?target=&actor=&action=&outcome=&limit=`).",
             get(query),
-        ),
+        )
+        .returns_list::<AuditRecord>(),
         route(
             Method::GET,
             "/api/v1/audit/export",
             viewer(),
             "audit",
-            "The same rows as a download (`?format=csv|json`).",
+            "The same rows as a download: CSV (`?format=csv`, the default) or JSON (`?format=json`, as `GET /api/v1/audit`).",
             get(export),
-        ),
+        )
+        .returns_text("text/csv"),
     ]
 }
 
@@ -62,8 +65,8 @@ async fn rows(s: &AppState, q: &AuditQuery) -> ApiResult<Vec<AuditRow>> {
         .collect())
 }
 
-async fn query(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> ApiResult<Json<Vec<AuditRow>>> {
-    Ok(Json(rows(&s, &q).await?))
+async fn query(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> ApiResult<Json<Vec<AuditRecord>>> {
+    Ok(Json(rows(&s, &q).await?.into_iter().map(AuditRecord::from).collect()))
 }
 
 fn csv_field(s: &str) -> String {
@@ -102,6 +105,7 @@ async fn export(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> ApiRe
         )
             .into_response()),
         "json" => {
+            let rows: Vec<AuditRecord> = rows.into_iter().map(AuditRecord::from).collect();
             Ok(([(header::CONTENT_DISPOSITION, "attachment; filename=\"lifeline-audit.json\"")], Json(rows))
                 .into_response())
         }

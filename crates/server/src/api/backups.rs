@@ -5,9 +5,9 @@ use axum::http::{HeaderMap, Method};
 use axum::routing::{get, post};
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::access::{Route, operator, route, viewer};
+use crate::api::answers::{BackupDiff, BackupRow, BackupVersion, RestoreAnswer, ScheduledBackup, view};
 use crate::api::engine;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -22,7 +22,8 @@ pub fn routes() -> Vec<Route> {
             "backups",
             "Each switch's next scheduled backup.",
             get(schedule),
-        ),
+        )
+        .returns_list::<ScheduledBackup>(),
         route(
             Method::POST,
             "/api/v1/backups/run",
@@ -31,7 +32,8 @@ pub fn routes() -> Vec<Route> {
             "Back up switches now (`targets`, default all).",
             post(run),
         )
-        .body("TargetsRequest"),
+        .body("TargetsRequest")
+        .returns_list::<BackupRow>(),
         route(
             Method::GET,
             "/api/v1/backups/{switch}",
@@ -39,7 +41,8 @@ pub fn routes() -> Vec<Route> {
             "backups",
             "Versions of a switch's configuration, oldest first.",
             get(history),
-        ),
+        )
+        .returns_list::<BackupVersion>(),
         route(
             Method::GET,
             "/api/v1/backups/{switch}/diff",
@@ -47,7 +50,8 @@ pub fn routes() -> Vec<Route> {
             "backups",
             "Diff between two versions (`?from=&to=`, default the last two).",
             get(diff),
-        ),
+        )
+        .returns::<BackupDiff>(),
         route(
             Method::POST,
             "/api/v1/backups/{switch}/restore",
@@ -56,14 +60,13 @@ pub fn routes() -> Vec<Route> {
             "Restore a version (`dry_run` shows the diff and checks everything first).",
             post(restore),
         )
-        .body("RestoreRequest"),
+        .body("RestoreRequest")
+        .returns::<RestoreAnswer>(),
     ]
 }
 
-async fn schedule(
-    State(s): State<AppState>,
-) -> ApiResult<Json<Vec<lifeline_engine::ops::backup::ScheduledBackup>>> {
-    Ok(Json(s.base.backup_schedule(s.clock.now())?))
+async fn schedule(State(s): State<AppState>) -> ApiResult<Json<Vec<ScheduledBackup>>> {
+    Ok(Json(view("backup schedule", &s.base.backup_schedule(s.clock.now())?)?))
 }
 
 async fn run(
@@ -71,7 +74,7 @@ async fn run(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Option<Json<super::devices::TargetsRequest>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Vec<BackupRow>>> {
     let req = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let targets = l.select_switches(&req.targets)?;
@@ -79,12 +82,15 @@ async fn run(
     for r in &rows {
         s.metrics.backups.inc(&[("trigger", "api"), ("result", if r.is_ok() { "ok" } else { "failed" })]);
     }
-    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+    Ok(Json(view("backups", &rows)?))
 }
 
-async fn history(State(s): State<AppState>, Path(switch): Path<String>) -> ApiResult<Json<Value>> {
+async fn history(
+    State(s): State<AppState>,
+    Path(switch): Path<String>,
+) -> ApiResult<Json<Vec<BackupVersion>>> {
     match s.base.backup_history(&switch).await {
-        Ok(v) => Ok(Json(serde_json::to_value(&v).unwrap_or(Value::Null))),
+        Ok(v) => Ok(Json(view("backup history", &v)?)),
         // A switch of the inventory that was never backed up has an empty history, not a missing one: the
         // web page lists no versions and offers "Run backup now" (the engine's NotFound suits the CLI).
         Err(lifeline_engine::EngineError::NotFound { .. })
@@ -92,7 +98,7 @@ async fn history(State(s): State<AppState>, Path(switch): Path<String>) -> ApiRe
                 .inventory()
                 .is_ok_and(|inv| inv.devices.iter().any(|d| d.name.to_string() == switch)) =>
         {
-            Ok(Json(Value::Array(Vec::new())))
+            Ok(Json(Vec::new()))
         }
         Err(e) => Err(e.into()),
     }
@@ -108,8 +114,8 @@ async fn diff(
     State(s): State<AppState>,
     Path(switch): Path<String>,
     Query(q): Query<DiffQuery>,
-) -> ApiResult<Json<lifeline_engine::ops::backup::BackupDiff>> {
-    Ok(Json(s.base.backup_diff(&switch, q.from, q.to).await?))
+) -> ApiResult<Json<BackupDiff>> {
+    Ok(Json(view("backup diff", &s.base.backup_diff(&switch, q.from, q.to).await?)?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -131,10 +137,9 @@ async fn restore(
     headers: HeaderMap,
     Path(switch): Path<String>,
     body: Option<Json<RestoreRequest>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RestoreAnswer>> {
     let r = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let out = l.backup_restore(&switch, r.version, r.to.as_deref(), r.dry_run, r.allow_scrubbed).await?;
-    Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
+    Ok(Json(view("restore", &out)?))
 }
-

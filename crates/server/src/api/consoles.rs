@@ -15,6 +15,7 @@ use lifeline_console::{AttachOptions, ViewerEvent, WriteMode};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Route, operator, route, viewer};
+use crate::api::answers::{ConsoleInfo, view};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -28,7 +29,8 @@ pub fn routes() -> Vec<Route> {
             "consoles",
             "Every console the server logs, with its session state and viewers.",
             get(list),
-        ),
+        )
+        .returns_list::<ConsoleInfo>(),
         route(
             Method::GET,
             "/api/v1/consoles/{name}/log",
@@ -36,7 +38,8 @@ pub fn routes() -> Vec<Route> {
             "consoles",
             "The console's log (`?since=RFC3339&limit=N` records, newest kept).",
             get(log),
-        ),
+        )
+        .returns::<ConsoleLog>(),
         route(
             Method::GET,
             "/api/v1/consoles/{name}/attach",
@@ -44,7 +47,8 @@ pub fn routes() -> Vec<Route> {
             "consoles",
             "WebSocket: watch the console read-only (binary frames: output; text frames: JSON events).",
             get(attach_read),
-        ),
+        )
+        .upgrades("binary frames carry the console's output; text frames are JSON events (`marker`, `status`, `writer`, `lagged`, `closed`)"),
         route(
             Method::GET,
             "/api/v1/consoles/{name}/write",
@@ -52,12 +56,13 @@ pub fn routes() -> Vec<Route> {
             "consoles",
             "WebSocket: attach with the write lock (`?take_over=true` takes it from its holder; audited). The text frame `{\"type\":\"break\"}` sends a serial break.",
             get(attach_write),
-        ),
+        )
+        .upgrades("as `attach`; binary or text frames sent are typed into the console, `{\"type\":\"break\"}` sends a serial break"),
     ]
 }
 
-async fn list(State(s): State<AppState>) -> Json<Vec<lifeline_console::ConsoleInfo>> {
-    Json(s.consoles.list())
+async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<ConsoleInfo>>> {
+    Ok(Json(view("consoles", &s.consoles.list())?))
 }
 
 #[derive(Debug, Deserialize)]

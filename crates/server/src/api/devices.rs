@@ -16,29 +16,34 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{Route, operator, route, viewer};
+use crate::api::answers::{
+    BmcEventLog, DeviceDetail, HealthReport, HealthRow, PowerAnswer, PowerRow, PowerStatus, PowerStatusRow,
+    Sweep, view,
+};
 use crate::api::engine;
+use crate::api::model::Event;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub fn routes() -> Vec<Route> {
     vec![
-        route(Method::GET, "/api/v1/devices", viewer(), "devices", "Every inventory device with its last observed power, health and reachability.", get(list)),
-        route(Method::GET, "/api/v1/devices/{name}", viewer(), "devices", "One device: inventory fields and last observations.", get(show)),
-        route(Method::GET, "/api/v1/devices/{name}/health", viewer(), "devices", "Read the BMC's sensors and health rollup now.", get(health)),
-        route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)),
-        route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)),
-        route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest"),
-        route(Method::GET, "/api/v1/power", viewer(), "devices", "Read the power state of several devices now (`?targets=a,r02,gpu-*`).", get(group_power_status)),
-        route(Method::POST, "/api/v1/power", operator(), "devices", "Power action on a group (names, racks, roles, globs): refused with the device list unless `confirm` is their number; audited per device as the web user.", post(group_power)).body("GroupPowerRequest"),
-        route(Method::GET, "/api/v1/health", viewer(), "devices", "Health of every BMC (or `?targets=a,b`).", get(fleet_health)),
-        route(Method::POST, "/api/v1/sweep", operator(), "devices", "Sweep the fleet (or `targets`) now: power, health, newest SEL entries.", post(sweep)).body("TargetsRequest"),
-        route(Method::GET, "/api/v1/events", viewer(), "devices", "Events after an id (`?after=ID&limit=N`): SEL entries, sweep changes.", get(events)),
+        route(Method::GET, "/api/v1/devices", viewer(), "devices", "Every inventory device with its last observed power, health and reachability.", get(list)).returns_list::<DeviceSummary>(),
+        route(Method::GET, "/api/v1/devices/{name}", viewer(), "devices", "One device: inventory fields and last observations.", get(show)).returns::<DeviceDetail>(),
+        route(Method::GET, "/api/v1/devices/{name}/health", viewer(), "devices", "Read the BMC's sensors and health rollup now.", get(health)).returns::<HealthReport>(),
+        route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)).returns::<BmcEventLog>(),
+        route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)).returns::<PowerStatus>(),
+        route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest").returns::<PowerAnswer>(),
+        route(Method::GET, "/api/v1/power", viewer(), "devices", "Read the power state of several devices now (`?targets=a,r02,gpu-*`).", get(group_power_status)).returns_list::<PowerStatusRow>(),
+        route(Method::POST, "/api/v1/power", operator(), "devices", "Power action on a group (names, racks, roles, globs): refused with the device list unless `confirm` is their number; audited per device as the web user.", post(group_power)).body("GroupPowerRequest").returns_list::<PowerRow>(),
+        route(Method::GET, "/api/v1/health", viewer(), "devices", "Health of every BMC (or `?targets=a,b`).", get(fleet_health)).returns_list::<HealthRow>(),
+        route(Method::POST, "/api/v1/sweep", operator(), "devices", "Sweep the fleet (or `targets`) now: power, health, newest SEL entries.", post(sweep)).body("TargetsRequest").returns::<Sweep>(),
+        route(Method::GET, "/api/v1/events", viewer(), "devices", "Events after an id (`?after=ID&limit=N`): SEL entries, sweep changes.", get(events)).returns_list::<Event>(),
     ]
 }
 
 /// One row of `GET /api/v1/devices`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeviceSummary {
     pub name: String,
     pub role: String,
@@ -160,7 +165,7 @@ fn device<'a>(
         .ok_or_else(|| ApiError::Engine(lifeline_engine::EngineError::UnknownDevice { name: name.into() }))
 }
 
-async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<DeviceDetail>> {
     let inv = s.base.inventory()?;
     let d = device(&inv, &name)?;
     let name = d.name.to_string();
@@ -172,17 +177,16 @@ async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<
     }
     let open = s.store.faults(Some("open"), 1_000_000).await?;
     seen.open_faults.insert(name.clone(), open.iter().filter(|f| f.device == name).count());
-    let sum = summary(d, &seen);
-    let mut v = lifeline_engine::ops::inventory::device_json(d);
-    if let Value::Object(m) = &mut v {
-        m.insert("observed".into(), serde_json::to_value(sum).unwrap_or(Value::Null));
-    }
-    Ok(Json(v))
+    let device = view("device", &lifeline_engine::ops::inventory::device_json(d))?;
+    Ok(Json(DeviceDetail { device, observed: summary(d, &seen) }))
 }
 
 /// The BMC of exactly the device `name`: a group, rack, role, glob or `all` is refused (400), an unknown
 /// name is 404.
-pub(crate) fn one_device(l: &lifeline_engine::Lifeline, name: &str) -> ApiResult<lifeline_engine::BmcSelection> {
+pub(crate) fn one_device(
+    l: &lifeline_engine::Lifeline,
+    name: &str,
+) -> ApiResult<lifeline_engine::BmcSelection> {
     let inv = l.inventory()?;
     if !inv.devices.iter().any(|d| d.name.as_str() == name) {
         if lifeline_inventory::select(&inv, &[name.to_owned()]).is_ok_and(|d| !d.is_empty()) {
@@ -206,12 +210,9 @@ pub(crate) fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResul
     Ok(row.result?)
 }
 
-async fn health(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> ApiResult<Json<lifeline_bmc::HealthSummary>> {
+async fn health(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<HealthReport>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(one(s.base.health(&sel).await?, &name)?))
+    Ok(Json(view("health", &one(s.base.health(&sel).await?, &name)?)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -223,17 +224,14 @@ async fn sel(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SelQuery>,
-) -> ApiResult<Json<lifeline_bmc::EventLog>> {
+) -> ApiResult<Json<BmcEventLog>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?))
+    Ok(Json(view("event log", &one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?)?))
 }
 
-async fn power_status(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> ApiResult<Json<lifeline_engine::ops::power::PowerStatus>> {
+async fn power_status(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<PowerStatus>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(one(s.base.power_status(&sel).await?, &name)?))
+    Ok(Json(view("power status", &one(s.base.power_status(&sel).await?, &name)?)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -248,7 +246,7 @@ async fn power(
     headers: HeaderMap,
     Path(name): Path<String>,
     Json(req): Json<PowerRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PowerAnswer>> {
     let action = power_action(&req.action)?;
     let l = engine(&s, &caller, &headers)?;
     let sel = one_device(&l, &name)?;
@@ -264,8 +262,7 @@ async fn power(
         Err(_) => "failed",
     };
     s.metrics.power_actions.inc(&[("action", action.as_str()), ("result", result)]);
-    let out = res?;
-    Ok(Json(serde_json::to_value(&out).unwrap_or(Value::Null)))
+    Ok(Json(view("power", &res?)?))
 }
 
 fn power_action(action: &str) -> ApiResult<PowerAction> {
@@ -289,7 +286,7 @@ async fn group_power(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Json(req): Json<GroupPowerRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Vec<PowerRow>>> {
     let action = power_action(&req.action)?;
     if req.targets.is_empty() {
         return Err(ApiError::bad_request("`targets` names no device (use `all` for the whole fleet)"));
@@ -322,20 +319,19 @@ async fn group_power(
         };
         s.metrics.power_actions.inc(&[("action", action.as_str()), ("result", result)]);
     }
-    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+    Ok(Json(view("power", &rows)?))
 }
 
 async fn group_power_status(
     State(s): State<AppState>,
     Query(q): Query<TargetsQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Vec<PowerStatusRow>>> {
     let targets = selectors(q.targets.as_deref());
     if targets.is_empty() {
         return Err(ApiError::bad_request("`targets` names no device (use `all` for the whole fleet)"));
     }
     let sel = s.base.select_bmcs(&targets, &[], false)?;
-    let rows = s.base.power_status(&sel).await?;
-    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+    Ok(Json(view("power status", &s.base.power_status(&sel).await?)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -349,10 +345,12 @@ fn selectors(t: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn fleet_health(State(s): State<AppState>, Query(q): Query<TargetsQuery>) -> ApiResult<Json<Value>> {
+async fn fleet_health(
+    State(s): State<AppState>,
+    Query(q): Query<TargetsQuery>,
+) -> ApiResult<Json<Vec<HealthRow>>> {
     let sel = s.base.select_bmcs(&selectors(q.targets.as_deref()), &[], true)?;
-    let rows = s.base.health(&sel).await?;
-    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+    Ok(Json(view("health", &s.base.health(&sel).await?)?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -367,12 +365,12 @@ async fn sweep(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Option<Json<TargetsRequest>>,
-) -> ApiResult<Json<lifeline_engine::ops::sweep::Sweep>> {
+) -> ApiResult<Json<Sweep>> {
     let req = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let sel = l.select_bmcs(&req.targets, &[], true)?;
     let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
-    Ok(Json(sweep))
+    Ok(Json(view("sweep", &sweep)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -381,9 +379,7 @@ pub struct EventsQuery {
     pub limit: Option<i64>,
 }
 
-async fn events(
-    State(s): State<AppState>,
-    Query(q): Query<EventsQuery>,
-) -> ApiResult<Json<Vec<lifeline_store::EventRow>>> {
-    Ok(Json(s.store.events_after(q.after.unwrap_or(0), q.limit.unwrap_or(500).clamp(1, 10_000)).await?))
+async fn events(State(s): State<AppState>, Query(q): Query<EventsQuery>) -> ApiResult<Json<Vec<Event>>> {
+    let rows = s.store.events_after(q.after.unwrap_or(0), q.limit.unwrap_or(500).clamp(1, 10_000)).await?;
+    Ok(Json(rows.into_iter().map(Event::from).collect()))
 }

@@ -6,7 +6,10 @@ use axum::routing::{get, post};
 use axum::{Extension, Json};
 use serde::Deserialize;
 
+use lifeline_types::FaultState;
+
 use crate::access::{Route, operator, route, viewer};
+use crate::api::model::{Fault, ReportTaken};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -20,8 +23,10 @@ pub fn routes() -> Vec<Route> {
             "faults",
             "Fault records, newest first (`?state=open|acked|resolved&limit=N`).",
             get(list),
-        ),
-        route(Method::GET, "/api/v1/faults/{id}", viewer(), "faults", "One fault record.", get(show)),
+        )
+        .returns_list::<Fault>(),
+        route(Method::GET, "/api/v1/faults/{id}", viewer(), "faults", "One fault record.", get(show))
+            .returns::<Fault>(),
         route(
             Method::POST,
             "/api/v1/faults/{id}/ack",
@@ -29,7 +34,8 @@ pub fn routes() -> Vec<Route> {
             "faults",
             "Acknowledge an open fault (audited).",
             post(ack),
-        ),
+        )
+        .returns::<Fault>(),
         route(
             Method::POST,
             "/api/v1/agent/reports",
@@ -39,7 +45,8 @@ pub fn routes() -> Vec<Route> {
             post(agent_report),
         )
         .body("AgentReport")
-        .intake(),
+        .intake()
+        .returns::<ReportTaken>(),
     ]
 }
 
@@ -49,24 +56,29 @@ pub struct FaultQuery {
     pub limit: Option<i64>,
 }
 
-async fn list(
-    State(s): State<AppState>,
-    Query(q): Query<FaultQuery>,
-) -> ApiResult<Json<Vec<lifeline_store::FaultRow>>> {
-    Ok(Json(s.store.faults(q.state.as_deref(), q.limit.unwrap_or(500).clamp(1, 100_000)).await?))
+async fn list(State(s): State<AppState>, Query(q): Query<FaultQuery>) -> ApiResult<Json<Vec<Fault>>> {
+    let state = q
+        .state
+        .as_deref()
+        .map(|st| st.parse::<FaultState>())
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("state: {e}")))?;
+    let limit = q.limit.unwrap_or(500).clamp(1, 100_000);
+    Ok(Json(Fault::from_rows(s.store.faults(state.map(FaultState::as_str), limit).await?)?))
 }
 
-async fn show(State(s): State<AppState>, Path(id): Path<i64>) -> ApiResult<Json<lifeline_store::FaultRow>> {
-    s.store.fault(id).await?.map(Json).ok_or(ApiError::NotFound { what: "fault", name: id.to_string() })
+async fn show(State(s): State<AppState>, Path(id): Path<i64>) -> ApiResult<Json<Fault>> {
+    let row = s.store.fault(id).await?.ok_or(ApiError::NotFound { what: "fault", name: id.to_string() })?;
+    Ok(Json(Fault::from_row(row)?))
 }
 
 async fn ack(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult<Json<lifeline_store::FaultRow>> {
+) -> ApiResult<Json<Fault>> {
     let audit = s.audit_as(&c.actor()).await?;
-    Ok(Json(crate::faults::ack(&s.store, &audit, id).await?))
+    Ok(Json(Fault::from_row(crate::faults::ack(&s.store, &audit, id).await?)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -84,7 +96,7 @@ async fn agent_report(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Json(r): Json<AgentReport>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<ReportTaken>> {
     if let Some(bound) = c.node.as_deref().filter(|n| *n != r.node) {
         return Err(crate::error::ApiError::Forbidden {
             role: "agent",
@@ -103,5 +115,5 @@ async fn agent_report(
         )
         .await?;
     let fault = crate::faults::agent_report(&s, &r.node, r.passed, &r.report).await?;
-    Ok(Json(serde_json::json!({ "node": r.node, "passed": r.passed, "fault": fault })))
+    Ok(Json(ReportTaken { node: r.node, passed: r.passed, fault: fault.map(Fault::from_row).transpose()? }))
 }

@@ -9,6 +9,7 @@ pub mod consoles;
 pub mod devices;
 pub mod faults;
 pub mod fleet_filter;
+pub mod incidents;
 pub mod overview;
 pub mod runbooks;
 pub mod session;
@@ -36,6 +37,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(trust::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
+    r.extend(incidents::routes());
     r.extend(runbooks::routes());
     r.extend(audit::routes());
     r.extend(admin::routes());

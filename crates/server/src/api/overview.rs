@@ -34,7 +34,7 @@ pub fn routes() -> Vec<Route> {
             "The fleet at a glance: `total` devices, a count per state (each state's rule: docs/web-console.md), open incidents (most severe, then newest, first), runs in flight with their current step, and what needs a human (approvals, escalations).",
             get(summary),
         )
-        .returns("Summary"),
+        .returns::<Summary>(),
         route(
             Method::GET,
             "/api/v1/fleet",
@@ -43,7 +43,7 @@ pub fn routes() -> Vec<Route> {
             "Devices with their state, filtered and paged on the server: `?state=a,b&role=&rack=&site=&q=` (`q`: names, racks, roles, groups or globs as the CLI's targets, or part of a name), `&offset=&limit=`; `counts` follow every filter but `state`.",
             get(fleet),
         )
-        .returns("FleetPage"),
+        .returns::<FleetPage>(),
     ]
 }
 

@@ -11,12 +11,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use axum::routing::{get, post};
 use axum::{Extension, Json};
-use lifeline_runbook::exec::Plan;
 use lifeline_runbook::{RunOptions, RunView, Runbook};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::access::{Route, operator, route, viewer};
+use crate::api::answers::{Plan as PlanView, RunRecord, RunbookDetail, view};
+use crate::api::model::{JournalEntry, RunbookEntry};
 use crate::auth::{Caller, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::runbooks as runner;
@@ -24,15 +25,15 @@ use crate::state::AppState;
 
 pub fn routes() -> Vec<Route> {
     vec![
-        route(Method::GET, "/api/v1/runbooks", viewer(), "runbooks", "The runbook library: every runbook that checks clean, with `admin_only` (it has `exec` steps).", get(list)),
-        route(Method::GET, "/api/v1/runbooks/{name}", viewer(), "runbooks", "One runbook: header, parameters, steps.", get(show)),
-        route(Method::POST, "/api/v1/runbooks/{name}/plan", viewer(), "runbooks", "Dry run: the resolved plan per target (steps, which need approval, the blast-radius guard's verdict); nothing acts.", post(plan)).body("RunbookRequest"),
-        route(Method::POST, "/api/v1/runbooks/{name}/runs", operator(), "runbooks", "Start one run per target (admin runbooks: admin only). Each is admitted under the guard and answered at once (`running` or `refused` with the reason); the server drives it in the background.", post(start)).body("RunbookRequest"),
-        route(Method::GET, "/api/v1/runs", viewer(), "runbooks", "Runs, newest first (`?target=NAME&limit=N`).", get(runs)),
-        route(Method::GET, "/api/v1/runs/{id}", viewer(), "runbooks", "One run: its state and each step's state, times, outputs and evidence digest.", get(status)),
-        route(Method::GET, "/api/v1/runs/{id}/journal", viewer(), "runbooks", "A run's journal: a row before and after every step (intent, outcome, evidence).", get(journal)),
-        route(Method::POST, "/api/v1/runs/{id}/approve", operator(), "runbooks", "Approve the step a run waits on (`{\"skip\": true}`: its effect is in place); the run continues in the background.", post(approve)).body("ApproveRequest"),
-        route(Method::POST, "/api/v1/runs/{id}/abort", operator(), "runbooks", "Abort a run: it stops before its next step.", post(abort)),
+        route(Method::GET, "/api/v1/runbooks", viewer(), "runbooks", "The runbook library: every runbook that checks clean, with `admin_only` (it has `exec` steps).", get(list)).returns_list::<RunbookEntry>(),
+        route(Method::GET, "/api/v1/runbooks/{name}", viewer(), "runbooks", "One runbook: header, parameters, steps.", get(show)).returns::<RunbookDetail>(),
+        route(Method::POST, "/api/v1/runbooks/{name}/plan", viewer(), "runbooks", "Dry run: the resolved plan per target (steps, which need approval, the blast-radius guard's verdict); nothing acts.", post(plan)).body("RunbookRequest").returns_list::<PlanView>(),
+        route(Method::POST, "/api/v1/runbooks/{name}/runs", operator(), "runbooks", "Start one run per target (admin runbooks: admin only). Each is admitted under the guard and answered at once (`running` or `refused` with the reason); the server drives it in the background.", post(start)).body("RunbookRequest").returns_list::<RunRecord>(),
+        route(Method::GET, "/api/v1/runs", viewer(), "runbooks", "Runs, newest first (`?target=NAME&limit=N`).", get(runs)).returns_list::<RunRecord>(),
+        route(Method::GET, "/api/v1/runs/{id}", viewer(), "runbooks", "One run: its state and each step's state, times, outputs and evidence digest.", get(status)).returns::<RunRecord>(),
+        route(Method::GET, "/api/v1/runs/{id}/journal", viewer(), "runbooks", "A run's journal: a row before and after every step (intent, outcome, evidence).", get(journal)).returns_list::<JournalEntry>(),
+        route(Method::POST, "/api/v1/runs/{id}/approve", operator(), "runbooks", "Approve the step a run waits on (`{\"skip\": true}`: its effect is in place); the run continues in the background.", post(approve)).body("ApproveRequest").returns::<RunRecord>(),
+        route(Method::POST, "/api/v1/runs/{id}/abort", operator(), "runbooks", "Abort a run: it stops before its next step.", post(abort)).returns::<RunRecord>(),
     ]
 }
 
@@ -71,7 +72,7 @@ fn may_act(c: &Caller, rb: &Runbook, what: &str) -> ApiResult<()> {
     Ok(())
 }
 
-async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
+async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<RunbookEntry>>> {
     let lib = runner::library(&s);
     let mut out = Vec::new();
     for (file, c) in lib.check_all()? {
@@ -79,27 +80,27 @@ async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
             continue;
         }
         let Some(rb) = c.runbook else { continue };
-        out.push(serde_json::json!({
-            "name": rb.name,
-            "description": rb.description,
-            "targets": rb.targets,
-            "fault": rb.fault,
-            "steps": rb.steps.len(),
-            "approval_steps": rb.steps.iter().filter(|s| s.approve).count(),
-            "admin_only": rb.admin_only(),
-            "file": file,
-        }));
+        out.push(RunbookEntry {
+            steps: rb.steps.len(),
+            approval_steps: rb.steps.iter().filter(|s| s.approve).count(),
+            admin_only: rb.admin_only(),
+            name: rb.name,
+            description: rb.description,
+            targets: rb.targets,
+            fault: rb.fault,
+            file: file.to_string_lossy().into_owned(),
+        });
     }
     Ok(Json(out))
 }
 
-async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<RunbookDetail>> {
     let (rb, _) = runner::load(&s, &name)?;
     let mut v = serde_json::to_value(&rb).unwrap_or_default();
     if let Value::Object(m) = &mut v {
         m.insert("admin_only".into(), rb.admin_only().into());
     }
-    Ok(Json(v))
+    Ok(Json(view("runbook", &v)?))
 }
 
 /// The request's targets, expanded through the inventory (names, racks, roles, groups, globs).
@@ -122,7 +123,7 @@ async fn plan(
     Extension(c): Extension<Caller>,
     Path(name): Path<String>,
     Json(req): Json<RunbookRequest>,
-) -> ApiResult<Json<Vec<Plan>>> {
+) -> ApiResult<Json<Vec<PlanView>>> {
     let (rb, _) = runner::load(&s, &name)?;
     let x = s.runbooks.executor(s.engine_for(&c, None));
     let opts = options(&req);
@@ -130,7 +131,7 @@ async fn plan(
     for t in targets(&s, &req)? {
         plans.push(x.plan(&rb, &t, &opts).await?);
     }
-    Ok(Json(plans))
+    Ok(Json(view("plan", &plans)?))
 }
 
 async fn start(
@@ -138,7 +139,7 @@ async fn start(
     Extension(c): Extension<Caller>,
     Path(name): Path<String>,
     Json(req): Json<RunbookRequest>,
-) -> ApiResult<Json<Vec<RunView>>> {
+) -> ApiResult<Json<Vec<RunRecord>>> {
     let (rb, text) = runner::load(&s, &name)?;
     may_act(&c, &rb, "start")?;
     let opts = options(&req);
@@ -146,36 +147,36 @@ async fn start(
     for t in targets(&s, &req)? {
         views.push(runner::admit(&s, s.engine_for(&c, None), &rb, &text, &t, &opts, false).await?);
     }
-    Ok(Json(views))
+    Ok(Json(view("run", &views)?))
 }
 
-async fn runs(State(s): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Vec<RunView>>> {
+async fn runs(State(s): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Vec<RunRecord>>> {
     let limit = q.limit.unwrap_or(200).clamp(1, 10_000);
     let rows = s.store.runs(if q.target.is_some() { 10_000 } else { limit }).await?;
-    Ok(Json(
-        rows.iter()
-            .filter(|r| q.target.as_ref().is_none_or(|t| &r.target == t))
-            .take(usize::try_from(limit).unwrap_or(200))
-            .map(|r| RunView::build(r, None, &[]))
-            .collect(),
-    ))
+    let views: Vec<RunView> = rows
+        .iter()
+        .filter(|r| q.target.as_ref().is_none_or(|t| &r.target == t))
+        .take(usize::try_from(limit).unwrap_or(200))
+        .map(|r| RunView::build(r, None, &[]))
+        .collect();
+    Ok(Json(view("run", &views)?))
 }
 
 async fn status(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<RunView>> {
-    Ok(Json(s.runbooks.executor(s.engine_for(&c, None)).status(&id).await?))
+) -> ApiResult<Json<RunRecord>> {
+    Ok(Json(view("run", &s.runbooks.executor(s.engine_for(&c, None)).status(&id).await?)?))
 }
 
 async fn journal(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Vec<lifeline_store::JournalRow>>> {
+) -> ApiResult<Json<Vec<JournalEntry>>> {
     let (_, _, journal) = s.runbooks.executor(s.engine_for(&c, None)).load(&id).await?;
-    Ok(Json(journal))
+    Ok(Json(journal.into_iter().map(JournalEntry::from).collect()))
 }
 
 async fn approve(
@@ -183,7 +184,7 @@ async fn approve(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     body: axum::body::Bytes,
-) -> ApiResult<Json<RunView>> {
+) -> ApiResult<Json<RunRecord>> {
     let req: ApproveRequest = if body.iter().all(u8::is_ascii_whitespace) {
         ApproveRequest::default()
     } else {
@@ -194,16 +195,16 @@ async fn approve(
     may_act(&c, &rb, "approve runs of")?;
     let v = x.record_approval(&id, req.skip).await?;
     runner::spawn_drive(&s, &id);
-    Ok(Json(v))
+    Ok(Json(view("run", &v)?))
 }
 
 async fn abort(
     State(s): State<AppState>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<RunView>> {
+) -> ApiResult<Json<RunRecord>> {
     let x = s.runbooks.executor(s.engine_for(&c, None));
     let (_, rb, _) = x.load(&id).await?;
     may_act(&c, &rb, "abort runs of")?;
-    Ok(Json(x.abort(&id).await?))
+    Ok(Json(view("run", &x.abort(&id).await?)?))
 }

@@ -8,6 +8,7 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Access, Route, route, viewer};
+use crate::api::model::LoggedOut;
 use crate::auth::{self, CSRF_COOKIE, Caller, Role, SESSION_COOKIE, Via};
 use crate::error::ApiResult;
 use crate::state::AppState;
@@ -23,9 +24,12 @@ pub fn routes() -> Vec<Route> {
             // A login is a user name and a password: nothing needs more than a few KiB.
             post(login).layer(axum::extract::DefaultBodyLimit::max(MAX_LOGIN_BODY)),
         )
-        .body("LoginRequest"),
-        route(Method::POST, "/api/v1/logout", viewer(), "session", "End this session.", post(logout)),
-        route(Method::GET, "/api/v1/me", viewer(), "session", "The caller: user and role.", get(me)),
+        .body("LoginRequest")
+        .returns::<LoginResponse>(),
+        route(Method::POST, "/api/v1/logout", viewer(), "session", "End this session.", post(logout))
+            .returns::<LoggedOut>(),
+        route(Method::GET, "/api/v1/me", viewer(), "session", "The caller: user and role.", get(me))
+            .returns::<Me>(),
     ]
 }
 
@@ -113,7 +117,7 @@ async fn logout(
     {
         s.store.session_end(&auth::sha256_hex(&sid)).await?;
     }
-    let mut resp = Json(serde_json::json!({ "logged_out": caller.user })).into_response();
+    let mut resp = Json(LoggedOut { logged_out: caller.user }).into_response();
     resp.headers_mut().append(header::SET_COOKIE, cookie(SESSION_COOKIE, "", true, 0, s.secure_cookies));
     resp.headers_mut().append(header::SET_COOKIE, cookie(CSRF_COOKIE, "", false, 0, s.secure_cookies));
     Ok(resp)
@@ -135,14 +139,23 @@ pub async fn audit_refused(s: &AppState, rows: Vec<crate::login_limit::RefusalRo
 pub struct Me {
     pub user: String,
     pub role: Role,
-    /// `session` or `token`.
-    pub via: &'static str,
+    pub via: SignedIn,
+}
+
+/// How the caller proved who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignedIn {
+    /// A browser session (cookie, with the CSRF token on mutating requests).
+    Session,
+    /// An API token (`Authorization: Bearer`).
+    Token,
 }
 
 async fn me(Extension(c): Extension<Caller>) -> Json<Me> {
     let via = match c.via {
-        Via::Session { .. } => "session",
-        Via::Token { .. } => "token",
+        Via::Session { .. } => SignedIn::Session,
+        Via::Token { .. } => SignedIn::Token,
     };
     Json(Me { user: c.user, role: c.role, via })
 }

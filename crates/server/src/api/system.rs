@@ -23,7 +23,8 @@ pub fn routes() -> Vec<Route> {
             "system",
             "The process is up (no authentication).",
             get(healthz),
-        ),
+        )
+        .returns_text("text/plain"),
         route(
             Method::GET,
             "/readyz",
@@ -31,7 +32,8 @@ pub fn routes() -> Vec<Route> {
             "system",
             "The store and the inventory answer, and every configured listener and intake runs.",
             get(readyz),
-        ),
+        )
+        .returns_text("text/plain"),
         route(
             Method::GET,
             "/metrics",
@@ -39,7 +41,8 @@ pub fn routes() -> Vec<Route> {
             "system",
             "Prometheus metrics (`lifeline_*`).",
             get(metrics),
-        ),
+        )
+        .returns_text("text/plain; version=0.0.4"),
         route(
             Method::GET,
             "/api/v1/openapi.json",
@@ -47,7 +50,8 @@ pub fn routes() -> Vec<Route> {
             "system",
             "This API's OpenAPI document.",
             get(openapi),
-        ),
+        )
+        .returns::<crate::api::model::OpenApiDocument>(),
     ]
 }
 
@@ -95,6 +99,6 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
-async fn openapi() -> Json<serde_json::Value> {
-    Json(crate::openapi::document_json())
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(crate::openapi::document())
 }

@@ -28,7 +28,7 @@ pub fn routes() -> Vec<Route> {
             "A device's state in words and its timeline, newest first: fault records, runbook runs and their steps (with evidence digests), audited actions.",
             get(timeline),
         )
-        .returns("Timeline"),
+        .returns::<Timeline>(),
     ]
 }
 

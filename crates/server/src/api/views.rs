@@ -8,11 +8,12 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::routing::{get, post};
 use axum::{Extension, Json};
-use serde_json::{Value, json};
 
 use crate::access::{Route, admin, route, viewer};
+use crate::api::answers::{HygieneRow, InventoryDevice, view};
 use crate::api::devices::TargetsRequest;
 use crate::api::engine;
+use crate::api::model::{Evidence, Observed};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -29,7 +30,8 @@ pub fn routes() -> Vec<Route> {
             "devices",
             "Every inventory device with all its fields (site, rack, fabrics, rails), as `lifeline inventory show`.",
             get(inventory),
-        ),
+        )
+        .returns_list::<InventoryDevice>(),
         route(
             Method::GET,
             "/api/v1/devices/{name}/evidence",
@@ -37,7 +39,8 @@ pub fn routes() -> Vec<Route> {
             "devices",
             "What the server has recorded about a device: BMC certificate pin, latest agent report, verification and scheduler observations.",
             get(evidence),
-        ),
+        )
+        .returns::<Evidence>(),
         route(
             Method::POST,
             "/api/v1/bmc/hygiene",
@@ -46,16 +49,18 @@ pub fn routes() -> Vec<Route> {
             "Run the BMC hygiene audit (default credentials, IPMI cipher 0 / anonymous, certificates) on `targets`; one `audit.bmc` audit row per BMC.",
             post(hygiene),
         )
-        .body("TargetsRequest"),
+        .body("TargetsRequest")
+        .returns_list::<HygieneRow>(),
     ]
 }
 
-async fn inventory(State(s): State<AppState>) -> ApiResult<Json<Vec<Value>>> {
+async fn inventory(State(s): State<AppState>) -> ApiResult<Json<Vec<InventoryDevice>>> {
     let inv = s.base.inventory()?;
-    Ok(Json(inv.devices.iter().map(lifeline_engine::ops::inventory::device_json).collect()))
+    let devices: Vec<_> = inv.devices.iter().map(lifeline_engine::ops::inventory::device_json).collect();
+    Ok(Json(view("inventory", &devices)?))
 }
 
-async fn evidence(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn evidence(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Evidence>> {
     let inv = s.base.inventory()?;
     let d = inv.devices.iter().find(|d| d.name.as_str() == name).ok_or_else(|| {
         ApiError::Engine(lifeline_engine::EngineError::UnknownDevice { name: name.clone() })
@@ -67,19 +72,19 @@ async fn evidence(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
     {
         pin = s.store.pin(lifeline_store::PinKind::Tls, &b.address.to_string()).await?;
     }
-    let mut obs = serde_json::Map::new();
+    let mut observations = std::collections::BTreeMap::new();
     for kind in ["agent", "verify", "scheduler", "drain"] {
         if let Some(o) = s.store.latest_observation(&name, kind).await? {
-            let at = chrono::DateTime::from_timestamp_millis(o.observed_at_ms);
-            obs.insert(kind.into(), json!({ "observed_at": at, "value": o.value }));
+            let observed_at = chrono::DateTime::from_timestamp_millis(o.observed_at_ms);
+            observations.insert(kind.to_owned(), Observed { observed_at, value: o.value });
         }
     }
-    Ok(Json(json!({
-        "name": name,
-        "protocol": d.bmc.as_ref().map(|b| b.protocol.to_string()),
-        "tls_pin": pin.map(|p| p.to_string()),
-        "observations": obs,
-    })))
+    Ok(Json(Evidence {
+        protocol: d.bmc.as_ref().map(|b| b.protocol.to_string()),
+        tls_pin: pin.map(|p| p.to_string()),
+        observations,
+        name,
+    }))
 }
 
 async fn hygiene(
@@ -87,10 +92,10 @@ async fn hygiene(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Option<Json<TargetsRequest>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Vec<HygieneRow>>> {
     let req = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let sel = l.select_bmcs(&req.targets, &[], true)?;
     let rows = l.bmc_hygiene(&sel, HYGIENE_MAX_ATTEMPTS).await?;
-    Ok(Json(serde_json::to_value(&rows).unwrap_or(Value::Null)))
+    Ok(Json(view("hygiene", &rows)?))
 }

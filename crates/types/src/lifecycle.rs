@@ -1,0 +1,54 @@
+//! Where a fault record and a runbook run are in their lives: closed sets of words that the store keeps,
+//! the API returns and the web console colours, spelled once here so no front end invents a seventh.
+
+use crate::kebab_enum;
+
+kebab_enum! {
+    /// A fault record's state: opened by a rule or a report, acknowledged by a person, resolved when its
+    /// evidence is gone.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+    pub enum FaultState {
+        Open => "open",
+        Acked => "acked",
+        Resolved => "resolved",
+    }
+}
+
+kebab_enum! {
+    /// A runbook run's state. `running` and `waiting-approval` are in progress; the others are final.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+    pub enum RunState {
+        Running => "running",
+        WaitingApproval => "waiting-approval",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Escalated => "escalated",
+        Aborted => "aborted",
+        /// Not admitted (the blast-radius guard, a lease held elsewhere): nothing ran.
+        Refused => "refused",
+    }
+}
+
+impl RunState {
+    /// Whether the run can still act.
+    pub fn in_progress(self) -> bool {
+        matches!(self, RunState::Running | RunState::WaitingApproval)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_round_trip() {
+        for s in RunState::ALL {
+            assert_eq!(s.as_str().parse::<RunState>(), Ok(*s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for s in FaultState::ALL {
+            assert_eq!(s.as_str().parse::<FaultState>(), Ok(*s));
+        }
+        assert!("done".parse::<RunState>().is_err());
+    }
+}
