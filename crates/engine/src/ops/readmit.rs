@@ -364,6 +364,14 @@ async fn report_for(
     Ok(report)
 }
 
+/// OpenSSH's arguments: the options, then `--`, so a destination built from the inventory (a `ssh-user`
+/// such as `-oProxyCommand=…`) is never read as an option, which would run a command on the jump host.
+fn ssh_args<'a>(extra: &'a [String], dest: &'a str, command: &'a str) -> Vec<&'a str> {
+    let mut a: Vec<&str> = extra.iter().map(String::as_str).collect();
+    a.extend(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--", dest, command]);
+    a
+}
+
 /// Runs the agent with OpenSSH on the node's frontend address (the operator's keys, config and known_hosts
 /// apply, as for any ssh), sending the policy on stdin.
 async fn run_agent_over_ssh(
@@ -385,8 +393,7 @@ async fn run_agent_over_ssh(
     };
     let policy_toml = toml::to_string(policy).map_err(|e| format!("serialising the policy: {e}"))?;
     let mut child = tokio::process::Command::new("ssh")
-        .args(extra)
-        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", &dest, command])
+        .args(ssh_args(extra, &dest, command))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -420,5 +427,32 @@ pub fn outcome_text(o: &Decided) -> String {
         Decided::RefusedForeignHold { holder } => format!("refused: held by {holder:?}"),
         Decided::RefusedNotOurs => "refused: not drained by Lifeline".into(),
         Decided::RefusedReportNotPassing => "refused: the report did not pass".into(),
+    }
+}
+
+#[cfg(test)]
+mod ssh_tests {
+    /// With the real OpenSSH client: a user name that looks like an option stays part of the destination
+    /// (without `--`, ssh runs the ProxyCommand and the file appears).
+    #[test]
+    fn a_destination_that_looks_like_an_option_is_not_one() {
+        if std::process::Command::new("ssh").arg("-V").output().is_err() {
+            eprintln!("SKIP: no ssh client");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let dest = format!("-oProxyCommand=touch {}@127.0.0.1", mark.display());
+        let args = super::ssh_args(&[], &dest, "true");
+        let dd = args.iter().position(|a| *a == "--").expect("--");
+        assert_eq!(args[dd + 1], dest);
+        let _ = std::process::Command::new("ssh")
+            .args(["-F", "/dev/null", "-o", "ConnectTimeout=2", "-o", "StrictHostKeyChecking=yes"])
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let ran = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(ran, 0, "ssh read the destination as an option and ran its ProxyCommand");
     }
 }
