@@ -77,7 +77,8 @@ pub fn routes() -> Vec<Route> {
             "web",
             "The web console: redirects to the overview page.",
             get(root),
-        ),
+        )
+        .redirects(),
         route(
             Method::GET,
             "/ui/{page}",
@@ -85,7 +86,8 @@ pub fn routes() -> Vec<Route> {
             "web",
             "A web console page (the shell; its data comes from the API behind login).",
             get(page),
-        ),
+        )
+        .returns_text("text/html"),
         route(
             Method::GET,
             "/ui/{page}/{name}",
@@ -93,7 +95,8 @@ pub fn routes() -> Vec<Route> {
             "web",
             "A web console page about one device or switch.",
             get(page_of),
-        ),
+        )
+        .returns_text("text/html"),
         route(
             Method::GET,
             "/assets/{file}",
@@ -101,7 +104,8 @@ pub fn routes() -> Vec<Route> {
             "web",
             "The web console's scripts and styles, embedded in the binary.",
             get(asset),
-        ),
+        )
+        .returns_text("text/*"),
     ]
 }
 

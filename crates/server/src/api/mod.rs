@@ -3,6 +3,7 @@
 //! `Serialize` result.
 
 pub mod admin;
+pub mod answers;
 pub mod audit;
 pub mod backups;
 pub mod consoles;
@@ -10,6 +11,7 @@ pub mod devices;
 pub mod faults;
 pub mod fleet_filter;
 pub mod incidents;
+pub mod model;
 pub mod overview;
 pub mod runbooks;
 pub mod session;
