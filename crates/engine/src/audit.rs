@@ -193,11 +193,19 @@ impl AuditSink for BmcSink {
         // The intent authorizes the BMC command that follows it at once: under a lease (every guarded
         // action, a runbook step), it is written only while the lease is still ours with time left, so a
         // process paused past its lease (a replica on a stalled host) sends nothing.
+        #[cfg(feature = "test-hooks")]
+        if crate::lease::current_fence().is_some() {
+            crate::hooks::park("before-intent");
+        }
         // Local time the fence was checked: the store found the lease ours with FENCE_MARGIN_MS left at a
         // moment after this, so it is ours until at least this + the margin.
         let authorized_at = std::time::Instant::now();
-        let fenced = crate::lease::current_fence().is_some();
-        let id = match crate::lease::current_fence() {
+        #[cfg(feature = "test-hooks")]
+        let fence = crate::lease::current_fence().filter(|_| !crate::hooks::unfenced());
+        #[cfg(not(feature = "test-hooks"))]
+        let fence = crate::lease::current_fence();
+        let fenced = fence.is_some();
+        let id = match fence {
             Some(f) => {
                 let entry = AuditEntry {
                     actor: self.audit.actor.clone(),
@@ -232,7 +240,10 @@ impl AuditSink for BmcSink {
             match wal.reserve(pending).await {
                 Ok(slot) => {
                     #[cfg(feature = "test-hooks")]
-                    crate::hooks::stall_before_send().await;
+                    {
+                        crate::hooks::park("before-send");
+                        crate::hooks::stall_before_send().await;
+                    }
                     // The last check before the command: a process stalled here (a paused replica, a slow
                     // disk) past the margin may have lost the lease, and sends nothing.
                     if fenced && authorized_at.elapsed() >= FENCE_MARGIN {
@@ -242,11 +253,20 @@ impl AuditSink for BmcSink {
                              lease may have passed to another holder; nothing was sent",
                             authorized_at.elapsed()
                         );
-                        let detail = serde_json::json!({ "intent": id, "reason": why, "sent": false });
-                        let _ = self
-                            .audit
-                            .write(&rec.action, &rec.bmc, "refused", detail, rec.request_id.as_deref())
-                            .await;
+                        // Recorded only while the lease is still ours: a process that lost it writes
+                        // nothing for work it no longer owns (the new holder reads the bare intent).
+                        if let Some(f) = crate::lease::current_fence() {
+                            let entry = AuditEntry {
+                                actor: self.audit.actor.clone(),
+                                action: rec.action.clone(),
+                                target: rec.bmc.clone(),
+                                outcome: "refused".into(),
+                                detail: serde_json::json!({ "intent": id, "reason": why, "sent": false }),
+                                request_id: rec.request_id.clone(),
+                            };
+                            let fence = (f.target.as_str(), f.holder.as_str(), f.fence);
+                            let _ = self.audit.store.audit_fenced(&entry, fence, 0).await;
+                        }
                         return Err(why.into());
                     }
                     self.slots.lock().unwrap_or_else(|p| p.into_inner()).insert(id, slot);
@@ -355,5 +375,32 @@ mod tests {
         assert_eq!(refused.iter().filter(|o| **o == "refused").count(), 1, "{rows:?}");
         // One slot left: the authorized power.on's, whose outcome is still owed; none for the refused one.
         assert_eq!(std::fs::read_dir(wal.dir()).unwrap().count(), 1);
+    }
+
+    /// Stalled past the lease's expiry itself, the process writes nothing at all after its intent: the
+    /// lease may be another's, whose holder reads the bare intent.
+    #[tokio::test]
+    async fn a_stall_past_the_lease_writes_nothing_after_the_intent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let LeaseAttempt::Acquired { lease, .. } =
+            store.try_lease("n1", "h1", "r1", "power.cycle", 2_300).await.unwrap()
+        else {
+            panic!("lease")
+        };
+        let sink =
+            AuditService::new(store.clone(), "cli:t").with_wal(OutcomeWal::for_dir(dir.path())).bmc_sink();
+        let fence = crate::lease::Fence {
+            target: lease.target.clone(),
+            holder: lease.holder.clone(),
+            fence: lease.fence,
+        };
+        crate::hooks::STALL_BEFORE_SEND_MS.store(2_600, std::sync::atomic::Ordering::Relaxed);
+        let r = crate::lease::run_fenced(fence, sink.intent(&intent("power.cycle"))).await;
+        crate::hooks::STALL_BEFORE_SEND_MS.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert!(r.is_err(), "a stalled intent must not authorize the command");
+        let rows = store.audit_log(Some("n1"), 10).await.unwrap();
+        let outcomes: Vec<_> = rows.iter().map(|r| r.entry.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["started"], "{rows:?}");
     }
 }
