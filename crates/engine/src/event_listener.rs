@@ -22,7 +22,7 @@ use std::time::Duration;
 use lifeline_store::NewEvent;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::event_gate::EventGate;
@@ -262,6 +262,7 @@ async fn read_request<S: AsyncRead + Unpin>(
 mod tests {
     use super::*;
     use serde_json::json;
+    use tokio::net::TcpStream;
 
     #[test]
     fn keys_match_the_sel_poll_and_devices_come_from_the_context() {
