@@ -318,6 +318,18 @@ pub struct VerifyArgs {
     /// DIR/<node>/proc, DIR/<node>/gpus.json.
     #[arg(long, value_name = "DIR", conflicts_with = "reports")]
     pub node_state: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// Re-admit nodes whose every check passed (only drains Lifeline set).
+    #[arg(long)]
+    pub readmit: bool,
+    #[command(flatten)]
+    pub sched: SchedulerArgs,
+}
+
+/// Where a node's in-band report comes from (`verify`, `fault probation-check`).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
     /// Use reports the agent posted: a JSON file (one target) or a directory of `<node>.json`.
     #[arg(long, value_name = "PATH")]
     pub reports: Option<PathBuf>,
@@ -327,11 +339,6 @@ pub struct VerifyArgs {
     /// Extra argument for `ssh` (repeatable), e.g. `--ssh-option=-p2222 --ssh-option=-iKEY`.
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub ssh_option: Vec<String>,
-    /// Re-admit nodes whose every check passed (only drains Lifeline set).
-    #[arg(long)]
-    pub readmit: bool,
-    #[command(flatten)]
-    pub sched: SchedulerArgs,
     /// Counter sampling interval for in-process checks, in ms.
     #[arg(long, value_name = "MS")]
     pub interval_ms: Option<u64>,

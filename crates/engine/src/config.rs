@@ -57,6 +57,32 @@ pub struct ServerConfig {
     /// `[correlation]`: how observations of many devices are grouped by the part they share.
     #[serde(default)]
     pub correlation: CorrelationConfig,
+    /// `[probation]`: how long a re-admitted node is watched, and when it is a lemon.
+    #[serde(default)]
+    pub probation: ProbationConfig,
+}
+
+/// `[probation]`: after Lifeline re-admits a node, the node is on probation (docs/faults.md): a fault of the
+/// node, or a failing in-band check, within `window` is a recurrence, which drains it again (Lifeline's
+/// mark) and counts against it. A node with `lemon-threshold` recurrences within `lemon-window` is a lemon:
+/// listed with its history (`lifeline fault lemons`, `GET /api/v1/lemons`) and, with `lemon-readmit =
+/// "refuse"`, not re-admitted again until a human releases it (`lifeline fault release-lemon NODE
+/// --reason TEXT`, audited, used once).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProbationConfig {
+    /// How long a re-admitted node stays on probation, e.g. `24h` (default `24h`; `0s` disables probation).
+    pub window: Option<String>,
+    /// How often `lifeline serve` checks a node on probation in band (the runbooks' report source; default
+    /// `1h`).
+    pub check_interval: Option<String>,
+    /// Recurrences within `lemon-window` that make a node a lemon, at least 1 (default 3).
+    pub lemon_threshold: Option<u32>,
+    /// How far back recurrences count towards `lemon-threshold` (default `30d`).
+    pub lemon_window: Option<String>,
+    /// `refuse` (default): a lemon is not re-admitted without a human's release; `allow`: a lemon is only
+    /// listed.
+    pub lemon_readmit: Option<String>,
 }
 
 /// `[correlation]`: fault correlation (docs/faults.md) holds each observation a moment, groups observations

@@ -123,6 +123,9 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             "runbooks.guard.max-in-recovery-percent",
             format!("`runbooks.guard.max-in-recovery-percent` is {}, above 100", g.max_in_recovery_percent),
         );
+        if let Err(e) = crate::probation::Settings::from_config(&cfg.probation) {
+            err("probation", e.to_string());
+        }
     }
     for (i, p) in cfg.fault_policy.iter().enumerate() {
         if p.runbook.is_some() && !p.ladder.is_empty() {

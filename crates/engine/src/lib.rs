@@ -35,6 +35,7 @@ pub mod lease;
 pub mod netbox;
 pub mod ops;
 pub mod outcome_wal;
+pub mod probation;
 pub mod seal;
 pub mod targets;
 

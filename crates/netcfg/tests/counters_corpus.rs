@@ -158,7 +158,9 @@ fn eos_ios_nxos_show_interfaces() {
             with_errors += rows.iter().filter(|r| r.counters.contains_key(&Counter::RxErrors)).count();
         }
     }
-    eprintln!("show interfaces: {files_read} files, {ports} interfaces, {with_errors} with an input-error count");
+    eprintln!(
+        "show interfaces: {files_read} files, {ports} interfaces, {with_errors} with an input-error count"
+    );
     // Virtual interfaces (VLANs, VXLAN, loopbacks) print no counters; most physical ones do.
     assert!(files_read >= 20 && with_errors * 2 >= ports, "{with_errors} of {ports}");
 }

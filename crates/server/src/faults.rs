@@ -36,6 +36,8 @@ pub async fn raise(
                 data: serde_json::json!({ "fault": f.id }),
             })
             .await;
+        // A node on probation is drained again before the policy decides what answers the fault.
+        crate::probation::on_fault(s, &f).await;
         let decision = crate::policy::apply(s, &f).await;
         crate::webhook::notify(
             s,

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod origin;
 pub mod policy;
+pub mod probation;
 pub mod replica;
 pub mod runbooks;
 pub mod scheduler;

@@ -50,6 +50,11 @@ impl Runner {
         *self.config.write().unwrap_or_else(std::sync::PoisonError::into_inner) = (settings, env);
     }
 
+    /// Where runs find schedulers and agent reports (probation's checks and drains use the same).
+    pub fn env(&self) -> Env {
+        self.config.read().unwrap_or_else(std::sync::PoisonError::into_inner).1.clone()
+    }
+
     /// An executor acting (admitting, approving, aborting) as `base`'s actor.
     pub fn executor(&self, base: Lifeline) -> Executor {
         let (settings, env) = self.config.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();

@@ -56,6 +56,7 @@ const EXPECTED: &[(&str, &str, Option<Role>, bool)] = &[
     ("GET", "/api/v1/faults", Some(Role::Viewer), PERSON),
     ("GET", "/api/v1/faults/{id}", Some(Role::Viewer), PERSON),
     ("POST", "/api/v1/faults/{id}/ack", Some(Role::Operator), PERSON),
+    ("GET", "/api/v1/lemons", Some(Role::Viewer), PERSON),
     ("GET", "/api/v1/incidents/{fault_id}", Some(Role::Viewer), PERSON),
     ("POST", "/api/v1/agent/reports", Some(Role::Operator), INTAKE),
     ("GET", "/api/v1/runbooks", Some(Role::Viewer), PERSON),

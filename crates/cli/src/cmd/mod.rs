@@ -12,18 +12,19 @@ pub mod db;
 mod demo;
 mod demo_replicas;
 pub mod discover;
+pub mod firmware;
 pub mod import;
 pub mod inventory;
-pub mod firmware;
 pub mod media;
+mod probation;
 mod remote;
 pub mod runbook;
 mod scrub_check;
-mod trust;
 pub mod server;
 pub mod sim;
 pub mod sim_summary;
-mod verify;
+mod trust;
+pub mod verify;
 
 use lifeline_engine::{Identity, Lifeline, Settings};
 

@@ -163,6 +163,12 @@ async fn fault(g: &Global, url: &str, f: &crate::cmd::server::FaultCmd) -> CmdRe
         FaultCmd::Ack { id } => {
             c.post(&format!("/api/v1/faults/{id}/ack"), &serde_json::json!({}), None).await
         }
+        FaultCmd::Lemons { all } => c.get(&format!("/api/v1/lemons?all={all}")).await,
+        FaultCmd::ReleaseLemon { .. } | FaultCmd::ProbationCheck(_) => {
+            return Err(Exit::usage(anyhow::anyhow!(
+                "`fault release-lemon` and `fault probation-check` act on the store: run them without --server"
+            )));
+        }
     }
     .map_err(exit_of)?;
     if g.json {

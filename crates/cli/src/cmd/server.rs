@@ -102,6 +102,21 @@ pub enum FaultCmd {
     Show { id: i64 },
     /// Acknowledge an open fault.
     Ack { id: i64 },
+    /// Nodes that fail again after re-admission (lemons), with their history; `--all` adds every node on
+    /// probation or with a recurrence.
+    Lemons {
+        #[arg(long)]
+        all: bool,
+    },
+    /// A person's word that a lemon may be re-admitted once (audited).
+    ReleaseLemon {
+        node: String,
+        /// Why (recorded and audited).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Check the nodes on probation in band: a failing report is a recurrence and drains the node again.
+    ProbationCheck(crate::cmd::probation::ProbationCheckArgs),
 }
 
 pub async fn serve(g: &Global, a: ServeArgs) -> CmdResult {
@@ -252,6 +267,15 @@ pub async fn fault(g: &Global, c: FaultCmd) -> CmdResult {
             } else {
                 println!("fault {id} acknowledged");
             }
+        }
+        FaultCmd::Lemons { all } => crate::cmd::probation::lemons(g, &l, all).await?,
+        FaultCmd::ReleaseLemon { node, reason } => {
+            crate::cmd::probation::release(g, &l, &node, &reason).await?
+        }
+        FaultCmd::ProbationCheck(a) => {
+            let code = crate::cmd::probation::check(g, &l, a).await?;
+            l.close().await;
+            return Ok(code);
         }
     }
     l.close().await;

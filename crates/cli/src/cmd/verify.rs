@@ -3,20 +3,14 @@
 
 use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec, outcome_text, schedulers};
 
-use crate::args::{DrainArgs, Global, SchedulerArgs, VerifyArgs};
+use crate::args::{DrainArgs, Global, ReportArgs, SchedulerArgs, VerifyArgs};
 use crate::cmd::{lifeline, print_json};
 use crate::exit::{CmdResult, verdict};
 use crate::outln;
 
-fn spec(s: &SchedulerArgs) -> SchedulerSpec {
-    SchedulerSpec { slurm_conf: s.slurm_conf.clone(), kube_url: s.kube_url.clone(), kube: s.kube }
-}
-
-pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
-    let l = lifeline(g)?;
-    let nodes = l.select_gpu_nodes(&a.targets)?;
-    let scheds = if a.readmit { Some(schedulers(&spec(&a.sched)).await?) } else { None };
-    let source = if let Some(dir) = &a.node_state {
+/// The report source the flags name (the agent over SSH by default).
+pub fn source(a: &ReportArgs) -> ReportSource {
+    if let Some(dir) = &a.node_state {
         ReportSource::NodeState {
             dir: dir.clone(),
             interval: a.interval_ms.map(std::time::Duration::from_millis),
@@ -25,7 +19,18 @@ pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
         ReportSource::Reports(p.clone())
     } else {
         ReportSource::Ssh { command: a.agent_command.clone(), options: a.ssh_option.clone() }
-    };
+    }
+}
+
+pub fn spec(s: &SchedulerArgs) -> SchedulerSpec {
+    SchedulerSpec { slurm_conf: s.slurm_conf.clone(), kube_url: s.kube_url.clone(), kube: s.kube }
+}
+
+pub async fn verify(g: &Global, a: VerifyArgs) -> CmdResult {
+    let l = lifeline(g)?;
+    let nodes = l.select_gpu_nodes(&a.targets)?;
+    let scheds = if a.readmit { Some(schedulers(&spec(&a.sched)).await?) } else { None };
+    let source = source(&a.report);
     let rows = l.verify(&nodes, &source, scheds.as_ref()).await?;
     let mut failed = false;
     for r in &rows {

@@ -19,6 +19,7 @@ pub mod inventory;
 pub mod media;
 pub mod notify;
 pub mod power;
+pub mod probation;
 pub mod readmit;
 mod recorded;
 pub mod sweep;

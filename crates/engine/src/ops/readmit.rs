@@ -260,7 +260,14 @@ impl Lifeline {
                 Justification { report_digest: report.digest.clone(), passed, summary: summary.clone() };
             let mut decisions = Vec::new();
             let mut errors: Vec<String> = Vec::new();
-            if let Some(s) = readmit
+            // A lemon waits for a human's release, however well it reports (crate::probation).
+            let gate = match readmit {
+                Some(_) if passed => self.readmit_gate(&name).await?,
+                _ => crate::ops::probation::Gate::Open,
+            };
+            if let crate::ops::probation::Gate::Refused(why) = &gate {
+                errors.push(why.clone());
+            } else if let Some(s) = readmit
                 && passed
             {
                 if let Some(slurm) = &s.slurm {
@@ -293,6 +300,9 @@ impl Lifeline {
             let readmitted = !decisions.is_empty()
                 && errors.is_empty()
                 && decisions.iter().all(|d| matches!(d.outcome, Decided::Done | Decided::AlreadyDone));
+            if readmitted && decisions.iter().any(|d| d.outcome == Decided::Done) {
+                self.readmitted(&name, &gate, Some(&report.digest)).await?;
+            }
             rows.push(Row::new(
                 "node",
                 name.clone(),

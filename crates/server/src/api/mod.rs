@@ -10,6 +10,7 @@ pub mod consoles;
 pub mod devices;
 pub mod faults;
 pub mod fleet_filter;
+pub mod lemons;
 pub mod incidents;
 pub mod model;
 pub mod overview;
@@ -39,6 +40,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(trust::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
+    r.extend(lemons::routes());
     r.extend(incidents::routes());
     r.extend(runbooks::routes());
     r.extend(audit::routes());

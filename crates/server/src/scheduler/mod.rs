@@ -47,6 +47,7 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
             }
         }
     });
+    jobs.spawn(crate::probation::run(state.clone()));
     if let Some(every) = sweeps::interval(state) {
         let s = state.clone();
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
