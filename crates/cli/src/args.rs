@@ -211,6 +211,10 @@ pub enum InventoryCmd {
     /// Merge devices from a CSV or a slurm.conf into the inventory and print the result (or `--diff`) for
     /// review; the inventory file is never written. Exit 1 when the merged inventory does not pass `check`.
     Import(crate::cmd::import::ImportArgs),
+    /// Read every leaf's LLDP neighbours over SSH and compare them with the rails' `leaf`/`port` in the
+    /// inventory: two cables swapped, a NIC on the wrong leaf or port, an unplugged port. Raises (or
+    /// resolves) `cabling` faults. Exit 0 clean, 1 a mismatch or a switch that could not be read.
+    VerifyCabling,
 }
 
 /// Which BMCs: inventory targets and/or ad-hoc `--bmc` URLs.

@@ -18,6 +18,7 @@ pub async fn run(g: &Global, cmd: InventoryCmd) -> CmdResult {
         InventoryCmd::Show => show(g),
         InventoryCmd::Sync => sync(g).await,
         InventoryCmd::Import(a) => crate::cmd::import::run(g, a).await,
+        InventoryCmd::VerifyCabling => crate::cmd::cabling::run(g).await,
     }
 }
 

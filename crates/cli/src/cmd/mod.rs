@@ -6,6 +6,7 @@ mod backup;
 pub mod bios;
 pub mod bmc;
 pub mod bmcops;
+mod cabling;
 pub mod config_check;
 mod console;
 pub mod db;

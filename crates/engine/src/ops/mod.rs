@@ -9,6 +9,7 @@ pub mod bmc;
 pub mod bmc_info;
 pub mod bmc_reset;
 pub mod boot;
+pub mod cabling;
 pub mod console;
 pub mod events;
 pub mod firmware;

@@ -194,7 +194,7 @@ pub fn compare(expected: &[Expected], seen: &BTreeMap<String, Vec<Neighbor>>) ->
                     other_expected: Some(expected_end(f)),
                     devices,
                     message: format!(
-                        "swapped: {} has {} and {} has {} (expected the other way round)",
+                        "{} has {} and {} has {} (expected the other way round)",
                         place(e),
                         expected_end(f),
                         place(f),
