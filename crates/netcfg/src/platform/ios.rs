@@ -39,6 +39,20 @@ impl Ios {
 /// Where the restore file goes on the device's flash.
 pub const RESTORE_FILE: &str = "flash:lifeline-restore.cfg";
 
+/// `text` as the inside of a Tcl double-quoted word that reads back as exactly `text`: the characters
+/// that substitute or end the word (`\ " $ [ ]`, and braces for good measure) get a backslash. (A braced
+/// word cannot carry an unbalanced `}` at all: the restore used to drop every brace of the config.)
+pub fn tcl_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for c in text.chars() {
+        if matches!(c, '\\' | '"' | '$' | '[' | ']' | '{' | '}') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl Driver for Ios {
     fn platform(&self) -> Platform {
         self.platform
@@ -101,9 +115,9 @@ impl Driver for Ios {
         vec![
             Step::cmd("tclsh"),
             Step::Block {
-                intro: format!("puts -nonewline [open \"{RESTORE_FILE}\" w+] {{"),
-                body: config.replace('}', ""),
-                end: "}".into(),
+                intro: format!("puts -nonewline [open \"{RESTORE_FILE}\" w+] \""),
+                body: tcl_quoted(config),
+                end: "\"".into(),
             },
             Step::cmd("tclquit"),
             Step::Command {
@@ -124,6 +138,38 @@ mod tests {
     use super::*;
     use crate::platform::normalise;
     use crate::scrub::TagKey;
+
+    /// The restore's Tcl block through the real Tcl interpreter (`tclsh`, as IOS runs it): the file written
+    /// is the config, every brace, quote, dollar, bracket and backslash included.
+    #[test]
+    fn the_restore_file_written_by_tclsh_is_the_config_braces_included() {
+        if std::process::Command::new("tclsh").arg("/dev/null").output().is_err() {
+            assert!(std::env::var("OOB_PEERS_REQUIRED").as_deref() != Ok("1"), "tclsh required");
+            eprintln!("SKIP: no tclsh");
+            return;
+        }
+        let config = "hostname x\nbanner motd ^C {unbalanced} } \"q\" $HOME [exit 3] \\n back\\slash ^C\n\
+                      event manager applet A\n action 1.0 cli command \"show ver | i {\"\n!\nend\n";
+        let steps = Ios::new(Platform::Ios).restore_steps(config);
+        let Some(Step::Block { intro, body, end }) = steps.iter().find(|s| matches!(s, Step::Block { .. }))
+        else {
+            panic!("no Tcl block in {steps:?}")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("tclsh")
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let script = format!("{intro}\n{body}{end}\n");
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), script.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let written = std::fs::read_to_string(dir.path().join(RESTORE_FILE)).unwrap();
+        assert_eq!(written.strip_prefix('\n'), Some(config));
+    }
 
     #[test]
     fn prompt_and_validation() {

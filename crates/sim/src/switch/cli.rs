@@ -343,8 +343,14 @@ impl Cli {
 
     fn tcl(&mut self, line: &str, collecting: Option<(String, String)>) -> Reply {
         if let Some((path, mut buf)) = collecting {
-            if line.trim_end() == "}" {
-                self.state.write_file(&path, buf);
+            // The end of the Tcl double-quoted word the restore sends; `\c` inside it is `c`.
+            if line.trim_end() == "\"" {
+                let mut text = String::with_capacity(buf.len());
+                let mut chars = buf.chars();
+                while let Some(c) = chars.next() {
+                    text.push(if c == '\\' { chars.next().unwrap_or(c) } else { c });
+                }
+                self.state.write_file(&path, text);
                 self.mode = Mode::Tcl { collecting: None };
                 return Reply::out("");
             }
@@ -358,10 +364,10 @@ impl Cli {
             self.mode = Mode::Normal;
             return Reply::out("");
         }
-        // puts -nonewline [open "flash:x" w+] {
+        // puts -nonewline [open "flash:x" w+] "
         if let Some(rest) = t.strip_prefix("puts -nonewline [open \"")
             && let Some((path, tail)) = rest.split_once('"')
-            && tail.trim_end().ends_with('{')
+            && tail.trim_end().ends_with('"')
         {
             self.mode = Mode::Tcl { collecting: Some((path.to_owned(), String::new())) };
             return Reply::raw("");
