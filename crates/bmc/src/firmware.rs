@@ -205,6 +205,20 @@ impl Bmc {
         .await
     }
 
+    /// The BMC's update tasks (started by a request to its UpdateService), with their links: after a
+    /// crash between a push and its journal entry, the push's task is found here instead of pushing again.
+    pub async fn firmware_tasks(&self) -> Result<Vec<(String, TaskDoc)>, BmcError> {
+        let limit = self.pool().opts.op_timeout;
+        self.redfish_within(Privilege::Operator, limit, move |c| {
+            Box::pin(async move {
+                let service = c.update_service().await?;
+                let all = c.client.tasks().await.map_err(rf_err(&c.bmc))?;
+                Ok(all.into_iter().filter(|(_, t)| service.started(t)).collect())
+            })
+        })
+        .await
+    }
+
     /// One component read fresh (its version after an update).
     pub async fn firmware_read(&self, link: String) -> Result<FirmwareSlot, BmcError> {
         let limit = self.pool().opts.op_timeout;

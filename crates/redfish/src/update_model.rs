@@ -65,6 +65,14 @@ impl UpdateServiceDoc {
         }
     }
 
+    /// Whether a task was started by a request to one of this service's update URIs.
+    pub fn started(&self, t: &TaskDoc) -> bool {
+        let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+        t.target_uri.as_deref().is_some_and(|u| {
+            [&self.simple_update, &self.multipart_push].into_iter().flatten().any(|x| same(x, u))
+        })
+    }
+
     /// The apply time to ask for: `Immediate` when listed, else `OnReset` when listed; `None` when the BMC
     /// lists none (then nothing is sent and the BMC applies as it does by default).
     pub fn apply_time(&self) -> Option<&'static str> {
@@ -158,6 +166,10 @@ pub struct TaskDoc {
     pub percent: Option<u64>,
     /// The messages' text (why a task failed).
     pub messages: Vec<String>,
+    /// `Payload.TargetUri`: where the request that started it went (an update's push URI).
+    pub target_uri: Option<String>,
+    /// `StartTime` (RFC 3339).
+    pub start_time: Option<String>,
 }
 
 /// Where a task stands.
@@ -181,6 +193,8 @@ impl TaskDoc {
             status: s(v, "/TaskStatus"),
             percent: v.get("PercentComplete").and_then(Value::as_u64),
             messages,
+            target_uri: s(v, "/Payload/TargetUri"),
+            start_time: s(v, "/StartTime"),
         }
     }
 

@@ -36,6 +36,10 @@ pub struct Item {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskView {
     pub id: u32,
+    /// Where the update was posted (the task's `Payload.TargetUri`).
+    pub via: String,
+    /// When it started (`StartTime`).
+    pub started_at: chrono::DateTime<chrono::Utc>,
     /// `Running`, `Completed` or `Exception`.
     pub state: &'static str,
     pub percent: u32,
@@ -45,6 +49,8 @@ pub struct TaskView {
 #[derive(Debug)]
 struct Task {
     id: u32,
+    via: String,
+    started_at: chrono::DateTime<chrono::Utc>,
     item: String,
     version: Option<String>,
     started: Instant,
@@ -128,10 +134,12 @@ impl Firmware {
 
     /// Starts an update of `item` to the image's `version` (`None`: unreadable, the task fails); `fail`
     /// makes the task end in `Exception`. Returns the task id, or `None` for an unknown item.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
         init: impl FnOnce() -> Vec<Item>,
         c: Clock,
+        via: &str,
         item: &str,
         version: Option<String>,
         apply: Apply,
@@ -143,6 +151,8 @@ impl Firmware {
                 let fail = fail || version.is_none();
                 s.tasks.push(Task {
                     id,
+                    via: via.to_owned(),
+                    started_at: chrono::Utc::now(),
                     item: item.to_owned(),
                     version,
                     started: c.now,
@@ -178,7 +188,7 @@ impl Firmware {
                 ),
                 (Some(_), false, None) => ("Exception", "no version".into()),
             };
-            Some(TaskView { id: t.id, state, percent, message })
+            Some(TaskView { id: t.id, via: t.via.clone(), started_at: t.started_at, state, percent, message })
         })
     }
 
@@ -205,15 +215,17 @@ mod tests {
         let f = Firmware::default();
         let t0 = Instant::now();
         let c = |dt: u64, boots, bmc_resets| Clock { now: t0 + Duration::from_millis(dt), boots, bmc_resets };
-        let id = f.start(init, c(0, 1, 0), "BIOS", Some("2.0.0".into()), Apply::OnReset, false).unwrap();
+        let id =
+            f.start(init, c(0, 1, 0), "/u", "BIOS", Some("2.0.0".into()), Apply::OnReset, false).unwrap();
         assert_eq!(f.task(init, c(100, 1, 0), id).unwrap().state, "Running");
         assert_eq!(f.task(init, c(400, 1, 0), id).unwrap().state, "Completed");
         assert_eq!(f.items(init, c(500, 1, 0))[1].version, "1.0.0", "staged, not yet applied");
         assert_eq!(f.items(init, c(600, 2, 0))[1].version, "2.0.0", "applied after the boot");
-        let id = f.start(init, c(700, 2, 0), "BMC", Some("3.0".into()), Apply::Immediate, true).unwrap();
+        let id =
+            f.start(init, c(700, 2, 0), "/u", "BMC", Some("3.0".into()), Apply::Immediate, true).unwrap();
         assert_eq!(f.task(init, c(1100, 2, 0), id).unwrap().state, "Exception");
         assert_eq!(f.items(init, c(1200, 3, 1))[0].version, "1.0.0", "a failed task changes nothing");
-        assert_eq!(f.start(init, c(0, 0, 0), "NIC", None, Apply::Immediate, false), None);
+        assert_eq!(f.start(init, c(0, 0, 0), "/u", "NIC", None, Apply::Immediate, false), None);
     }
 
     #[test]

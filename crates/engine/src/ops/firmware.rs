@@ -90,6 +90,20 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The newest update task that started since `row` was journaled as pushing.
+    async fn adopt(&self, bmc: &Bmc, row: &RolloutTargetRow) -> Option<String> {
+        let since = chrono::DateTime::from_timestamp_millis(row.updated_at - 60_000)?;
+        let tasks = bmc.firmware_tasks().await.ok()?;
+        tasks
+            .into_iter()
+            .filter_map(|(link, t)| {
+                let at = chrono::DateTime::parse_from_rfc3339(t.start_time.as_deref()?).ok()?;
+                (at >= since).then_some((at, link))
+            })
+            .max()
+            .map(|(_, link)| link)
+    }
+
     async fn save(&self, row: &mut RolloutTargetRow, state: &str, detail: Option<String>) -> Result<()> {
         row.state = state.to_owned();
         row.detail = detail;
@@ -108,6 +122,14 @@ impl Ctx<'_> {
         if same_version(current.as_deref(), version) {
             row.after_version = current;
             return self.save(row, "done", Some("the version reads back".into())).await;
+        }
+        if row.state == "pushing" && row.task.is_none() {
+            // Interrupted between the push and its journal entry: adopt the push's task if the BMC has one
+            // that started after the journal said "pushing" (less a minute of clock skew).
+            if let Some(link) = self.adopt(bmc, row).await {
+                row.task = Some(link);
+                self.save(row, "pushed", Some("resumed: the interrupted push's task adopted".into())).await?;
+            }
         }
         if row.state == "pending" || (row.state == "pushing" && row.task.is_none()) {
             // The BMC may have changed since the plan: judge again before sending anything.

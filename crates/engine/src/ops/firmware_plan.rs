@@ -240,7 +240,14 @@ impl Lifeline {
         for (row, b) in shows.into_iter().zip(&sel.bmcs) {
             let (component, current, change, note) = match &row.result {
                 Ok(show) => judge(show, req.component, &req.version, req.allow_downgrade),
-                Err(e) => (None, None, Change::Skipped, Some(e.report().message)),
+                Err(e) => {
+                    // The error names the BMC (sometimes twice); the row already does.
+                    let mut m = e.report().message;
+                    while let Some(rest) = m.strip_prefix(&format!("{}: ", row.target)) {
+                        m = rest.to_owned();
+                    }
+                    (None, None, Change::Skipped, Some(m))
+                }
             };
             targets.push(PlannedTarget {
                 bmc: row.target.clone(),

@@ -150,6 +150,12 @@ impl Client {
         Ok(UpdateAccepted { status: status.as_u16(), task: location.or(from_body) })
     }
 
+    /// Every task of the service's `TaskService` (DSP0266 fixes its path), with its link.
+    pub async fn tasks(&self) -> Result<Vec<(String, TaskDoc)>, RedfishError> {
+        let l = self.members("/redfish/v1/TaskService/Tasks").await?;
+        Ok(l.items.iter().map(|(link, v)| (link.clone(), TaskDoc::from_value(v))).collect())
+    }
+
     /// Polls a task monitor (or task): 202 carries the running task; a 2xx whose body has no `TaskState`
     /// is the finished operation's own answer (`Completed`).
     pub async fn task_poll(&self, link: &str) -> Result<TaskPoll, RedfishError> {

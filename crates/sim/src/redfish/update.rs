@@ -114,11 +114,18 @@ fn apply_time(bmc: &RedfishBmc, params: &Map<String, Value>) -> Result<Apply, Re
     Ok(if asked == "Immediate" { Apply::Immediate } else { Apply::OnReset })
 }
 
-fn start(bmc: &RedfishBmc, item: &str, version: Option<String>, apply: Apply, origin: &Origin) -> Response {
+fn start(
+    bmc: &RedfishBmc,
+    via: &str,
+    item: &str,
+    version: Option<String>,
+    apply: Apply,
+    origin: &Origin,
+) -> Response {
     let h = &bmc.host;
     let fail = h.active_faults().contains(&Fault::FirmwareFail);
     let Some(id) =
-        h.firmware().start(|| h.firmware_defaults(), h.firmware_clock(), item, version, apply, fail)
+        h.firmware().start(|| h.firmware_defaults(), h.firmware_clock(), via, item, version, apply, fail)
     else {
         return not_found(item);
     };
@@ -146,6 +153,8 @@ fn task_doc(bmc: &RedfishBmc, id: u32) -> Option<Value> {
         "TaskStatus": status,
         "PercentComplete": t.percent,
         "TaskMonitor": format!("{TASKS}/{id}/Monitor"),
+        "StartTime": t.started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "Payload": { "TargetUri": t.via, "HttpOperation": "POST" },
         "Messages": [{ "MessageId": "Update.1.0.UpdateInProgress", "Message": t.message }],
     }))
 }
@@ -171,7 +180,7 @@ pub(super) fn simple_update(bmc: &RedfishBmc, method: &Method, body: &Bytes, ori
         Ok(x) => x,
         Err(r) => return r,
     };
-    start(bmc, &item, url_version(uri), apply, origin)
+    start(bmc, SIMPLE, &item, url_version(uri), apply, origin)
 }
 
 /// `POST MultipartHttpPushUri`, read as it streams in.
@@ -224,7 +233,7 @@ pub(super) async fn multipart(
         Ok(x) => x,
         Err(r) => return r,
     };
-    start(bmc, &item, image_version(image), apply, origin)
+    start(bmc, MULTIPART, &item, image_version(image), apply, origin)
 }
 
 fn find(h: &[u8], n: &[u8]) -> Option<usize> {
