@@ -10,6 +10,7 @@
 //! | `rail-down` (physical link), `rail-mtu` (host config), `boot-loop`, `pfc-storm`, `psu-fail`, `gpu-missing` | no |
 //! | BMC faults (`bmc-*`, `udp-loss`, `tls-cert-change`, `sol-stuck`, `sessions-full`, `redfish-down`) | no (a BMC reset clears `sol-stuck`, `redfish-down` and sessions) |
 //! | `miscabled` (two switch ports' cables swapped) | no (the switch's `clear` puts them back) |
+//! | `link-flap` (a switch port's link going down and up) | no (the switch's `clear` ends it) |
 //! | `mgmt-down` (switch management port) | a power cycle of the switch through its BMC does |
 //! | `os-hang` (the host's OS stops answering) | yes (a host power reset or cycle) |
 
@@ -48,6 +49,8 @@ pub enum Fault {
     RailMtu { hca: String, mtu: u32 },
     /// PFC pause frames flood this port (a switch port, or an HCA on a server).
     PfcStorm { port: String },
+    /// A switch port whose link goes down and up about once a second (carrier transitions, CRC errors).
+    LinkFlap { port: String },
     /// The cables of two switch ports are in each other's ports: the switch's LLDP lists what was on one
     /// on the other (a port with nothing on it: one cable moved).
     Miscabled { a: String, b: String },
@@ -91,7 +94,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, link-flap=PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -110,6 +113,7 @@ impl Fault {
             Fault::RailDown { .. } => "rail-down",
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
+            Fault::LinkFlap { .. } => "link-flap",
             Fault::Miscabled { .. } => "miscabled",
             Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
@@ -153,7 +157,7 @@ impl fmt::Display for Fault {
             Fault::GpuMissing { gpu } => write!(f, "{name}={gpu}"),
             Fault::RailDown { hca } => write!(f, "{name}={hca}"),
             Fault::RailMtu { hca, mtu } => write!(f, "{name}={hca}:{mtu}"),
-            Fault::PfcStorm { port } => write!(f, "{name}={port}"),
+            Fault::PfcStorm { port } | Fault::LinkFlap { port } => write!(f, "{name}={port}"),
             Fault::Miscabled { a, b } => write!(f, "{name}={a}:{b}"),
             Fault::PsuFail { psu } => write!(f, "{name}={psu}"),
             _ => f.write_str(name),
@@ -263,6 +267,10 @@ impl FromStr for Fault {
                 let (n, u) = ("pfc-storm", "PORT");
                 Ok(Fault::PfcStorm { port: ident(n, u, need(n, u, value)?)? })
             }
+            "link-flap" => {
+                let (n, u) = ("link-flap", "PORT");
+                Ok(Fault::LinkFlap { port: ident(n, u, need(n, u, value)?)? })
+            }
             "psu-fail" => {
                 let (n, u) = ("psu-fail", "N (PSU number, from 1)");
                 let v = need(n, u, value)?;
@@ -310,6 +318,7 @@ mod tests {
             ("rail-down=mlx5_3", Fault::RailDown { hca: "mlx5_3".into() }),
             ("rail-mtu=mlx5_1:1500", Fault::RailMtu { hca: "mlx5_1".into(), mtu: 1500 }),
             ("pfc-storm=Ethernet8", Fault::PfcStorm { port: "Ethernet8".into() }),
+            ("link-flap=Ethernet16", Fault::LinkFlap { port: "Ethernet16".into() }),
             (
                 "miscabled=Ethernet0:Ethernet8",
                 Fault::Miscabled { a: "Ethernet0".into(), b: "Ethernet8".into() },
@@ -365,6 +374,7 @@ mod tests {
             id.prop_map(|hca| Fault::RailDown { hca }),
             (id, any::<u32>()).prop_map(|(hca, mtu)| Fault::RailMtu { hca, mtu }),
             id.prop_map(|port| Fault::PfcStorm { port }),
+            id.prop_map(|port| Fault::LinkFlap { port }),
             (1u8..).prop_map(|psu| Fault::PsuFail { psu }),
             Just(Fault::ConfigChange),
             Just(Fault::SshKeyChange),

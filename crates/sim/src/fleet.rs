@@ -289,6 +289,7 @@ impl Devices {
                             Fault::ConfigChange
                                 | Fault::SshKeyChange
                                 | Fault::PfcStorm { .. }
+                                | Fault::LinkFlap { .. }
                                 | Fault::Miscabled { .. }
                                 | Fault::BootLoop
                         ) {
@@ -306,6 +307,9 @@ impl Devices {
                         }
                         if let Fault::PfcStorm { port } = fault {
                             s.state.pfc.start(port);
+                        }
+                        if let Fault::LinkFlap { port } = fault {
+                            s.state.flaps.start(port);
                         }
                         if let Fault::Miscabled { a, b } = fault {
                             s.state.lldp.swap(a, b);

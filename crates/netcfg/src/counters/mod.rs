@@ -10,6 +10,7 @@
 
 mod cumulus;
 mod iface_blocks;
+mod read;
 mod sonic;
 mod table;
 #[cfg(test)]
@@ -20,6 +21,8 @@ use std::fmt;
 
 use lifeline_types::Platform;
 use serde::Serialize;
+
+pub use read::{CountersError, Read, read_counters};
 
 /// One counter of a port. Monotonic on the switch until cleared; a value that went down was cleared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -183,7 +183,11 @@ impl Host {
                     );
                 }
             }
-            Fault::ConfigChange | Fault::SshKeyChange | Fault::MgmtDown | Fault::Miscabled { .. } => {
+            Fault::ConfigChange
+            | Fault::SshKeyChange
+            | Fault::MgmtDown
+            | Fault::Miscabled { .. }
+            | Fault::LinkFlap { .. } => {
                 return Err(not_applicable());
             }
             // Read by the Redfish front end (a replayed tree drops the GPU); the host itself runs on.
@@ -274,7 +278,8 @@ pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
     match (a, b) {
         (Fault::RailDown { hca: x }, Fault::RailDown { hca: y })
         | (Fault::RailMtu { hca: x, .. }, Fault::RailMtu { hca: y, .. })
-        | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y }) => x == y,
+        | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y })
+        | (Fault::LinkFlap { port: x }, Fault::LinkFlap { port: y }) => x == y,
         (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y })
         | (Fault::GpuMissing { gpu: x }, Fault::GpuMissing { gpu: y })
         | (Fault::PsuFail { psu: x }, Fault::PsuFail { psu: y }) => x == y,

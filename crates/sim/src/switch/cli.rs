@@ -282,6 +282,9 @@ impl Cli {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            ["show", "interfaces"] | ["show", "interface"] => {
+                self.paged(super::ifcounters::show_interfaces(&self.state.if_counters()))
+            }
             ["show", "interface", "priority-flow-control"] => {
                 self.paged(super::counters::nxos_pfc(&self.state.pfc.counters(self.state.platform)))
             }
@@ -382,6 +385,12 @@ impl Cli {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            ["show", "interfaces", "counters", "errors"] => {
+                Reply::out(super::ifcounters::eos_errors(&self.state.if_counters()))
+            }
+            ["show", "interfaces"] => {
+                Reply::out(super::ifcounters::show_interfaces(&self.state.if_counters()))
+            }
             ["show", "priority-flow-control", "counters"] => {
                 Reply::out(super::counters::eos_pfc(&self.state.pfc.counters(self.state.platform)))
             }
@@ -446,6 +455,15 @@ impl Cli {
         };
         match words.as_slice() {
             ["show", "runningconfiguration", "all"] => Reply::out(self.state.show_running()),
+            ["show", "interfaces", "counters"] => {
+                Reply::out(super::ifcounters::sonic_counters(&self.state.if_counters()))
+            }
+            ["show", "interfaces", "flap"] => {
+                Reply::out(super::ifcounters::sonic_flap(&self.state.if_counters()))
+            }
+            ["show", "pfcwd", "stats"] => {
+                Reply::out(super::ifcounters::sonic_pfcwd(&self.state.if_counters()))
+            }
             ["show", "pfc", "counters"] => {
                 Reply::out(super::counters::sonic_pfc(&self.state.pfc.counters(self.state.platform)))
             }
@@ -493,6 +511,12 @@ impl Cli {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["nv", "config", "show", "-o", "commands"] => Reply::out(self.state.show_running()),
+            ["nv", "show", "interface", port, "counters"] => {
+                match super::ifcounters::cumulus_counters(&self.state.if_counters(), port) {
+                    Some(t) => Reply::out(t),
+                    None => Reply::err(format!("Error: interface {port} not found\n")),
+                }
+            }
             ["nv", "show", "interface", port, "counters", "qos", "pfc-stats"] => {
                 match super::counters::cumulus_pfc(&self.state.pfc.counters(self.state.platform), port) {
                     Some(t) => Reply::out(t),

@@ -34,7 +34,7 @@ fn short(platform: Platform, port: &str) -> String {
 }
 
 /// Same port, whatever the spelling (`Et1/1` = `Ethernet1/1`, case-insensitive).
-fn same_port(a: &str, b: &str) -> bool {
+pub(crate) fn same_port(a: &str, b: &str) -> bool {
     let norm = |s: &str| s.to_ascii_lowercase().replacen("ethernet", "et", 1);
     norm(a) == norm(b)
 }
@@ -70,6 +70,11 @@ impl PfcStorms {
         self.lock().clear();
     }
 
+    /// The ports in a storm now.
+    pub fn storming(&self) -> Vec<String> {
+        self.lock().iter().map(|(p, _)| p.clone()).collect()
+    }
+
     /// Counters of every port now (plus a storming port the CLI does not list, so it is never hidden).
     pub fn counters(&self, platform: Platform) -> Vec<PortPfc> {
         let storms = self.lock().clone();
@@ -98,7 +103,7 @@ impl PfcStorms {
 }
 
 /// `1,234,567` (SONiC's counters style).
-fn commas(n: u64) -> String {
+pub(crate) fn commas(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

@@ -8,6 +8,7 @@
 mod cli;
 pub mod configs;
 pub mod counters;
+pub mod ifcounters;
 pub mod lldp;
 #[cfg(test)]
 mod openssh_tests;
@@ -66,6 +67,8 @@ pub struct SwitchState {
     pub actions: Arc<ActionLog>,
     /// Ports in a PFC pause storm (`pfc-storm=PORT`), for the CLI's PFC counters.
     pub pfc: counters::PfcStorms,
+    /// Ports flapping (`link-flap=PORT`), for the CLI's interface and flap counters.
+    pub flaps: ifcounters::Flaps,
     /// Who is cabled to which port, for the LLDP show commands (`miscabled=A:B` swaps two).
     pub lldp: lldp::Cabling,
     /// `mgmt-down`: the management port stops answering SSH (the BMC and its SOL still work).
@@ -156,6 +159,7 @@ impl SwitchState {
             password: password.to_owned(),
             actions: Arc::default(),
             pfc: counters::PfcStorms::default(),
+            flaps: ifcounters::Flaps::default(),
             lldp: lldp::Cabling::default(),
             mgmt_down: AtomicBool::new(false),
             mgmt_changed: Notify::new(),
@@ -224,9 +228,15 @@ impl SwitchState {
         self.mgmt_changed.notified().await
     }
 
-    /// `clear`: the switch-side faults (PFC storms, management port, miscabling) end.
+    /// Every port's interface counters now (for the CLI's counters commands).
+    pub fn if_counters(&self) -> Vec<ifcounters::PortCounters> {
+        self.flaps.counters(self.platform, &self.pfc)
+    }
+
+    /// `clear`: the switch-side faults (PFC storms, link flaps, management port, miscabling) end.
     pub fn clear_faults(&self) {
         self.pfc.clear();
+        self.flaps.clear();
         self.lldp.restore();
         self.looping.store(false, Ordering::Relaxed);
         self.set_mgmt_down(false);
