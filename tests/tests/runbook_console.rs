@@ -159,3 +159,62 @@ fn a_broken_console_script_is_reported_at_once_with_locations() {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");
     }
 }
+
+/// A wait that attaches after the prompt was printed (a busy BMC takes seconds to activate SOL, the
+/// simulated host boots in about two) still sees it: the run keeps the console open from its start, and a
+/// wait counts the output printed since the step before it began. Without that, this wait reads nothing.
+#[test]
+fn a_login_prompt_printed_while_the_wait_attaches_is_seen() {
+    let fleet = nodes(&[("gpu-node-23", "r1", "ipmi")]);
+    let sim = start(&fleet, OFFSET);
+    let dir = tempfile::tempdir().unwrap();
+    let rb = r#"
+name = "late-watch"
+description = "Power cycles a node and waits for its login prompt on the console"
+targets = ["gpu-node"]
+fault = "none: a test of console waits"
+touches = "the node's power"
+never-touches = "everything else"
+worst-case = "the node is power cycled"
+
+[[step]]
+name = "cycle"
+kind = "power"
+action = "cycle"
+
+[[step]]
+name = "boot-seen"
+kind = "wait-for"
+console = "gpu-node-23 login: "
+timeout = "30s"
+
+[[verify]]
+name = "power-is-on"
+kind = "wait-for"
+power = "on"
+interval = "100ms"
+timeout = "1m"
+"#;
+    std::fs::write(dir.path().join("late-watch.toml"), rb).unwrap();
+    let o = std::process::Command::new(lifeline_test_utils::lifeline_bin())
+        .args(["runbook", "run", "late-watch", "gpu-node-23", "--yes", "--json", "--interval-ms", "20"])
+        .arg("--runbooks")
+        .arg(dir.path())
+        .arg("--inventory")
+        .arg(&sim.inventory)
+        .arg("--data-dir")
+        .arg(&sim.data)
+        .envs([("LIFELINE_BMC_PASSWORD", "s3cret-pw"), ("LIFELINE_SWITCH_PASSWORD", "sw-pass")])
+        // Longer than the whole simulated boot: the prompt is printed before the wait attaches.
+        .env("LIFELINE_TEST_CONSOLE_ATTACH_DELAY_MS", "8000")
+        .env_remove("LIFELINE_DATABASE_URL")
+        .env_remove("LIFELINE_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    let run = if v.is_array() { &v[0] } else { &v };
+    assert_eq!(run["state"], "succeeded", "{run:#}");
+    assert_eq!(step_states(run), [("cycle", "ok"), ("boot-seen", "ok"), ("power-is-on", "ok")], "{run:#}");
+}

@@ -55,6 +55,35 @@ impl ConsoleIo for Viewer {
     }
 }
 
+/// A console read first from output it printed before (the manager's recent output), then live: a wait
+/// started after a power cycle still sees a prompt printed while it was attaching.
+pub struct Primed<C> {
+    first: Option<Bytes>,
+    pub io: C,
+}
+
+impl<C> Primed<C> {
+    pub fn new(first: Vec<u8>, io: C) -> Primed<C> {
+        Primed { first: (!first.is_empty()).then(|| Bytes::from(first)), io }
+    }
+}
+
+#[async_trait]
+impl<C: ConsoleIo> ConsoleIo for Primed<C> {
+    async fn recv_bytes(&mut self) -> Option<Bytes> {
+        match self.first.take() {
+            Some(b) => Some(b),
+            None => self.io.recv_bytes().await,
+        }
+    }
+    async fn send_bytes(&mut self, data: &[u8]) -> Result<(), ConsoleError> {
+        self.io.send_bytes(data).await
+    }
+    async fn send_break(&mut self) -> Result<(), ConsoleError> {
+        self.io.send_break().await
+    }
+}
+
 /// A raw link (no manager): for tools and tests that own the session.
 pub struct LinkIo {
     pub console: String,

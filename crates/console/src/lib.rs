@@ -31,7 +31,7 @@ pub mod utf8_carry;
 
 pub use attach::{Detach, RawModeGuard, attach_io, attach_terminal};
 pub use error::{ConsoleError, LogError, TransportError};
-pub use expect::{ConsoleIo, Expect, ExpectError, Key, LinkIo, On, Pattern, Step};
+pub use expect::{ConsoleIo, Expect, ExpectError, Key, LinkIo, On, Pattern, Primed, Step};
 pub use log::{ConsoleLogIndex, DirLogIndex, LogFileEntry, LogReader, LogRecord, RecordKind};
 pub use manager::{
     AttachOptions, ConsoleEvent, ConsoleInfo, ConsoleManager, ConsoleStatus, ManagerConfig, Viewer,

@@ -28,6 +28,7 @@ use crate::log::{ConsoleLogIndex, LogConfig, LogReader};
 use crate::scan::{ConsoleFinding, RuleSet};
 use crate::transport::{ConsoleTransport, OpenOptions, OpenReport};
 
+mod recent;
 mod run;
 use run::Run;
 
@@ -161,11 +162,16 @@ struct Entry {
     events: broadcast::Sender<ConsoleEvent>,
     book: StdMutex<Book>,
     session: tokio::sync::Mutex<Option<Session>>,
+    recent: StdMutex<recent::Recent>,
 }
 
 impl Entry {
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, recent::Recent> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -295,6 +301,7 @@ impl ConsoleManager {
             events: broadcast::channel(self.inner.cfg.viewer_buffer.max(1)).0,
             book: StdMutex::new(Book::default()),
             session: tokio::sync::Mutex::new(None),
+            recent: StdMutex::default(),
         });
         c.insert(name.to_owned(), entry);
         Ok(true)
@@ -386,6 +393,12 @@ impl ConsoleManager {
         e.book().pinned = false;
         stop_if_unused(&e, force).await;
         Ok(())
+    }
+
+    /// What the console printed at or after `since` (at most the last [`recent::RECENT_BYTES`]), for a
+    /// wait that must also see output from before its viewer attached.
+    pub fn output_since(&self, name: &str, since: std::time::Instant) -> Result<Vec<u8>, ConsoleError> {
+        Ok(self.entry(name)?.recent().since(since))
     }
 
     pub fn status(&self, name: &str) -> Result<ConsoleStatus, ConsoleError> {

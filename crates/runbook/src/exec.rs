@@ -568,7 +568,26 @@ impl Executor {
         let (run, rb, _) = self.load(id).await?;
         // The run's own context shares this process's store (opened once, see `Lifeline::for_actor`).
         self.base.store().await?;
-        let l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
+        let mut l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
+        // A process without an always-on console logger (the CLI) keeps this run's console open for the
+        // run, when a step waits on it: a boot prompt printed while a wait attaches is then not missed.
+        let own_consoles = if rb.watches_console() && l.shared_consoles().is_none() {
+            match l.console_manager().await {
+                Ok(m) => {
+                    l = l.with_console_manager(m.clone());
+                    if let Err(e) = l.console_keep(&run.target).await {
+                        tracing::info!(run = id, target = %run.target, "console not kept open for the run ({}); its waits attach when they start", e.chain());
+                    }
+                    Some(m)
+                }
+                Err(e) => {
+                    tracing::info!(run = id, "no console manager for the run: {}", e.chain());
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let audit = l.audit().await?;
         // A short lease: a replica that stops renewing it (killed, paused) frees the run for another within
         // RUN_LEASE_TTL, no later than its replica claim expires (the server's takeover bound).
@@ -592,11 +611,21 @@ impl Executor {
             }
         };
         let fence = lease.fence_token();
-        let driver =
-            Driver { x: self, l: &l, rb: &rb, run_id: id, target: run.target.clone(), fence: fence.clone() };
+        let driver = Driver {
+            x: self,
+            l: &l,
+            rb: &rb,
+            run_id: id,
+            target: run.target.clone(),
+            fence: fence.clone(),
+            last_started: std::sync::Mutex::new(None),
+        };
         // Every BMC command a step sends is authorized under the run's lease (see `FENCE_MARGIN_MS`).
         let result = lifeline_engine::lease::run_fenced(fence, driver.go()).await;
         release(lease).await;
+        if let Some(m) = own_consoles {
+            m.shutdown().await;
+        }
         result?;
         self.status(id).await
     }
@@ -637,6 +666,8 @@ struct Driver<'a> {
     /// The run's lease on its target: a driver that no longer holds it (paused past its expiry while
     /// another process took the run over) stops without acting or writing.
     fence: lifeline_engine::lease::Fence,
+    /// When the last step run by this driver started: the next step's console wait reads from there.
+    last_started: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// How the step at hand is to be handled after reading the journal.
@@ -764,6 +795,7 @@ impl Driver<'_> {
                 op: &op,
                 target: &self.target,
                 run_id: self.run_id,
+                since: *self.last_started.lock().unwrap_or_else(|p| p.into_inner()),
             };
             // The step's last attempt has its outcome, yet the run still points at the step: its process
             // stopped between writing the outcome and moving on (before the two were one transaction).
@@ -794,6 +826,8 @@ impl Driver<'_> {
                 }
                 Next::Done(r, attempt) => (r, attempt),
                 Next::Run(attempt) => {
+                    *self.last_started.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(std::time::Instant::now());
                     let pre = crate::steps::pre_state(&ctx).await;
                     self.journal(self.row(
                         i,

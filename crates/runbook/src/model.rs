@@ -31,6 +31,15 @@ pub struct Runbook {
 }
 
 impl Runbook {
+    /// Whether a step or post-condition waits on the console's output (`wait-for console`, a boot wait):
+    /// its run keeps the console open from the start, so output printed before the wait attached counts.
+    pub fn watches_console(&self) -> bool {
+        self.steps
+            .iter()
+            .chain(&self.post)
+            .any(|s| matches!(&s.op, Op::WaitFor { what: WaitWhat::Console | WaitWhat::Boot, .. }))
+    }
+
     /// An admin runbook: one with `exec` steps (a program on the jump host) may be started, approved or
     /// aborted from the server only by an administrator; the others by an operator.
     pub fn admin_only(&self) -> bool {

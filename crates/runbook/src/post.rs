@@ -39,7 +39,7 @@ pub(crate) async fn wait_boot(
     let source = report_source(ctx);
     // Servers run an agent; a switch proves its boot on its console only.
     let has_agent = d.role != lifeline_types::Role::Switch;
-    let console = l.console_wait(ctx.target, pattern, timeout);
+    let console = l.console_wait(ctx.target, pattern, timeout, ctx.since);
     let agent = async {
         let mut last = String::from("agent: not asked");
         if !has_agent {

@@ -25,6 +25,9 @@ pub(crate) struct StepCtx<'a> {
     pub op: &'a Op,
     pub target: &'a str,
     pub run_id: &'a str,
+    /// When the step before this one started, in this process (`None` after a resume): a console wait
+    /// counts the output printed since then, so a prompt printed while it attached is not missed.
+    pub since: Option<std::time::Instant>,
 }
 
 /// How a step ended.
@@ -510,7 +513,7 @@ async fn wait_for(
                 ])
             }
             WaitWhat::Console => {
-                let w = l.console_wait(ctx.target, value, timeout).await.map_err(|e| e.chain())?;
+                let w = l.console_wait(ctx.target, value, timeout, ctx.since).await.map_err(|e| e.chain())?;
                 let observed = match &w.matched {
                     Some(m) => format!("matched `{m}`"),
                     None => format!("last line `{}`", w.last_line.trim()),

@@ -20,8 +20,13 @@ pub fn agent_bin() -> PathBuf {
 
 /// Path to `target/<profile>/lifeline`, built once per test process if it is missing (for example when
 /// only the e2e package was selected with `-p`) or older than a source file.
+/// `LIFELINE_TEST_BIN` names a binary to test instead (a release build, or a copy kept while the tree is
+/// being edited); it is used as it is, never rebuilt.
 pub fn lifeline_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(p) = std::env::var_os("LIFELINE_TEST_BIN") {
+        return PathBuf::from(p);
+    }
     // With the engine's test hooks, as a workspace build of the tests makes it (lifeline-e2e enables them).
     BIN.get_or_init(|| built("lifeline-cli", "lifeline", &["--features", "lifeline-engine/test-hooks"]))
         .clone()

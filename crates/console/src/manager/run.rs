@@ -154,6 +154,7 @@ impl Run {
                         let ts = Utc::now();
                         self.log(RecordKind::Output, ts, bytes.to_vec());
                         self.scan(ts, &bytes);
+                        self.entry.recent().push(std::time::Instant::now(), bytes.clone());
                         let _ = self.entry.events.send(ConsoleEvent::Data { ts, bytes });
                     }
                     LinkEvent::BreakDetected => self.marker("the host's serial line sent a break".into()),

@@ -90,16 +90,28 @@ pub struct ConsoleScripted {
 
 impl Lifeline {
     /// Watches a console read-only until `pattern` (a regex over the byte stream) appears or `within`
-    /// passes. Read-only: it never types, so it cannot disturb a boot it is watching.
-    pub async fn console_wait(&self, target: &str, pattern: &str, within: Duration) -> Result<ConsoleWaited> {
+    /// passes. Read-only: it never types, so it cannot disturb a boot it is watching. With `since`, output
+    /// the console printed from that moment on counts too, when this process was already logging it (see
+    /// [`Lifeline::console_keep`]): a prompt printed while the wait was still attaching is not missed.
+    pub async fn console_wait(
+        &self,
+        target: &str,
+        pattern: &str,
+        within: Duration,
+        since: Option<std::time::Instant>,
+    ) -> Result<ConsoleWaited> {
         let p =
             Pattern::new(lifeline_console::On::Stream, pattern).map_err(|e| EngineError::BadArgument {
                 message: format!("console pattern `{pattern}` is not a valid regular expression: {e}"),
             })?;
         let started = std::time::Instant::now();
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::console_attach_delay().await;
         let session = self.console_open(target, WriteMode::ReadOnly, false).await?;
         let (session, viewer) = session.split_viewer();
-        let mut e = Expect::new(target, viewer);
+        // Read after attaching: a chunk that arrives in between is seen twice, never missed.
+        let earlier = since.and_then(|t| session.manager.output_since(target, t).ok()).unwrap_or_default();
+        let mut e = Expect::new(target, lifeline_console::Primed::new(earlier, viewer));
         let res = e.expect(p, within).await;
         let out = ConsoleWaited {
             target: target.into(),
@@ -113,6 +125,20 @@ impl Lifeline {
         drop(e);
         session.close().await;
         Ok(out)
+    }
+
+    /// Keeps `target`'s console open and logged in this process's console manager while the caller
+    /// works (a runbook run whose later steps read the console): its output is then seen from the moment
+    /// of an action on, not from whenever a wait attaches. Needs a manager of the process's own
+    /// ([`Lifeline::with_console_manager`]); a console that cannot be opened now is left to the steps.
+    pub async fn console_keep(&self, target: &str) -> Result<()> {
+        let Some(manager) = self.shared_consoles() else {
+            return Err(EngineError::BadArgument { message: "no console manager in this process".into() });
+        };
+        let transport = self.sol_transport(target).await?;
+        manager.add(target, Arc::new(transport)).map_err(|e| EngineError::failed_by(target, "console", e))?;
+        manager.start(target, false).await.map_err(|e| EngineError::failed_by(target, "console", e))?;
+        Ok(())
     }
 
     /// Runs an expect script on a console (write session, taking over another writer: the caller holds
