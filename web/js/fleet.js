@@ -7,6 +7,8 @@ import { h, api, can, badge, confirmAction, flash, fail, time, enc, STATES } fro
 const ACTIONS = ['cycle', 'on', 'off', 'reset', 'soft'];
 /** Above this many matching devices the table is not drawn (the grid still is). */
 const TABLE_MAX = 300;
+/** `?view=table`: the table alone, for every matching device (the browser benchmark's baseline). */
+const TABLE_ONLY = new URLSearchParams(location.search).get('view') === 'table';
 const FABRICS = ['backend', 'storage', 'frontend', 'oob'];
 
 const cells = new Map();
@@ -162,8 +164,8 @@ export async function render(main) {
     cells.clear(); rows.clear();
     const heads = [...(can('operator') ? [''] : []), 'Device', 'Role', 'Rack', 'State', 'Power', 'Health', 'Why', 'Open faults'];
     body.replaceChildren(filterBar(f, page, () => load().catch(fail)), actionBar(page),
-      page.devices.length ? grid(page.devices) : h('p', { id: 'no-match' }, 'No device matches this filter.'),
-      page.devices.length && page.devices.length <= TABLE_MAX
+      page.devices.length ? (TABLE_ONLY ? null : grid(page.devices)) : h('p', { id: 'no-match' }, 'No device matches this filter.'),
+      page.devices.length && (TABLE_ONLY || page.devices.length <= TABLE_MAX)
         ? h('table', { class: 'fleet', id: 'fleet-table' }, h('thead', {}, h('tr', {}, heads.map((x) => h('th', { scope: 'col' }, x)))), h('tbody', {}, page.devices.map(tableRow)))
         : (page.devices.length ? h('p', { class: 'quiet' }, `The table shows at most ${TABLE_MAX} devices: filter to see it.`) : null));
     document.body.dataset.fleet = String(page.matched);
