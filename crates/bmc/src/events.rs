@@ -56,6 +56,10 @@ pub struct EventLog {
     pub protocol: BmcProtocol,
     /// Newest first.
     pub entries: Vec<EventEntry>,
+    /// Every entry read, newest first (before the newest-N cut): what [`crate::marks::window`] selects
+    /// the entries new since the last read from. Not serialised.
+    #[serde(skip)]
+    pub read: Vec<EventEntry>,
     /// Every `Critical` entry of the logs read (newest first), also those older than the newest N: a
     /// critical fault must not scroll out of sight behind logins.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -251,10 +255,12 @@ impl IpmiConn {
         let total = records.len();
         let mut entries: Vec<EventEntry> = records.iter().rev().map(|r| sel_event(r, &index)).collect();
         let critical = entries.iter().filter(|e| e.severity == Health::Critical).cloned().collect();
+        let read = entries.clone();
         entries.truncate(newest);
         Ok(EventLog {
             bmc: self.bmc.clone(),
             protocol: BmcProtocol::Ipmi,
+            read,
             entries,
             critical,
             total: Some(total),
@@ -371,6 +377,7 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
     let total = all.len();
     newest_first(&mut all);
     let critical = all.iter().filter(|e| e.severity == Health::Critical).cloned().collect();
+    let read = all.clone();
     all.truncate(newest);
     let no_log_service = logs.services == 0;
     if no_log_service {
@@ -379,6 +386,7 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
     EventLog {
         bmc: bmc.to_owned(),
         protocol: BmcProtocol::Redfish,
+        read,
         entries: all,
         critical,
         total: Some(total),

@@ -41,6 +41,9 @@ pub struct SweepOptions {
     /// Redfish rollup: when the system reports no `HealthRollup`, also read the status of the chassis it
     /// links to (one more round trip, concurrently per chassis), so fans and power supplies are covered.
     pub chassis: bool,
+    /// Per-log high-water marks by device: with them, each row carries the entries new since its marks
+    /// ([`SweepRow::window`], see [`crate::marks`]) and the marks to keep. `None`: no window.
+    pub marks: Option<std::sync::Arc<crate::marks::Marks>>,
 }
 
 impl Default for SweepOptions {
@@ -53,6 +56,7 @@ impl Default for SweepOptions {
             max_per_bmc_timeout: Duration::from_secs(120),
             all_sensors: false,
             chassis: true,
+            marks: None,
         }
     }
 }
@@ -84,6 +88,9 @@ pub struct SweepRow {
     /// BMC that lists GPUs at all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus: Option<crate::below::GpuCount>,
+    /// With [`SweepOptions::marks`]: every entry new since the last read of each log, and the new marks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<crate::marks::LogWindow>,
 }
 
 impl SweepRow {
@@ -332,6 +339,15 @@ async fn redfish_health_and_events(
     (h, e.map(|(log, _)| log))
 }
 
+/// The newest entries for the row and, with marks, the window since them.
+fn take_events(row: &mut SweepRow, log: crate::events::EventLog, opts: &SweepOptions) {
+    if let Some(m) = &opts.marks {
+        let mine = m.get(&row.name).map_or(&[][..], Vec::as_slice);
+        row.window = Some(crate::marks::window(&log, mine, opts.events));
+    }
+    row.events = log.entries;
+}
+
 /// One BMC: connect, then power, health and events, each bounded separately within the visit's budget, so
 /// a part that times out costs only itself: what was read before it stays in the row, and the error names
 /// the part (`health: … timed out after …`), never `connect` unless connecting failed.
@@ -354,6 +370,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
         transmissions_per_request: None,
         elapsed_ms: 0,
         gpus: None,
+        window: None,
     };
     let _permit = bmc.pool().permit().await;
     let name = target.name.as_str();
@@ -388,7 +405,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
     if let (true, true, crate::conn::Conn::Redfish(rc)) = (opts.health, opts.events > 0, &mut o.conn) {
         let (h, e) = Box::pin(redfish_health_and_events(rc, &opts, budget.left())).await;
         match e {
-            Ok(log) => row.events = log.entries,
+            Ok(log) => take_events(&mut row, log, &opts),
             Err(e) => part(&mut row, "events", &e),
         }
         events_done = true;
@@ -459,7 +476,7 @@ async fn visit(bmc: crate::Bmc, opts: SweepOptions) -> SweepRow {
             let (what, n) = ("reading the event log", opts.events);
             match Box::pin(part_on(&bmc, &mut o, &mut budget, what, (1, 1), |c| Box::pin(c.events(n)))).await
             {
-                Ok(log) => row.events = log.entries,
+                Ok(log) => take_events(&mut row, log, &opts),
                 Err(e) => part(&mut row, "events", &e),
             }
         }

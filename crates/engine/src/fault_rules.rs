@@ -81,8 +81,10 @@ pub fn sweep_verdict(row: &SweepRow, events_since: Option<DateTime<Utc>>) -> Swe
         Some(_) => v.clear.push(GPU_MISSING),
         None => {}
     }
-    let critical: Vec<&EventEntry> = row
-        .events
+    // With per-log marks the rules see every entry since the last read (however many arrived), else the
+    // newest entries the sweep shows.
+    let seen = row.window.as_ref().map_or(&row.events, |w| &w.entries);
+    let critical: Vec<&EventEntry> = seen
         .iter()
         .filter(|e| e.severity == Health::Critical)
         .filter(|e| match (events_since, e.time) {
@@ -95,7 +97,10 @@ pub fn sweep_verdict(row: &SweepRow, events_since: Option<DateTime<Utc>>) -> Swe
             kind: SEL_CRITICAL,
             severity: "critical",
             message: e.message.clone(),
-            detail: serde_json::json!({ "entries": critical }),
+            detail: serde_json::json!({
+                "entries": critical,
+                "incomplete": row.window.as_ref().map(|w| &w.incomplete),
+            }),
         }),
         // The log was read and holds no (new) critical entry.
         None if row.ok() || !row.errors.iter().any(|e| e.starts_with("events")) => v.clear.push(SEL_CRITICAL),
@@ -189,6 +194,7 @@ mod tests {
             transmissions_per_request: None,
             elapsed_ms: 0,
             gpus: None,
+            window: None,
         }
     }
 
@@ -240,6 +246,21 @@ mod tests {
         r.gpus = None;
         let v = sweep_verdict(&r, None);
         assert!(!v.clear.contains(&GPU_MISSING) && v.raise.iter().all(|f| f.kind != GPU_MISSING));
+    }
+
+    #[test]
+    fn with_marks_every_critical_entry_since_the_last_read_counts() {
+        // The newest entries shown are clean; the window since the mark holds a critical one further down.
+        let mut r = row(Some(Health::Ok), vec![], vec![]);
+        let mut ok = entry(Some(Utc::now()));
+        ok.severity = Health::Ok;
+        r.events = vec![ok.clone()];
+        r.window = Some(lifeline_bmc::LogWindow { entries: vec![ok, entry(None)], ..Default::default() });
+        assert_eq!(sweep_verdict(&r, None).raise[0].kind, SEL_CRITICAL);
+        // Nothing new since the mark: nothing to raise, the log was read.
+        r.window = Some(lifeline_bmc::LogWindow::default());
+        r.events = vec![entry(None)];
+        assert!(sweep_verdict(&r, None).clear.contains(&SEL_CRITICAL));
     }
 
     #[test]

@@ -62,14 +62,49 @@ impl Lifeline {
         let pool = self.bmc_pool().await?;
         let store = self.store().await?;
         let targets = sel.bmcs.iter().map(|b| b.target.clone()).collect();
-        let rows = pool.sweep(targets, opts, on_row).await;
+        // `marks: Some(empty)` asks for the store's per-log high-water marks (the fault intake's sweeps): the
+        // rows then carry every entry since the last such sweep, and the marks move on. Other sweeps (the
+        // CLI, a runbook's re-check) neither read nor move them, so they never take entries from the intake.
+        let mut opts = opts.clone();
+        let marked = opts.events > 0 && opts.marks.as_ref().is_some_and(|m| m.is_empty());
+        if marked {
+            match store.log_marks(None).await {
+                Ok(rows) => opts.marks = Some(std::sync::Arc::new(marks_by_device(rows))),
+                Err(e) => {
+                    tracing::warn!("log marks not read (this sweep judges the newest entries only): {e}")
+                }
+            }
+        }
+        let rows = pool.sweep(targets, &opts, on_row).await;
         for row in &rows {
             if let Err(e) = store.observe(&row.name, "sweep", &serde_json::json!(row)).await {
                 tracing::warn!(bmc = %row.name, "observation not stored: {e}");
             }
+            let Some(w) = row.window.as_ref().filter(|_| marked) else { continue };
+            let marks: Vec<(String, String, Option<i64>)> = w
+                .marks
+                .iter()
+                .map(|m| (m.log.clone(), m.id.clone(), m.time.map(|t| t.timestamp_millis())))
+                .collect();
+            if let Err(e) = store.set_log_marks(&row.name, &marks).await {
+                tracing::warn!(bmc = %row.name, "log marks not stored: {e}");
+            }
         }
         Ok(Sweep::new(rows, true))
     }
+}
+
+/// The store's marks as a sweep takes them.
+fn marks_by_device(rows: Vec<lifeline_store::LogMarkRow>) -> lifeline_bmc::Marks {
+    let mut out = lifeline_bmc::Marks::new();
+    for r in rows {
+        out.entry(r.device).or_default().push(lifeline_bmc::LogMark {
+            log: r.log,
+            id: r.entry_id,
+            time: r.created_ms.and_then(chrono::DateTime::from_timestamp_millis),
+        });
+    }
+    out
 }
 
 /// Remembers what [`changes`] compares of the last row per BMC and turns differences into events.

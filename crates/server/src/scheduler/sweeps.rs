@@ -74,7 +74,9 @@ pub async fn sweep_once(
         return Ok(()); // every BMC is another replica's share
     }
     let started = Instant::now();
-    let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
+    // From each log's high-water mark: the fault rules see every entry since the last sweep (engine sweep).
+    let opts = lifeline_bmc::SweepOptions { marks: Some(Default::default()), ..Default::default() };
+    let sweep = l.sweep(&sel, &opts, |_, _| {}).await?;
     tracker.track(l, &sweep.rows).await?;
     let m = &s.metrics;
     m.sweeps.fetch_add(1, Ordering::Relaxed);
