@@ -44,6 +44,44 @@ pub enum ClientError {
     PlainHttp { url: String },
     #[error("`{url}`: expected https://HOST[:PORT] (or http:// to a loopback address)")]
     BadUrl { url: String },
+    /// A success whose body is not the type the API documents for it (a server of another version).
+    #[error("{path}: the answer does not read as {what}")]
+    Body {
+        path: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl ClientError {
+    /// The error's class, for the CLI's one class → exit-code table: the engine's class the server sent,
+    /// or what the server's own refusals amount to (a missing or bad credential is a usage error, a role
+    /// that may not or an unconfirmed group action is a refusal, a rate limit a failure to retry later).
+    /// Errors before an answer (no token, bad URL) are usage errors; a connection that failed is
+    /// `unavailable` (Lifeline could not work), as the CLI's local store errors are.
+    pub fn class(&self) -> lifeline_engine::ErrorClass {
+        use lifeline_engine::ErrorClass as C;
+        match self {
+            ClientError::Api { class, .. } => {
+                let engine = [C::Usage, C::NotFound, C::Refused, C::Failed, C::Conflict, C::Unavailable];
+                match engine.into_iter().find(|c| c.as_str() == class) {
+                    Some(c) => c,
+                    None => match class.as_str() {
+                        "unauthenticated" => C::Usage,
+                        "forbidden" | "unconfirmed" => C::Refused,
+                        _ => C::Failed,
+                    },
+                }
+            }
+            ClientError::NoToken { .. }
+            | ClientError::TokenFile { .. }
+            | ClientError::NoFingerprint
+            | ClientError::PlainHttp { .. }
+            | ClientError::BadUrl { .. } => C::Usage,
+            ClientError::Build(_) | ClientError::Http { .. } | ClientError::Body { .. } => C::Unavailable,
+        }
+    }
 }
 
 /// Whether `url` may carry the token: `https://`, or `http://` to a loopback address (the server allows
@@ -209,6 +247,27 @@ impl Client {
         self.send(self.http.get(&url), &url).await
     }
 
+    /// GET, the answer read as the API's type `T` for it (see `crate::api::answers` and `model`); the
+    /// JSON as sent comes back beside it, so `--json` prints every field even from a newer server.
+    pub async fn get_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<(T, serde_json::Value), ClientError> {
+        let v = self.get(path).await?;
+        Ok((typed(path, &v)?, v))
+    }
+
+    /// POST as [`Client::post`], the answer read as `T` (and as sent).
+    pub async fn post_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        request_id: Option<&str>,
+    ) -> Result<(T, serde_json::Value), ClientError> {
+        let v = self.post(path, body, request_id).await?;
+        Ok((typed(path, &v)?, v))
+    }
+
     /// POST with an optional idempotency key (the CLI's `--request-id`).
     pub async fn post(
         &self,
@@ -223,6 +282,11 @@ impl Client {
         }
         self.send(req, &url).await
     }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(path: &str, v: &serde_json::Value) -> Result<T, ClientError> {
+    let what = std::any::type_name::<T>();
+    T::deserialize(v).map_err(|source| ClientError::Body { path: path.into(), what, source })
 }
 
 #[cfg(test)]

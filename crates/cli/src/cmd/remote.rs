@@ -1,28 +1,20 @@
 //! `--server URL`: `power`, `health` and `sweep` sent through a running `lifeline serve` (acting as the
 //! token's user, audited there as `web:<user>`). Other verbs are refused with `--server` rather than
-//! silently run locally.
+//! silently run locally. Answers are read as the API's own types (`lifeline_server::api::answers` and
+//! `model`, the types its OpenAPI document describes); `--json` prints them as the server sent them. An
+//! error's exit code comes from its class through the CLI's one table ([`crate::exit::code_of`]).
 
 use anyhow::anyhow;
+use lifeline_server::api::answers::{HealthRow, PowerAnswer, PowerRow, PowerStatusRow, RunRecord, Sweep};
+use lifeline_server::api::model::Fault;
 use lifeline_server::client::{Client, ClientError};
 
 use crate::args::{Command, Global, PowerVerb};
 use crate::cmd::print_json;
-use crate::exit::{CmdResult, Code, Exit};
+use crate::exit::{CmdResult, Code, Exit, code_of};
 
 fn exit_of(e: ClientError) -> Exit {
-    let msg = anyhow!("{}", lifeline_engine::error_chain(&e));
-    match &e {
-        ClientError::Api { class, .. } => match class.as_str() {
-            "usage" | "not-found" => Exit::usage(msg),
-            "unavailable" => Exit::internal(msg),
-            _ => Exit::failed(msg),
-        },
-        ClientError::NoToken { .. }
-        | ClientError::NoFingerprint
-        | ClientError::PlainHttp { .. }
-        | ClientError::BadUrl { .. } => Exit::usage(msg),
-        _ => Exit::internal(msg),
-    }
+    Exit { code: code_of(e.class()), error: Some(anyhow!("{}", lifeline_engine::error_chain(&e))) }
 }
 
 /// `None`: the verb does not go through a server (serve, user, token, fault, sim act locally).
@@ -65,8 +57,16 @@ async fn go(g: &Global, url: &str, cmd: &Command) -> CmdResult {
                     "power actions through --server need --yes (no prompt over the API)"
                 )));
             }
-            let v = if a.verb == PowerVerb::Status {
-                c.get(&format!("/api/v1/power?targets={}", csv(&a.sel.targets))).await.map_err(exit_of)?
+            if a.verb == PowerVerb::Status {
+                let (rows, v) = c
+                    .get_typed::<Vec<PowerStatusRow>>(&format!(
+                        "/api/v1/power?targets={}",
+                        csv(&a.sel.targets)
+                    ))
+                    .await
+                    .map_err(exit_of)?;
+                let failing = rows.iter().filter(|r| matches!(r, PowerStatusRow::Failed(_))).count();
+                (v, failing)
             } else {
                 // The group route asks for the number of devices hit; --yes confirms whatever the targets
                 // resolve to, as it does without --server. The count travels back, so the server acts only
@@ -74,43 +74,38 @@ async fn go(g: &Global, url: &str, cmd: &Command) -> CmdResult {
                 let action = format!("{:?}", a.verb).to_lowercase();
                 let body = |confirm: Option<usize>| serde_json::json!({ "targets": a.sel.targets, "action": action, "confirm": confirm });
                 let rid = g.request_id.as_deref();
-                match c.post("/api/v1/power", &body(None), None).await {
-                    Err(ClientError::Api { class, confirm: Some(n), .. }) if class == "unconfirmed" => {
-                        c.post("/api/v1/power", &body(Some(n)), rid).await.map_err(exit_of)?
-                    }
+                let (rows, v) = match c.post_typed::<Vec<PowerRow>>("/api/v1/power", &body(None), None).await
+                {
+                    Err(ClientError::Api { class, confirm: Some(n), .. }) if class == "unconfirmed" => c
+                        .post_typed::<Vec<PowerRow>>("/api/v1/power", &body(Some(n)), rid)
+                        .await
+                        .map_err(exit_of)?,
                     Err(e) => return Err(exit_of(e)),
-                    Ok(v) => v,
-                }
-            };
-            let failing = v
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter(|r| {
-                            r.get("error").is_some()
-                                || r.get("confirmed") == Some(&serde_json::Value::Bool(false))
-                        })
-                        .count()
-                })
-                .unwrap_or(0);
-            (v, failing)
+                    Ok(answer) => answer,
+                };
+                (v, rows.iter().filter(|r| !power_done(r)).count())
+            }
         }
         Command::Health(a) => {
-            let v =
-                c.get(&format!("/api/v1/health?targets={}", csv(&a.sel.targets))).await.map_err(exit_of)?;
-            let failing = v
-                .as_array()
-                .map(|a| a.iter().filter(|r| r.get("error").is_some() || r["health"] == "critical").count())
-                .unwrap_or(0);
+            let (rows, v) = c
+                .get_typed::<Vec<HealthRow>>(&format!("/api/v1/health?targets={}", csv(&a.sel.targets)))
+                .await
+                .map_err(exit_of)?;
+            let failing = rows
+                .iter()
+                .filter(|r| match r {
+                    HealthRow::Failed(_) => true,
+                    HealthRow::Done(h) => h.health == lifeline_types::Health::Critical,
+                })
+                .count();
             (v, failing)
         }
         Command::Sweep(a) => {
-            let v = c
-                .post("/api/v1/sweep", &serde_json::json!({ "targets": a.sel.targets }), None)
+            let (sweep, v) = c
+                .post_typed::<Sweep>("/api/v1/sweep", &serde_json::json!({ "targets": a.sel.targets }), None)
                 .await
                 .map_err(exit_of)?;
-            let failing = v["failing"].as_u64().unwrap_or(0) as usize;
-            (v, failing)
+            (v, sweep.failing)
         }
         _ => return Ok(Code::Usage),
     };
@@ -120,6 +115,19 @@ async fn go(g: &Global, url: &str, cmd: &Command) -> CmdResult {
         print_rows(&out)?;
     }
     Ok(if failing > 0 { Code::Failed } else { Code::Ok })
+}
+
+/// Whether a BMC's power action is done and confirmed (a replay recorded in another shape: its own
+/// `confirmed`).
+fn power_done(r: &PowerRow) -> bool {
+    match r {
+        PowerRow::Failed(_) => false,
+        PowerRow::Done(PowerAnswer::Report(o)) => o.report.confirmed,
+        PowerRow::Done(PowerAnswer::Recorded(v)) => {
+            v.get("confirmed").and_then(serde_json::Value::as_bool).unwrap_or(false)
+                || v.pointer("/outcome/confirmed").and_then(serde_json::Value::as_bool).unwrap_or(false)
+        }
+    }
 }
 
 /// Text for an answer when `--json` was not asked for: one line per row, its identifying and state fields.
@@ -157,12 +165,13 @@ async fn fault(g: &Global, url: &str, f: &crate::cmd::server::FaultCmd) -> CmdRe
     let v = match f {
         FaultCmd::List { state, limit } => {
             let q = state.as_ref().map(|s| format!("&state={s}")).unwrap_or_default();
-            c.get(&format!("/api/v1/faults?limit={limit}{q}")).await
+            c.get_typed::<Vec<Fault>>(&format!("/api/v1/faults?limit={limit}{q}")).await.map(|(_, v)| v)
         }
-        FaultCmd::Show { id } => c.get(&format!("/api/v1/faults/{id}")).await,
-        FaultCmd::Ack { id } => {
-            c.post(&format!("/api/v1/faults/{id}/ack"), &serde_json::json!({}), None).await
-        }
+        FaultCmd::Show { id } => c.get_typed::<Fault>(&format!("/api/v1/faults/{id}")).await.map(|(_, v)| v),
+        FaultCmd::Ack { id } => c
+            .post_typed::<Fault>(&format!("/api/v1/faults/{id}/ack"), &serde_json::json!({}), None)
+            .await
+            .map(|(_, v)| v),
         FaultCmd::Lemons { all } => c.get(&format!("/api/v1/lemons?all={all}")).await,
         FaultCmd::ReleaseLemon { .. } | FaultCmd::ProbationCheck(_) => {
             return Err(Exit::usage(anyhow::anyhow!(
@@ -185,29 +194,25 @@ async fn runbook(g: &Global, url: &str, cmd: &Command) -> CmdResult {
     use crate::cmd::runbook::RunbookCmd;
     let c = Client::new(url).map_err(exit_of)?;
     let path = |run: &str, what: &str| format!("/api/v1/runs/{run}{what}");
-    let v = match cmd {
+    let (run, v) = match cmd {
         Command::Runbook(RunbookCmd::Approve { run, skip, .. }) => {
-            c.post(&path(run, "/approve"), &serde_json::json!({ "skip": skip }), None).await
+            c.post_typed::<RunRecord>(&path(run, "/approve"), &serde_json::json!({ "skip": skip }), None)
+                .await
         }
         Command::Runbook(RunbookCmd::Abort { run }) => {
-            c.post(&path(run, "/abort"), &serde_json::json!({}), None).await
+            c.post_typed::<RunRecord>(&path(run, "/abort"), &serde_json::json!({}), None).await
         }
-        Command::Runbook(RunbookCmd::Status { run: Some(run) }) => c.get(&path(run, "")).await,
+        Command::Runbook(RunbookCmd::Status { run: Some(run) }) => {
+            c.get_typed::<RunRecord>(&path(run, "")).await
+        }
         _ => return Err(Exit::usage(anyhow!("not a runbook verb that goes through a server"))),
     }
     .map_err(exit_of)?;
     if g.json {
         print_json(&v)?;
     } else {
-        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_owned();
-        crate::outln!(
-            "run {} — {} on {}: {}",
-            field("run"),
-            field("runbook"),
-            field("target"),
-            field("state")
-        );
-        if let Some(r) = v.get("reason").and_then(|x| x.as_str()) {
+        crate::outln!("run {} — {} on {}: {}", run.run, run.runbook, run.target, run.state);
+        if let Some(r) = &run.reason {
             crate::outln!("  {r}");
         }
     }

@@ -341,6 +341,8 @@ pub struct PowerReport {
     pub poll_errors: u32,
     /// A retry with the same request id: the first attempt's report, nothing was sent now.
     pub replayed: bool,
+    /// What the BMC's answer leaves open, in words (e.g. an action it accepted but did not confirm).
+    pub note: Option<String>,
 }
 
 /// A power action's answer: its report, and how the answer was come by.
