@@ -135,16 +135,25 @@ fn main() -> Res<()> {
         c
     };
     let plan = d.join("plan.json");
-    let o = lifeline(&["firmware", "plan", "all", "--component", "bios", "--version", "2.0.0", "--image"])
-        .arg(&image)
-        .arg("--out")
-        .arg(&plan)
-        .output()?;
+    let (img, out) = (image.to_string_lossy().into_owned(), plan.to_string_lossy().into_owned());
+    let plan_args = [
+        "firmware",
+        "plan",
+        "all",
+        "--component",
+        "bios",
+        "--version",
+        "2.0.0",
+        "--image",
+        &img,
+        "--out",
+        &out,
+    ];
+    let o = lifeline(&plan_args).output()?;
     if !o.status.success() {
         return Err(format!("plan failed: {}", String::from_utf8_lossy(&o.stderr)).into());
     }
-    let mut apply = lifeline(&["firmware", "apply", "--yes", "--poll", "0.2", "--json"]);
-    apply.arg(&plan);
+    let apply = lifeline(&["firmware", "apply", &out, "--yes", "--poll", "0.2", "--json"]);
     let (ours_wall, ours_rss, out, ok) = measured(apply)?;
     let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     let done = report["targets"].as_array().map_or(0, |t| t.iter().filter(|x| x["state"] == "done").count());
