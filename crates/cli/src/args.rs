@@ -318,10 +318,6 @@ pub struct VerifyArgs {
     /// GPU nodes (names, racks, roles, groups, globs).
     #[arg(required = true)]
     pub targets: Vec<String>,
-    /// Check the simulator's exported trees (`lifeline sim --export-node-state DIR`): DIR/<node>/sysfs,
-    /// DIR/<node>/proc, DIR/<node>/gpus.json.
-    #[arg(long, value_name = "DIR", conflicts_with = "reports")]
-    pub node_state: Option<PathBuf>,
     #[command(flatten)]
     pub report: ReportArgs,
     /// Re-admit nodes whose every check passed (only drains Lifeline set).
@@ -334,6 +330,10 @@ pub struct VerifyArgs {
 /// Where a node's in-band report comes from (`verify`, `fault probation-check`).
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// Check the simulator's exported trees (`lifeline sim --export-node-state DIR`): DIR/<node>/sysfs,
+    /// DIR/<node>/proc, DIR/<node>/gpus.json.
+    #[arg(long, value_name = "DIR", conflicts_with = "reports")]
+    pub node_state: Option<PathBuf>,
     /// Use reports the agent posted: a JSON file (one target) or a directory of `<node>.json`.
     #[arg(long, value_name = "PATH")]
     pub reports: Option<PathBuf>,

@@ -117,15 +117,15 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     if let Err(e) = crate::correlate::Settings::from_config(&cfg.correlation) {
         err("correlation", e.to_string());
     }
+    if let Err(e) = crate::probation::Settings::from_config(&cfg.probation) {
+        err("probation", e.to_string());
+    }
     let g = &cfg.runbooks.guard;
     if g.max_in_recovery_percent > 100 {
         err(
             "runbooks.guard.max-in-recovery-percent",
             format!("`runbooks.guard.max-in-recovery-percent` is {}, above 100", g.max_in_recovery_percent),
         );
-        if let Err(e) = crate::probation::Settings::from_config(&cfg.probation) {
-            err("probation", e.to_string());
-        }
     }
     for (i, p) in cfg.fault_policy.iter().enumerate() {
         if p.runbook.is_some() && !p.ladder.is_empty() {

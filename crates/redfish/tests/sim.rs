@@ -150,7 +150,8 @@ async fn certificate_change_is_refused_until_trusted() {
         }
         other => panic!("expected CertificateChanged, got {other:?}"),
     }
-    let out = trust(&t, store.as_ref(), None, &opts()).await.unwrap();
+    // Re-pinned only to the fingerprint the operator confirmed.
+    let out = trust(&t, store.as_ref(), None, new, &opts()).await.unwrap();
     assert_eq!(out.current, new);
     let c = Client::connect(t, creds, trust_mode, opts()).await.unwrap();
     c.systems().await.unwrap();

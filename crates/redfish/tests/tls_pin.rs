@@ -121,7 +121,7 @@ async fn first_use_pins_a_changed_certificate_is_refused_and_trust_repins() {
     assert_eq!(store.get_pin("bmc-pin").await.unwrap(), Some(fp_a), "a refusal never re-pins");
 
     // Intended replacement: re-pin, then connect.
-    let out = trust(&target, store.as_ref(), None, &opts()).await.unwrap();
+    let out = trust(&target, store.as_ref(), None, fp_b, &opts()).await.unwrap();
     assert_eq!(out, TrustOutcome { previous: Some(fp_a), current: fp_b });
     let c = Client::connect(target.clone(), creds.clone(), tofu, opts()).await.unwrap();
     assert_eq!(c.peer_certificate().unwrap().0, fp_b);
