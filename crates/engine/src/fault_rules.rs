@@ -140,8 +140,13 @@ impl Lifeline {
             target: device.into(),
             what: "no BMC to observe".into(),
         })?;
-        let all = [BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL, GPU_MISSING];
-        let kinds: Vec<&str> = if kinds.is_empty() { all.to_vec() } else { kinds.to_vec() };
+        // "Every rule" takes gpu-missing only where it can be judged (the inventory gives a GPU count and
+        // the BMC lists GPUs); asked for by name, a GPU count that cannot be read is not proof it is gone.
+        let mut all = vec![BMC_UNREACHABLE, HEALTH_CRITICAL, SEL_CRITICAL];
+        if row.gpus.is_some() {
+            all.push(GPU_MISSING);
+        }
+        let kinds: Vec<&str> = if kinds.is_empty() { all } else { kinds.to_vec() };
         let verdict = sweep_verdict(&row, since);
         let mut remaining: Vec<Finding> =
             verdict.raise.into_iter().filter(|f| kinds.contains(&f.kind)).collect();
