@@ -180,3 +180,39 @@ fn console_shows_boot_text_and_echoes_a_key_and_backup_shows_a_changed_line() {
     let diff = b.text("#diff");
     assert!(diff.lines().any(|l| l.starts_with('+') && !l.starts_with("+++")), "{diff}");
 }
+
+#[test]
+fn an_admin_sees_both_fingerprints_before_a_certificate_is_trusted() {
+    let Some(()) = browser_available() else { return };
+    let stack = Stack::start(47000);
+    let b = Browser::start("trust");
+    b.login(&stack, "ada", PASSWORD);
+    b.wait("the overview (the landing page)", 30, |b| (b.path() == "/ui/overview").then_some(()));
+    let listed = |b: &Browser| b.text("#confirm-list");
+
+    // The server's sweeps pinned the certificate on first contact: the check says it is the one presented,
+    // and asks nothing.
+    b.goto(&stack.url("/ui/node/gpu-node-03"));
+    b.click("#trust-check");
+    let same = b.wait_text("#trust-result", "Pinned certificate is the one presented: sha256:", 60);
+    let pinned = same.rsplit(": ").next().unwrap().trim().to_owned();
+    assert!(pinned.starts_with("sha256:"), "{same}");
+
+    // The BMC presents another certificate: both are shown; Cancel changes nothing.
+    stack.sim.fault("gpu-node-03", "tls-cert-change");
+    b.goto(&stack.url("/ui/node/gpu-node-03"));
+    b.click("#trust-check");
+    let shown = b.wait_text("#confirm-list", &format!("pinned: {pinned}"), 60);
+    assert_eq!(shown.matches("sha256:").count(), 2, "{shown}");
+    let presented = shown.rsplit("presented:").next().unwrap().trim().to_owned();
+    assert_ne!(presented, pinned);
+    b.click("#confirm-cancel");
+    b.click("#trust-check");
+    let again = b.wait_text("#confirm-list", &format!("pinned: {pinned}"), 60);
+    assert_eq!(listed(&b), again);
+    b.click("#confirm-ok");
+    b.wait_text("#trust-result", &format!("Re-pinned {presented}"), 60);
+    b.goto(&stack.url("/ui/audit?target=gpu-node-03&action=bmc.trust"));
+    let audit = b.wait_text("#audit", "web:ada", 30);
+    assert!(audit.contains("bmc.trust"), "{audit}");
+}

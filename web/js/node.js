@@ -36,6 +36,28 @@ export async function render(main, { name }) {
       },
     }, label)), ' ', result));
   }
+  if (can('admin') && d.bmc && d.bmc.protocol !== 'ipmi') {
+    // Re-pin after an intended certificate replacement: the pinned and the presented fingerprints are shown
+    // first, and the re-pin carries the one shown (a certificate swapped in between is refused, both named).
+    const out = h('span', { id: 'trust-result' });
+    main.append(h('div', { class: 'bar', id: 'trust' }, h('button', {
+      id: 'trust-check',
+      onclick: async () => {
+        out.textContent = 'reading the certificate…';
+        try {
+          const v = await api('GET', `/api/v1/devices/${enc(d.name)}/trust`);
+          if (!v.changes) { out.textContent = `Pinned certificate is the one presented: ${v.presented}`; return; }
+          out.textContent = '';
+          const items = [`pinned:    ${v.pinned || 'nothing yet'}`, `presented: ${v.presented}`];
+          if (!(await confirmAction(`Trust the certificate ${d.name} presents now?`, items,
+            'Check the presented fingerprint out of band (the BMC\'s own page or console) first. Audited as you.'))) return;
+          const r = await api('POST', `/api/v1/devices/${enc(d.name)}/trust`, { expected_fingerprint: v.presented });
+          out.textContent = `Re-pinned ${r.current}`;
+          flash(`${d.name}: certificate re-pinned`);
+        } catch (e) { out.textContent = ''; fail(e); }
+      },
+    }, 'Check certificate'), ' ', out));
+  }
   const timeline = h('ol', { id: 'timeline', class: 'timeline' }, tl.entries.length ? tl.entries.map((e) => h('li', { 'data-kind': e.kind, 'data-run': e.run || null },
     h('span', { title: time(e.at) }, time(e.at)), h('span', { class: 'k' }, e.kind),
     h('span', {}, e.run ? h('a', { href: `/ui/runbooks?run=${enc(e.run)}` }, e.title) : e.title,
