@@ -219,13 +219,21 @@ fn start_and_park(c: &Cluster) -> (String, u32, SystemTime) {
     (id, victim, parked_at)
 }
 
-/// Polls until another replica acted on the run: its first journal row after the park (the victim is
-/// stopped, so any row is another's). Returns the takeover time, from the SIGSTOP to that row.
+/// Polls until another replica took the run over: it holds both the run's claim and its target lease, or
+/// (seen first when the poll is late) it wrote a journal row after the park (the victim is stopped, so any
+/// row is another's). Returns the takeover time, from the SIGSTOP to that moment.
 fn wait_takeover(c: &Cluster, id: &str, victim: u32, parked_at: SystemTime, tl: &mut Timeline) -> Duration {
     let (_, journal) = c.high_water();
     let t = Instant::now();
     loop {
-        tl.see(c.owners(id));
+        let owners = c.owners(id);
+        tl.see(owners);
+        if let (Some(claim), _, Some(lease)) = owners
+            && claim != victim
+            && lease == claim
+        {
+            return SystemTime::now().duration_since(parked_at).unwrap_or_default();
+        }
         let first = c.one(&format!(
             "SELECT min(at)::text FROM runbook_journal WHERE run_id = '{id}' AND id > {journal}"
         ));
