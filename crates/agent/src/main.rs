@@ -7,8 +7,10 @@
 //! Two unattended modes feed the server, so an in-band failure becomes a fault like any other:
 //! `watch` checks every `--interval` and posts each report ([`post`]); `health-check` is a Slurm
 //! `HealthCheckProgram` (NHC-style: drain on failure with a `lifeline:` reason, resume what it drained;
-//! [`slurm`]), and posts too when given `--server`.
+//! [`slurm`]), and posts too when given `--server`. Each report carries what lldpd hears on the node's NICs
+//! ([`lldp`]) for the server's cabling check.
 
+mod lldp;
 mod post;
 mod slurm;
 
@@ -114,6 +116,13 @@ struct CheckArgs {
     /// Counter sampling interval in ms (overrides the policy).
     #[arg(long)]
     interval_ms: Option<u64>,
+    /// Recorded `lldpcli -f json show neighbors details` output instead of running lldpcli (default: a
+    /// recorded tree's `<sysfs-root>/../lldp.json` when present; on a live node lldpcli is run).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_lldp")]
+    lldp_json: Option<PathBuf>,
+    /// Do not read the NICs' LLDP neighbours.
+    #[arg(long)]
+    no_lldp: bool,
     /// Skip the ibverbs checks (only present when built with the `verbs` feature).
     #[arg(long)]
     no_verbs: bool,
@@ -146,14 +155,26 @@ fn main() -> ExitCode {
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let report = run_checks(&args)?;
+    let (report, lldp) = run_checks(&args)?;
     if args.json {
-        println!("{}", report.to_json_pretty());
+        println!("{}", serde_json::to_string_pretty(&report_json(&report, lldp.as_ref()))?);
     } else {
         print!("{}", report.render_table());
+        if let Some(l) = &lldp {
+            println!("{}", l.summary());
+        }
         println!("\nreport {} ({} ms)", report.digest, report.duration_us / 1000);
     }
     Ok(report.verdict.exit_code() as u8)
+}
+
+/// The report as printed and posted: the verify report, with the node's LLDP read under `lldp`.
+fn report_json(report: &lifeline_verify::Report, lldp: Option<&lldp::LldpRead>) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).unwrap_or(serde_json::Value::Null);
+    if let (Some(l), Some(m)) = (lldp, v.as_object_mut()) {
+        m.insert("lldp".into(), serde_json::to_value(l).unwrap_or(serde_json::Value::Null));
+    }
+    v
 }
 
 fn server(a: &ServerArgs) -> anyhow::Result<Option<post::Server>> {
@@ -163,12 +184,16 @@ fn server(a: &ServerArgs) -> anyhow::Result<Option<post::Server>> {
     Ok(Some(post::Server::new(url, token, fp).map_err(|e| anyhow::anyhow!(error_chain(&e)))?))
 }
 
-/// Posts one report: `{node, passed, report}`.
-fn send(srv: &post::Server, report: &lifeline_verify::Report) -> Result<(), post::PostError> {
+/// Posts one report: `{node, passed, report}` (the report carrying `lldp`).
+fn send(
+    srv: &post::Server,
+    report: &lifeline_verify::Report,
+    lldp: Option<&lldp::LldpRead>,
+) -> Result<(), post::PostError> {
     let body = serde_json::json!({
         "node": report.node,
         "passed": report.verdict == lifeline_verify::Verdict::Pass,
-        "report": report,
+        "report": report_json(report, lldp),
     });
     srv.post_json("/api/v1/agent/reports", &body).map(drop)
 }
@@ -187,9 +212,9 @@ fn watch(args: WatchArgs) -> anyhow::Result<u8> {
     let mut n = 0u64;
     loop {
         n += 1;
-        let report = run_checks(&args.check)?;
+        let (report, lldp) = run_checks(&args.check)?;
         let bad = failing(&report);
-        let sent = match send(&srv, &report) {
+        let sent = match send(&srv, &report, lldp.as_ref()) {
             Ok(()) => "posted".to_owned(),
             // The next round posts again; the server keeps the newest.
             Err(e) => format!("not posted: {}", error_chain(&e)),
@@ -210,10 +235,10 @@ fn watch(args: WatchArgs) -> anyhow::Result<u8> {
 
 fn health_check(args: HealthArgs) -> anyhow::Result<u8> {
     let srv = server(&args.server)?;
-    let report = run_checks(&args.check)?;
+    let (report, lldp) = run_checks(&args.check)?;
     let passed = report.verdict == lifeline_verify::Verdict::Pass;
     if let Some(srv) = &srv
-        && let Err(e) = send(srv, &report)
+        && let Err(e) = send(srv, &report, lldp.as_ref())
     {
         // Slurm's verdict does not depend on the server being reachable.
         eprintln!("lifeline-agent: report not posted: {}", error_chain(&e));
@@ -242,7 +267,7 @@ fn health_check(args: HealthArgs) -> anyhow::Result<u8> {
     }
 }
 
-fn run_checks(args: &CheckArgs) -> anyhow::Result<lifeline_verify::Report> {
+fn run_checks(args: &CheckArgs) -> anyhow::Result<(lifeline_verify::Report, Option<lldp::LldpRead>)> {
     let policy = match (&args.inventory, &args.node, &args.policy) {
         (Some(inv), Some(node), None) => {
             let (inventory, _warnings) = lifeline_inventory::load(inv)
@@ -275,5 +300,12 @@ fn run_checks(args: &CheckArgs) -> anyhow::Result<lifeline_verify::Report> {
         }),
         verbs: !args.no_verbs,
     };
-    Ok(lifeline_verify::run(&policy, &opts))
+    let report = lifeline_verify::run(&policy, &opts);
+    let lldp = match (&args.lldp_json, args.no_lldp) {
+        (_, true) => None,
+        (Some(f), false) => Some(lldp::read_file(f)),
+        (None, false) if live => Some(lldp::read_live()),
+        (None, false) => sibling("lldp.json").filter(|p| p.exists()).map(|p| lldp::read_file(&p)),
+    };
+    Ok((report, lldp))
 }

@@ -107,7 +107,7 @@ fn is_mac(s: &str) -> bool {
 }
 
 /// The interface names a neighbour announces (port id unless it is a MAC, and the description).
-fn nic_names(n: &Neighbor) -> Vec<&str> {
+pub(crate) fn nic_names(n: &Neighbor) -> Vec<&str> {
     [n.port_id.as_deref(), n.port_descr.as_deref()].into_iter().flatten().filter(|s| !is_mac(s)).collect()
 }
 
@@ -116,7 +116,7 @@ fn same_nic(e: &Expected, name: &str) -> bool {
 }
 
 /// `n` is `e`'s NIC (`strict`: the NIC must be named, not just the host).
-fn is(e: &Expected, n: &Neighbor, strict: bool) -> bool {
+pub(crate) fn is(e: &Expected, n: &Neighbor, strict: bool) -> bool {
     let host = n.system_name.as_deref().is_some_and(|s| same_host(&e.device, s));
     let names = nic_names(n);
     host && if names.is_empty() { !strict } else { names.iter().any(|x| same_nic(e, x)) }
@@ -127,12 +127,19 @@ fn end_of(n: &Neighbor) -> End {
     End { device, nic: nic_names(n).first().map(|s| s.to_string()) }
 }
 
-fn expected_end(e: &Expected) -> End {
+pub(crate) fn expected_end(e: &Expected) -> End {
     End { device: e.device.clone(), nic: Some(e.nic.clone()) }
 }
 
-fn place(e: &Expected) -> Place {
+pub(crate) fn place(e: &Expected) -> Place {
     Place { switch: e.switch.clone(), port: e.port.clone() }
+}
+
+/// Where the read switches see `e`'s NIC by name (a MAC-only neighbour locates nothing).
+pub(crate) fn locate(e: &Expected, seen: &BTreeMap<String, Vec<Neighbor>>) -> Option<Place> {
+    seen.iter().find_map(|(sw, ns)| {
+        ns.iter().find(|n| is(e, n, true)).map(|n| Place { switch: sw.clone(), port: n.local_port.clone() })
+    })
 }
 
 enum State<'a> {
@@ -156,13 +163,7 @@ pub fn compare(expected: &[Expected], seen: &BTreeMap<String, Vec<Neighbor>>) ->
             })
         })
         .collect();
-    let locate = |e: &Expected| -> Option<Place> {
-        seen.iter().find_map(|(sw, ns)| {
-            ns.iter()
-                .find(|n| is(e, n, true))
-                .map(|n| Place { switch: sw.clone(), port: n.local_port.clone() })
-        })
-    };
+    let locate = |e: &Expected| locate(e, seen);
     let mut report = CablingReport {
         checked: states.iter().flatten().count(),
         ok: states.iter().flatten().filter(|s| matches!(s, State::Ok)).count(),

@@ -12,6 +12,7 @@ pub mod eos;
 pub mod lldpd;
 pub mod ports;
 pub mod read;
+pub mod sides;
 pub mod sonic;
 
 use lifeline_types::Platform;
@@ -20,6 +21,7 @@ use serde::Serialize;
 pub use compare::{CablingReport, Expected, Mismatch, MismatchKind, compare};
 pub use ports::{same_host, same_port};
 pub use read::{LldpError, Read, read_neighbors};
+pub use sides::{NodeFinding, NodeFindingKind, NodeSideReport, compare_sides};
 
 /// One neighbour seen on one local port (a port may list several).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
