@@ -619,6 +619,22 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
             one_of(cx, "fault", &fault, crate::model::FAULT_KINDS);
             Op::FaultCleared { fault }
         }
+        Kind::SshBanner => {
+            let ssh = arg(cx, "ssh", false).unwrap_or_else(|| "management".into());
+            one_of(cx, "ssh", &Some(ssh.clone()), crate::ssh_banner::ADDRESSES);
+            let expect = arg(cx, "expect", false).unwrap_or_else(|| crate::ssh_banner::PLATFORM.into());
+            if let (Some(v), false, Err(e)) =
+                (get("expect"), expect.contains("{{"), regex::Regex::new(&expect))
+            {
+                cx.err(v.span().start, format!("`expect` is not a valid regular expression: {e}"));
+            }
+            let interval = get("interval").and_then(|v| cx.duration(v, "interval"));
+            Op::SshBanner {
+                ssh,
+                expect,
+                interval: interval.map(|d| humantime::format_duration(d).to_string()),
+            }
+        }
         Kind::Exec => {
             let command = match get("command") {
                 Some(v) => cx.strings(v, "command").map(|c| {

@@ -847,7 +847,10 @@ impl Driver<'_> {
                     };
                     // `runbook abort` from anywhere interrupts a step that only waits or reads (a 10-minute
                     // boot wait must not outlive the abort); an action in flight finishes first.
-                    let r = if matches!(step.kind, Kind::WaitFor | Kind::Verify | Kind::FaultCleared) {
+                    let r = if matches!(
+                        step.kind,
+                        Kind::WaitFor | Kind::Verify | Kind::FaultCleared | Kind::SshBanner
+                    ) {
                         tokio::select! {
                             r = run => r,
                             why = ended_elsewhere(&store, self.run_id) => StepResult::error(format!("interrupted: {why}")),

@@ -39,8 +39,8 @@
 //!   touched, and only values fixed in the file may pick a network address.
 //! - **Post-conditions** (`[[verify]]`): read-only checks run after the last step on fresh observations
 //!   (the boot proven in band, the fault's own rule evaluated again, the running config equal to its
-//!   backup, …). A run ends `succeeded` only when they all pass; `runbook check` refuses a runbook
-//!   without one.
+//!   backup, the NOS's own SSH banner, …). A run ends `succeeded` only when they all pass; `runbook check`
+//!   refuses a runbook without one.
 
 pub mod check;
 pub mod cond;
@@ -53,6 +53,7 @@ pub mod model;
 pub mod params;
 mod post;
 mod recover;
+pub mod ssh_banner;
 mod steps;
 pub mod view;
 

@@ -116,6 +116,9 @@ pub enum Kind {
     /// Post-condition only: the fault that started the run (or the named kind) is evaluated again on a
     /// fresh observation of the target and must be gone.
     FaultCleared,
+    /// The device's own OS answers SSH with the banner its platform (or the runbook) expects
+    /// ([`crate::ssh_banner`]).
+    SshBanner,
 }
 
 impl Kind {
@@ -134,11 +137,12 @@ impl Kind {
         ("exec", Kind::Exec),
         ("media", Kind::Media),
         ("fault-cleared", Kind::FaultCleared),
+        ("ssh-banner", Kind::SshBanner),
     ];
 
     /// The kinds a post-condition (`[[verify]]`) may have: they only read.
     pub const POST: &'static [Kind] =
-        &[Kind::WaitFor, Kind::Verify, Kind::Restore, Kind::Sel, Kind::FaultCleared];
+        &[Kind::WaitFor, Kind::Verify, Kind::Restore, Kind::Sel, Kind::FaultCleared, Kind::SshBanner];
 
     pub fn as_str(self) -> &'static str {
         Kind::ALL.iter().find(|(_, k)| *k == self).map(|(s, _)| *s).unwrap_or("?")
@@ -162,6 +166,7 @@ impl Kind {
             Kind::Exec => &["command"],
             Kind::Media => &["action", "image", "boot-once"],
             Kind::FaultCleared => &["fault"],
+            Kind::SshBanner => &["ssh", "expect", "interval"],
         }
     }
 
@@ -187,7 +192,7 @@ impl Kind {
             Kind::Verify | Kind::Readmit => 180,
             Kind::Sel | Kind::Drain | Kind::Notify | Kind::Media => 60,
             Kind::Exec => 120,
-            Kind::FaultCleared => 120,
+            Kind::FaultCleared | Kind::SshBanner => 120,
         })
     }
 }
@@ -256,6 +261,12 @@ pub enum Op {
     /// rule — the BMC answers, its health is not critical, no new critical event).
     FaultCleared {
         fault: Option<String>,
+    },
+    /// `ssh = "management" | "frontend"` (the inventory's address), `expect = "platform"` or a pattern.
+    SshBanner {
+        ssh: String,
+        expect: String,
+        interval: Option<String>,
     },
 }
 

@@ -120,6 +120,9 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
         }
         Op::Exec { command } => Op::Exec { command: command.iter().map(r).collect::<Result<_, _>>()? },
         Op::FaultCleared { fault } => Op::FaultCleared { fault: ro(fault)? },
+        Op::SshBanner { ssh, expect, interval } => {
+            Op::SshBanner { ssh: r(ssh)?, expect: r(expect)?, interval: ro(interval)? }
+        }
     })
 }
 
@@ -266,6 +269,9 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
             wait_for(ctx, &l, *what, value, node.as_deref(), secs(interval, Duration::from_secs(2))).await
         }
         Op::FaultCleared { fault } => crate::post::fault_cleared(ctx, &l, fault.as_deref()).await,
+        Op::SshBanner { ssh, expect, interval } => {
+            crate::ssh_banner::check(ctx, ssh, expect, secs(interval, Duration::from_secs(2))).await
+        }
         Op::Console { rescue: None, script, .. } => match l.console_script(ctx.target, script, true).await {
             Ok(r) => {
                 let ev = serde_json::to_value(&r).unwrap_or_default();
@@ -571,7 +577,7 @@ async fn wait_for(
 }
 
 /// `frontend`, `frontend:22`, `management:22` or `HOST:PORT`.
-fn address(d: &Device, value: &str, ssh: bool) -> Result<String, String> {
+pub(crate) fn address(d: &Device, value: &str, ssh: bool) -> Result<String, String> {
     let (host, port) = match value.rsplit_once(':') {
         Some((h, p)) if p.parse::<u16>().is_ok() => (h, p.to_owned()),
         // `management` alone: the port the inventory gives for the switch's management SSH.

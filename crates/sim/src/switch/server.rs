@@ -39,6 +39,7 @@ pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::R
                 }
                 let _ = sock.set_nodelay(true);
                 let config = Arc::new(server::Config {
+                    server_id: russh::SshId::Standard(identification(state.platform).into()),
                     keys: vec![state.host_key()],
                     methods: MethodSet::from(&[MethodKind::Password, MethodKind::KeyboardInteractive][..]),
                     auth_rejection_time: Duration::from_millis(50),
@@ -56,6 +57,20 @@ pub async fn serve(listener: TcpListener, state: Arc<SwitchState>) -> std::io::R
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
+    }
+}
+
+/// The identification line the platform's own sshd sends (RFC 4253 §4.2): OpenSSH on the Linux-based
+/// NOSes (Debian's build on SONiC and Cumulus), Cisco's own server on IOS. A runbook's `ssh-banner`
+/// post-condition tells the NOS from a rescue environment (ONIE's dropbear) by it.
+pub fn identification(platform: lifeline_types::Platform) -> &'static str {
+    use lifeline_types::Platform;
+    match platform {
+        Platform::Sonic => "SSH-2.0-OpenSSH_8.4p1 Debian-5+deb11u3",
+        Platform::Cumulus => "SSH-2.0-OpenSSH_7.9p1 Debian-10+deb10u2",
+        Platform::Eos => "SSH-2.0-OpenSSH_8.7",
+        Platform::Ios => "SSH-2.0-Cisco-1.25",
+        Platform::Nxos => "SSH-2.0-OpenSSH_8.3",
     }
 }
 
