@@ -332,7 +332,7 @@ pub struct VerifyArgs {
 pub struct ReportArgs {
     /// Check the simulator's exported trees (`lifeline sim --export-node-state DIR`): DIR/<node>/sysfs,
     /// DIR/<node>/proc, DIR/<node>/gpus.json.
-    #[arg(long, value_name = "DIR", conflicts_with = "reports")]
+    #[arg(long, env = "LIFELINE_NODE_STATE", value_name = "DIR", conflicts_with = "reports")]
     pub node_state: Option<PathBuf>,
     /// Use reports the agent posted: a JSON file (one target) or a directory of `<node>.json`.
     #[arg(long, value_name = "PATH")]
