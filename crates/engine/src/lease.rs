@@ -130,7 +130,12 @@ impl Leases {
                     if now >= deadline {
                         return Err(EngineError::Busy { target: target.into(), holder: holder_of(&held) });
                     }
-                    tokio::time::sleep(pause.min(deadline - now)).await;
+                    // No later than just after the holder's expiry: a silent holder's target is taken
+                    // as soon as it can be (the replicas' takeover bound counts on it).
+                    let to_expiry =
+                        u64::try_from(held.expires_at_ms + 20 - lifeline_store::now_ms()).unwrap_or(0);
+                    let nap = pause.min(Duration::from_millis(to_expiry.max(5)));
+                    tokio::time::sleep(nap.min(deadline - now)).await;
                     pause = (pause * 2).min(Duration::from_millis(500));
                 }
             }

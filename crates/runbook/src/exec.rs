@@ -48,9 +48,9 @@ pub struct Cause {
 
 /// The lease that serialises admission decisions across processes and replicas.
 const ADMISSION: &str = "runbook-admission";
-/// The lease a run holds on its target while a process drives it (renewed while held). No longer than a
-/// replica's claim expiry (15 s), so a silent replica's runs are taken over within that expiry plus one
-/// heartbeat of the taker's resume loop: 15 s + 5 s.
+/// The lease a run holds on its target while a process drives it (renewed every third of it). Shorter than
+/// a replica's claim expiry (15 s, renewed every 5 s), so it is free by the time the run's claim expires
+/// and the taker, which wakes at that expiry, has both (the server's takeover bound).
 pub const RUN_LEASE_TTL: Duration = Duration::from_secs(12);
 
 /// A step visited more often than this in one run (a `goto` loop) ends the run failed.

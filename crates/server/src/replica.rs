@@ -12,6 +12,14 @@
 //!   with a fencing token checked when it is finished and before each action (`still_held`), so a replica
 //!   paused past its expiry cannot act on work it lost.
 //!
+//! Waking at the expiry: a loop that found a unit of work (or a replica's membership) held by another
+//! replica records the holder's expiry instant ([`Replica::claim_row`], [`Replica::heartbeat`]) and waits
+//! with [`Replica::nap`], which ends at the earliest recorded expiry when that comes before the loop's
+//! own tick. A holder renews every [`HEARTBEAT`] for [`REPLICA_TTL`], so a claim seen at any tick expires
+//! no sooner than `REPLICA_TTL - HEARTBEAT` later: a loop ticking every [`HEARTBEAT`] or faster sees every
+//! claim before it expires, and a silent holder's work is taken within [`TAKEOVER_BOUND`] of its last
+//! renewal's expiry window, not at whichever tick follows it.
+//!
 //! Hook for runbook runs owned by a dead replica (wired by the runbook side of the server): the resume
 //! loop calls [`Replica::claim`] with [`run_key`] for each run in an active state, on start and every few
 //! seconds. `Some(lease)` means the run's owner is gone (or it never had one): resume it from its journal
@@ -19,8 +27,9 @@
 //! the run ends). `None` means a live replica owns it. A run started by a request on this replica should
 //! be claimed the same way before its first step.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use lifeline_engine::lease::{holder_is_dead_here, holder_name};
@@ -31,6 +40,21 @@ use lifeline_store::{Store, StoreError, WorkClaim, WorkRow};
 pub const REPLICA_TTL: Duration = Duration::from_secs(15);
 /// How often a replica renews its membership and its work.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
+/// How long after a silent replica's claims expire another replica has them at most: it wakes at the
+/// expiry it saw ([`Replica::nap`]) and claims at once, and a runbook run's lease on its target
+/// (`RUN_LEASE_TTL`, renewed more often) is free by then. The slack covers the wake-up's margin, the
+/// claim's statements and the lease's last poll on a loaded machine (here they take about 0.1 s).
+/// docs/operations.md states this bound.
+pub const TAKEOVER_SLACK: Duration = Duration::from_secs(2);
+/// The takeover bound for a silent (paused, partitioned) replica; a dead process on this host is taken
+/// over at once.
+pub const TAKEOVER_BOUND: Duration = Duration::from_secs(REPLICA_TTL.as_secs() + TAKEOVER_SLACK.as_secs());
+/// How long after an observed expiry a napping loop wakes: the claim statement's `expires_at < now` is
+/// strict, and the holder's clock may run a little ahead of ours.
+const WAKE_MARGIN_MS: i64 = 25;
+/// The longest a nap sleeps without looking at the recorded expiries again (one recorded by another task
+/// after the nap began is then still met).
+const NAP_SLICE: Duration = Duration::from_millis(500);
 
 /// The work key of a runbook run (see the module's hook).
 pub fn run_key(run_id: &str) -> String {
@@ -46,14 +70,19 @@ fn ttl_ms() -> i64 {
 pub struct Replica {
     id: String,
     store: Store,
-    /// The live set at the last heartbeat, sorted; always contains this replica.
-    live: RwLock<Vec<String>>,
+    /// The live set at the last heartbeat with each member's expiry (ms), sorted; always contains this
+    /// replica. A member whose expiry passed since is left out by [`Replica::live`] and
+    /// [`Replica::prefers`] at once, not at the next heartbeat.
+    live: RwLock<Vec<(String, i64)>>,
+    /// Expiries (ms, this host's clock) of other replicas' claims and memberships seen lately, by work
+    /// key or `replica:ID`: [`Replica::nap`] wakes at the earliest.
+    expiries: Mutex<HashMap<String, i64>>,
 }
 
 impl Replica {
     pub fn new(store: Store) -> Replica {
         let id = holder_name("server");
-        Replica { live: RwLock::new(vec![id.clone()]), id, store }
+        Replica { live: RwLock::new(vec![(id.clone(), i64::MAX)]), id, store, expiries: Mutex::default() }
     }
 
     /// `server (pid PID on HOST) #TAG`: also the holder name of this replica's work.
@@ -65,30 +94,73 @@ impl Replica {
     pub async fn heartbeat(&self, info: &serde_json::Value) -> Result<Vec<String>, StoreError> {
         self.store.replica_heartbeat(&self.id, info, ttl_ms()).await?;
         let now = lifeline_store::now_ms();
-        let mut live: Vec<String> = self
+        let mut live: Vec<(String, i64)> = self
             .store
             .replicas()
             .await?
             .into_iter()
             .filter(|r| r.id == self.id || (r.expires_at_ms >= now && !holder_is_dead_here(&r.id)))
-            .map(|r| r.id)
+            .map(|r| if r.id == self.id { (r.id, i64::MAX) } else { (r.id, r.expires_at_ms) })
             .collect();
         live.sort();
-        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = live.clone();
+        for (id, at) in live.iter().filter(|(id, _)| *id != self.id) {
+            self.expires(&format!("replica:{id}"), *at);
+        }
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = live;
         // Rows long dead (an hour past their expiry) are forgotten; recent ones stay visible for status.
         let _ = self.store.replicas_prune(now - 3_600_000).await;
-        Ok(live)
+        Ok(self.live())
     }
 
-    /// The live set at the last heartbeat.
+    /// The live set at the last heartbeat, less the members whose membership expired since.
     pub fn live(&self) -> Vec<String> {
-        self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        let now = lifeline_store::now_ms();
+        let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        live.iter().filter(|(_, at)| *at >= now).map(|(id, _)| id.clone()).collect()
     }
 
     /// Whether this replica is the preferred one for `key` among the live set.
     pub fn prefers(&self, key: &str) -> bool {
-        let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        preferred(key, &live).is_none_or(|p| p == self.id)
+        preferred(key, &self.live()).is_none_or(|p| p == self.id)
+    }
+
+    /// Records that another replica holds `key` until `at_ms` (this host's clock): a nap ends then.
+    fn expires(&self, key: &str, at_ms: i64) {
+        self.expiries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_owned(), at_ms);
+    }
+
+    /// When the next nap should end at the latest (ms): the earliest recorded expiry still ahead, plus the
+    /// wake margin. Expiries already passed (and met by the naps then) are forgotten.
+    fn next_expiry(&self, now_ms: i64) -> Option<i64> {
+        let mut e = self.expiries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.retain(|_, at| *at + WAKE_MARGIN_MS > now_ms);
+        e.values().min().map(|at| at + WAKE_MARGIN_MS)
+    }
+
+    /// Waits `tick`, or less: until just after the earliest expiry of another replica's claim or
+    /// membership seen lately (see the module's doc), so that the caller's next pass claims the work of a
+    /// silent replica as soon as it can be claimed.
+    pub async fn nap(&self, tick: Duration) {
+        let end = tokio::time::Instant::now() + tick;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end {
+                return;
+            }
+            let now_ms = lifeline_store::now_ms();
+            let wake = match self.next_expiry(now_ms) {
+                Some(at) => now + Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0)),
+                None => end,
+            };
+            if wake <= now {
+                return;
+            }
+            let until = wake.min(end);
+            tokio::time::sleep_until(until.min(now + NAP_SLICE)).await;
+            if until <= now + NAP_SLICE {
+                return;
+            }
+        }
     }
 
     /// Leaves the membership (clean shutdown): the others take the share at their next tick.
@@ -122,7 +194,10 @@ impl Replica {
                     None => return Ok(None),
                 }
             }
-            WorkClaim::Held(_) => return Ok(None),
+            WorkClaim::Held(held) => {
+                self.expires(key, held.expires_at_ms);
+                return Ok(None);
+            }
         };
         Ok(Some((work, previous)))
     }
@@ -269,6 +344,43 @@ impl Drop for WorkLease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A claim seen held by another replica is remembered with its expiry, and a nap ends just after it,
+    /// not at the loop's tick; once passed it is forgotten (the next nap is a whole tick again).
+    #[tokio::test]
+    async fn a_nap_ends_at_the_expiry_of_a_claim_seen_held_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let (a, b) = (Replica::new(store.clone()), Replica::new(store));
+        assert_ne!(a.id(), b.id());
+        let held = a.claim("run:x").await.unwrap().expect("free work is claimed");
+        assert!(b.claim_row("run:x").await.unwrap().is_none(), "a live holder keeps it");
+        let now = lifeline_store::now_ms();
+        let expiry = store_expiry(&b, "run:x");
+        assert!(
+            expiry > now + 14_000 && expiry <= now + 15_000,
+            "the holder's expiry recorded: {expiry} at {now}"
+        );
+        assert_eq!(b.next_expiry(now), Some(expiry + WAKE_MARGIN_MS));
+        assert_eq!(a.next_expiry(now), None, "a replica does not wait on its own claims");
+
+        // A nearer expiry (a claim renewed long ago) ends a 5 s nap early.
+        b.expires("run:y", now + 300);
+        let t = std::time::Instant::now();
+        b.nap(Duration::from_secs(5)).await;
+        let took = t.elapsed();
+        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(3), "nap took {took:?}");
+        assert_eq!(
+            b.next_expiry(lifeline_store::now_ms()),
+            Some(expiry + WAKE_MARGIN_MS),
+            "run:y met, forgotten"
+        );
+        held.release().await;
+    }
+
+    fn store_expiry(r: &Replica, key: &str) -> i64 {
+        r.expiries.lock().unwrap()[key]
+    }
 
     #[test]
     fn rendezvous_moves_only_the_departed_share() {

@@ -153,7 +153,8 @@ async fn drive_once(st: &AppState, run: &str) -> Option<String> {
     }
 }
 
-/// On start, and then every heartbeat: continue every run left `running` that no live replica drives (a
+/// On start, and then every heartbeat (or at once when a run's claim seen held elsewhere expires, see
+/// [`crate::replica::Replica::nap`]): continue every run left `running` that no live replica drives (a
 /// previous process of this server killed or stopped mid-run, or another replica that died). A run a live
 /// replica holds is skipped by the claim in [`spawn_drive`].
 pub fn resume_interrupted(s: &AppState) {
@@ -171,8 +172,9 @@ pub fn resume_interrupted(s: &AppState) {
                 }
                 Err(e) => tracing::warn!("cannot list interrupted runbook runs: {}", e.chain()),
             }
+            // Until the next heartbeat, or just after a run's claim seen held elsewhere expires.
             tokio::select! {
-                _ = tokio::time::sleep(crate::replica::HEARTBEAT) => {}
+                _ = st.replica.nap(crate::replica::HEARTBEAT) => {}
                 _ = st.shutdown.cancelled() => return,
             }
             if st.runbooks.stop.load(Ordering::Relaxed) {

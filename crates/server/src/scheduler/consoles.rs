@@ -64,7 +64,7 @@ pub async fn run(s: AppState) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(CONSOLE_TICK) => {}
+            _ = s.replica.nap(CONSOLE_TICK) => {}
             _ = s.shutdown.cancelled() => break,
         }
     }

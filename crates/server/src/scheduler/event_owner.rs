@@ -99,7 +99,7 @@ pub async fn run(s: AppState, sel: BmcSelection, how: Receive) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(EVENTS_TICK) => {}
+            _ = s.replica.nap(EVENTS_TICK) => {}
             _ = s.shutdown.cancelled() => break,
         }
     }

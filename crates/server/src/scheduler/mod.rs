@@ -42,7 +42,7 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
                 tracing::warn!("backup scheduler: {}", e.chain());
             }
             tokio::select! {
-                _ = tokio::time::sleep(BACKUP_TICK) => {}
+                _ = s.replica.nap(BACKUP_TICK) => {}
                 _ = s.shutdown.cancelled() => break,
             }
         }
