@@ -76,6 +76,7 @@ pub fn spec_from_inventory(inv: &Inventory) -> anyhow::Result<FleetSpec> {
                     bmc,
                     tier: sw.tier.map(|t| t.to_string()).unwrap_or_else(|| "leaf".into()),
                     lldp: Vec::new(),
+                    config_source: Some(sw.config_source),
                 });
             }
             None => {

@@ -223,7 +223,7 @@ fn switch_target(d: &Device) -> std::result::Result<BackupTarget, String> {
         transport: Transport::Auto,
         timeouts: Timeouts::resolve(&overrides(&m.timeouts), None),
     };
-    Ok(BackupTarget::new(ssh, sw.platform))
+    Ok(BackupTarget::new(ssh, sw.platform).with_source(sw.config_source))
 }
 
 /// The inventory's per-switch SSH limits as netcfg's overrides.

@@ -11,7 +11,8 @@ use std::path::Path;
 
 use ipnet::IpNet;
 use lifeline_types::{
-    BmcProtocol, CredentialRef, CredentialRefError, DeviceName, Fabric, Fingerprint, Platform, Role, Tier,
+    BmcProtocol, ConfigSource, CredentialRef, CredentialRefError, DeviceName, Fabric, Fingerprint, Platform,
+    Role, Tier,
 };
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -362,6 +363,26 @@ impl Validator<'_, '_> {
         Some(Inventory { source: self.file.to_path_buf(), cluster: cluster?, sites, racks, devices: out })
     }
 
+    /// A switch's `config-source`: one its platform has (the platform's default when not given).
+    fn config_source(&mut self, d: &RawDevice, platform: Platform) -> Option<ConfigSource> {
+        let allowed = ConfigSource::allowed(platform);
+        let Some(v) = &d.config_source else { return Some(allowed[0]) };
+        let source: ConfigSource = self.parse_word(v, "config-source")?;
+        if allowed.contains(&source) {
+            return Some(source);
+        }
+        let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
+        self.cx.err(
+            v.span().start,
+            format!(
+                "config-source `{source}` does not apply to {platform} switch `{}` (expected one of: {})",
+                d.name.get_ref(),
+                names.join(", ")
+            ),
+        );
+        None
+    }
+
     fn switch_info(&mut self, d: &RawDevice, role: Option<Role>) -> Option<SwitchInfo> {
         let platform: Option<Platform> = d.platform.as_ref().and_then(|p| self.parse_word(p, "platform"));
         let fabric: Option<Fabric> = d.fabric.as_ref().and_then(|f| self.parse_word(f, "fabric"));
@@ -384,10 +405,17 @@ impl Validator<'_, '_> {
                         format!("switch `{name}` has no fabric (expected one of: {})", Fabric::expected()),
                     );
                 }
-                Some(SwitchInfo { fabric: fabric?, tier, platform: platform? })
+                let platform = platform?;
+                let config_source = self.config_source(d, platform);
+                Some(SwitchInfo { fabric: fabric?, tier, platform, config_source: config_source? })
             }
             Some(role) => {
-                for (k, v) in [("platform", &d.platform), ("fabric", &d.fabric), ("tier", &d.tier)] {
+                for (k, v) in [
+                    ("platform", &d.platform),
+                    ("fabric", &d.fabric),
+                    ("tier", &d.tier),
+                    ("config-source", &d.config_source),
+                ] {
                     if let Some(v) = v {
                         self.cx.err(
                             v.span().start,

@@ -4,7 +4,9 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use ipnet::IpNet;
-use lifeline_types::{BmcProtocol, CredentialRef, DeviceName, Fabric, Fingerprint, Platform, Role, Tier};
+use lifeline_types::{
+    BmcProtocol, ConfigSource, CredentialRef, DeviceName, Fabric, Fingerprint, Platform, Role, Tier,
+};
 use serde::Serialize;
 
 pub use crate::timeouts::{DurationError, SshTimeouts, format_duration, parse_duration};
@@ -127,6 +129,9 @@ pub struct SwitchInfo {
     pub fabric: Fabric,
     pub tier: Option<Tier>,
     pub platform: Platform,
+    /// Which text is backed up and restored (inventory `config-source`; the platform's running
+    /// configuration when not given).
+    pub config_source: ConfigSource,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -104,6 +104,8 @@ pub struct RawDevice {
     pub fabric: Option<S<String>>,
     pub tier: Option<S<String>>,
     pub platform: Option<S<String>>,
+    /// Switches: which text is the configuration (`running`, SONiC `saved`, Cumulus `files`).
+    pub config_source: Option<S<String>>,
     pub bmc: Option<S<RawBmc>>,
     pub management: Option<S<RawManagement>>,
     pub frontend: Option<S<RawFrontend>>,

@@ -345,3 +345,44 @@ fn an_unrelated_key_is_reported_without_a_guess() {
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert!(errs[0].ends_with("unknown key `defaults.bmc.colour`"), "{errs:#?}");
 }
+
+#[test]
+fn config_source_is_checked_against_the_platform() {
+    use lifeline_types::ConfigSource;
+    let base = example();
+    let t = edit(&base, "platform = \"cumulus\"", "platform = \"cumulus\"\nconfig-source = \"files\"");
+    let r = check_str(Path::new("inv.toml"), &t);
+    assert!(r.errors().next().is_none(), "{:#?}", r.errors().collect::<Vec<_>>());
+    let inv = r.inventory.unwrap();
+    let source = |platform: lifeline_types::Platform| {
+        inv.devices
+            .iter()
+            .filter_map(|d| d.switch.as_ref())
+            .find(|s| s.platform == platform)
+            .map(|s| s.config_source)
+    };
+    assert_eq!(source(lifeline_types::Platform::Cumulus), Some(ConfigSource::Files));
+    assert_eq!(source(lifeline_types::Platform::Eos), Some(ConfigSource::Running), "the default");
+
+    // `files` on EOS, `saved` on Cumulus, a word no platform has, and the key on a server: each one error
+    // where it is written, naming what that platform allows.
+    let t = edit(&base, "platform = \"eos\"", "platform = \"eos\"\nconfig-source = \"files\"");
+    let t = edit(&t, "platform = \"cumulus\"", "platform = \"cumulus\"\nconfig-source = \"saved\"");
+    let t = edit(&t, "platform = \"ios\"", "platform = \"ios\"\nconfig-source = \"startup\"");
+    let errs = errors(&t);
+    assert_eq!(errs.len(), 3, "{errs:#?}");
+    let all = errs.join("\n");
+    assert!(
+        all.contains("config-source `files` does not apply to eos switch")
+            && all.contains("expected one of: running"),
+        "{all}"
+    );
+    assert!(
+        all.contains("config-source `saved` does not apply to cumulus switch")
+            && all.contains("running, files"),
+        "{all}"
+    );
+    assert!(all.contains("config-source: unknown ConfigSource `startup`"), "{all}");
+    let line = line_of(&t, "config-source = \"files\"");
+    assert!(errs.iter().any(|e| e.contains(&format!("inv.toml:{line}:"))), "{all}");
+}

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use lifeline_types::{DeviceName, Fingerprint, Platform};
+use lifeline_types::{ConfigSource, DeviceName, Fingerprint, Platform};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::blobs::{BlobError, BlobId, BlobStore};
 use crate::index::{HostKeyPins, IndexError, RawStore, VersionIndex};
-use crate::platform::{Driver, Incomplete, driver_for, normalise};
+use crate::platform::{Driver, Incomplete, driver_for, driver_with_source, normalise};
 use crate::ssh::{AlgorithmProfile, PinPolicy, Session, SshError, SshTarget, Transport};
 
 /// One switch to back up.
@@ -33,6 +33,14 @@ pub struct BackupTarget {
 impl BackupTarget {
     pub fn new(ssh: SshTarget, platform: Platform) -> Self {
         BackupTarget { ssh, platform, platform_algorithms: AlgorithmProfile::MODERN, driver: None }
+    }
+
+    /// Reads and restores `source` instead of the platform's default (inventory `config-source`).
+    pub fn with_source(mut self, source: ConfigSource) -> Self {
+        if source != ConfigSource::allowed(self.platform)[0] {
+            self.driver = Some(Arc::from(driver_with_source(self.platform, source)));
+        }
+        self
     }
 
     pub fn device(&self) -> &DeviceName {

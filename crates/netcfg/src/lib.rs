@@ -35,5 +35,5 @@ pub use index::{
     HostKeyPins, IndexError, MemoryHostKeyPins, MemoryIndex, MemoryRawStore, RawStore, VersionIndex,
     VersionRecord,
 };
-pub use platform::{Driver, driver_for};
+pub use platform::{Driver, driver_for, driver_with_source};
 pub use ssh::{AlgorithmProfile, SshAuth, SshError, SshTarget, TimeoutOverrides, Timeouts, Transport};

@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use lifeline_types::Platform;
+use lifeline_types::{ConfigSource, Platform};
 use serde::{Deserialize, Serialize};
 
 /// A whole simulated fleet.
@@ -239,6 +239,9 @@ pub struct SwitchSpec {
     /// Who is cabled to which port, as the switch's LLDP show commands list it.
     #[serde(default)]
     pub lldp: Vec<LldpPeer>,
+    /// Which text is the configuration (inventory `config-source`); `None`: the platform's running one.
+    #[serde(default)]
+    pub config_source: Option<ConfigSource>,
 }
 
 /// One neighbour on one switch port: a host running lldpd on a NIC (its system name, the NIC's name as
@@ -338,6 +341,7 @@ impl FleetSpec {
                     }),
                     tier: tier.into(),
                     lldp: Vec::new(),
+                    config_source: None,
                 }
             })
             .collect();

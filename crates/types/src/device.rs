@@ -62,6 +62,33 @@ kebab_enum! {
 }
 
 kebab_enum! {
+    /// Which text is a switch's configuration, where a platform has more than one (inventory
+    /// `config-source`). Why a choice: a SONiC switch's saved `config_db.json` is what it boots with,
+    /// and a Cumulus switch run without NVUE keeps its whole configuration in ifupdown2 and FRR files,
+    /// which `nv config show` does not print.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+    pub enum ConfigSource {
+        /// The platform's running configuration (Cumulus: NVUE's `nv config show -o commands`).
+        Running => "running",
+        /// SONiC only: `/etc/sonic/config_db.json`, the configuration the switch boots with.
+        Saved => "saved",
+        /// Cumulus only, without NVUE: `/etc/network/interfaces` and `/etc/frr/frr.conf`.
+        Files => "files",
+    }
+}
+
+impl ConfigSource {
+    /// The sources a platform has (the first is its default).
+    pub fn allowed(platform: Platform) -> &'static [ConfigSource] {
+        match platform {
+            Platform::Sonic => &[ConfigSource::Running, ConfigSource::Saved],
+            Platform::Cumulus => &[ConfigSource::Running, ConfigSource::Files],
+            Platform::Eos | Platform::Ios | Platform::Nxos => &[ConfigSource::Running],
+        }
+    }
+}
+
+kebab_enum! {
     /// How Lifeline talks to a BMC. `auto` probes Redfish first, falls back to IPMI and remembers.
     #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum BmcProtocol {

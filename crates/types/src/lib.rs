@@ -12,7 +12,7 @@ mod lifecycle;
 mod state;
 
 pub use credential::{CredentialRef, CredentialRefError};
-pub use device::{BmcProtocol, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
+pub use device::{BmcProtocol, ConfigSource, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
 pub use duration::Human;
 pub use error_chain::error_chain;
 pub use fingerprint::{Fingerprint, FingerprintError};

@@ -13,7 +13,7 @@ mod sonic;
 
 use std::time::Duration;
 
-use lifeline_types::Platform;
+use lifeline_types::{ConfigSource, Platform};
 use regex::Regex;
 
 pub use cumulus::Cumulus;
@@ -109,6 +109,16 @@ pub fn driver_for(platform: Platform) -> Box<dyn Driver> {
         Platform::Cumulus => Box::new(Cumulus::new()),
         Platform::Ios => Box::new(Ios::new(Platform::Ios)),
         Platform::Nxos => Box::new(Ios::new(Platform::Nxos)),
+    }
+}
+
+/// The driver for a platform reading the configuration source the inventory chose (`config-source`):
+/// SONiC's saved `config_db.json`, Cumulus's ifupdown2 + FRR files; otherwise the platform default.
+pub fn driver_with_source(platform: Platform, source: ConfigSource) -> Box<dyn Driver> {
+    match (platform, source) {
+        (Platform::Sonic, ConfigSource::Saved) => Box::new(Sonic::new(SonicSource::Saved)),
+        (Platform::Cumulus, ConfigSource::Files) => Box::new(Cumulus::files()),
+        _ => driver_for(platform),
     }
 }
 

@@ -504,12 +504,52 @@ impl Cli {
         }
     }
 
+    /// Cumulus without NVUE: the backup's `cat` loop, `sudo tee FILE <<'END'`, `ifreload -a`, an FRR
+    /// reload (see [`super::files`]).
+    fn cumulus_files(&mut self, line: &str) -> Option<Reply> {
+        if let Some(paths) = super::files::cat_loop(line) {
+            let mut out = Reply::out("");
+            for p in paths {
+                out.text.push_str(&format!("{}{p}\n", super::files::MARKER));
+                match self.state.read_file(p) {
+                    Some(t) => out.text.push_str(&t),
+                    None => {
+                        out.text.push_str(&format!("cat: {p}: No such file or directory\n"));
+                        out.status = 1;
+                    }
+                }
+            }
+            return Some(out);
+        }
+        if let Some(rest) = line.strip_prefix("sudo tee ") {
+            let (path, end) = rest.split_once("<<")?;
+            let path = path.split_whitespace().next()?.to_owned();
+            let end = end.trim().trim_matches('\'').trim_matches('"').to_owned();
+            self.mode = Mode::Heredoc { path, end, buf: String::new() };
+            return Some(Reply::raw(""));
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let words = words.strip_prefix(&["sudo"]).unwrap_or(&words);
+        match words {
+            ["ifreload", "-a"] => Some(self.recorded(ActionKind::ConfigApply, String::new())),
+            ["systemctl", "reload", "frr"] => Some(Reply::out("")),
+            _ => None,
+        }
+    }
+
     fn cumulus(&mut self, line: &str) -> Reply {
+        if self.state.files_mode
+            && let Some(r) = self.cumulus_files(line)
+        {
+            return r;
+        }
         if let Some(r) = self.linux(line) {
             return r;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            // Managed by files, NVUE holds no configuration: `nv config show` prints nothing.
+            ["nv", "config", "show", ..] if self.state.files_mode => Reply::out(""),
             ["nv", "config", "show", "-o", "commands"] => Reply::out(self.state.show_running()),
             ["nv", "show", "interface", port, "counters"] => {
                 match super::ifcounters::cumulus_counters(&self.state.if_counters(), port) {

@@ -30,7 +30,7 @@ pub fn initial(platform: Platform, name: &str, tier: &str) -> String {
     }
 }
 
-fn asn(tier: &str, i: u32) -> u32 {
+pub(crate) fn asn(tier: &str, i: u32) -> u32 {
     if tier == "spine" { 65000 } else { 65100 + i }
 }
 

@@ -8,10 +8,12 @@
 mod cli;
 pub mod configs;
 pub mod counters;
+pub mod files;
 pub mod ifcounters;
 pub mod lldp;
 #[cfg(test)]
 mod openssh_tests;
+mod port_config;
 mod server;
 
 use std::collections::HashMap;
@@ -21,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use chrono::{DateTime, Utc};
-use lifeline_types::Platform;
+use lifeline_types::{ConfigSource, Platform};
 use russh::keys::PrivateKey;
 use russh::keys::ssh_key::private::Ed25519Keypair;
 
@@ -79,6 +81,8 @@ pub struct SwitchState {
     bmc_host: std::sync::OnceLock<std::sync::Weak<crate::host::Host>>,
     /// `boot-loop` on a switch without a BMC: its OS never comes up, so neither does the port.
     looping: AtomicBool,
+    /// Cumulus without NVUE (`config-source = "files"`): the configuration is two files ([`files`]).
+    pub files_mode: bool,
     inner: Mutex<Inner>,
 }
 
@@ -165,6 +169,7 @@ impl SwitchState {
             mgmt_changed: Notify::new(),
             bmc_host: std::sync::OnceLock::new(),
             looping: AtomicBool::new(false),
+            files_mode: false,
             inner: Mutex::new(Inner {
                 saved: running.clone(),
                 running,
@@ -181,10 +186,20 @@ impl SwitchState {
     }
 
     pub fn from_spec(spec: &SwitchSpec) -> SwitchState {
-        SwitchState {
+        let state = SwitchState {
             lldp: lldp::Cabling::new(spec.lldp.clone()),
+            files_mode: spec.platform == Platform::Cumulus && spec.config_source == Some(ConfigSource::Files),
             ..SwitchState::new(&spec.name, spec.platform, &spec.tier, &spec.username, &spec.password)
+        };
+        if state.files_mode {
+            let i = configs::index_of(&spec.name);
+            let text = files::initial(&spec.name, &spec.tier, i, configs::asn(&spec.tier, i));
+            let mut inner = state.lock();
+            inner.saved = text.clone();
+            inner.running = text;
+            drop(inner);
         }
+        state
     }
 
     /// Records into `log` instead of a log of its own (the BMC's, so one device has one sequence).
@@ -282,6 +297,8 @@ impl SwitchState {
             // The operator (or a restore) removed the syslog line: add one instead.
             let added = match self.platform {
                 Platform::Ios | Platform::Nxos | Platform::Eos => format!("logging host {new}"),
+                // Appended at the end of the text: frr.conf, the last file.
+                _ if self.files_mode => format!("ip route {new}/32 10.99.0.1 nexthop-vrf mgmt"),
                 _ => format!("nv set service syslog default server {new}"),
             };
             if self.platform != Platform::Sonic {
@@ -352,7 +369,12 @@ impl SwitchState {
 
     pub(crate) fn write_file(&self, path: &str, content: String) {
         let mut i = self.lock();
-        if path == SONIC_SAVED {
+        if self.files_mode && files::FILES.contains(&path) {
+            // The files are the configuration, running and saved alike.
+            i.running = files::replace_section(&i.running, path, &content);
+            i.saved = i.running.clone();
+            i.last_change = Utc::now();
+        } else if path == SONIC_SAVED {
             i.saved = content;
         } else {
             i.files.insert(path.to_owned(), content);
@@ -363,6 +385,9 @@ impl SwitchState {
         let i = self.lock();
         if path == SONIC_SAVED && self.platform == Platform::Sonic {
             return Some(i.saved.clone());
+        }
+        if self.files_mode && files::FILES.contains(&path) {
+            return files::section(&i.running, path);
         }
         i.files.get(path).cloned()
     }
@@ -486,6 +511,44 @@ mod tests {
             let s2 = SwitchState::new("leaf3", *p, "leaf", "admin", "pw");
             assert_eq!(s2.config_change(), c);
         }
+    }
+
+    #[test]
+    fn cumulus_files_mode_backs_up_and_restores_its_two_files() {
+        let spec = SwitchSpec {
+            name: "fe1".into(),
+            platform: Platform::Cumulus,
+            address: std::net::Ipv4Addr::LOCALHOST.into(),
+            ssh_port: None,
+            username: "cumulus".into(),
+            password: "pw".into(),
+            bmc: None,
+            tier: "leaf".into(),
+            lldp: Vec::new(),
+            config_source: Some(ConfigSource::Files),
+        };
+        let s = Arc::new(SwitchState::from_spec(&spec));
+        let mut cli = Cli::new(s.clone(), false);
+        let fetch = "for f in /etc/network/interfaces /etc/frr/frr.conf; do echo \"# lifeline-file: $f\"; \
+                     sudo cat \"$f\"; done";
+        let all = drive(&mut cli, fetch).text;
+        assert_eq!(all, s.running_config(), "the loop prints both files after their markers");
+        assert!(all.starts_with("# lifeline-file: /etc/network/interfaces\n# This file describes"));
+        assert!(drive(&mut cli, "nv config show -o commands").text.is_empty(), "NVUE holds nothing");
+
+        // A config change moves one line of frr.conf; writing the old file back and reloading undoes it.
+        let frr = files::section(&all, "/etc/frr/frr.conf").unwrap();
+        let c = s.config_change();
+        assert!(frr.contains(&c.removed) && !c.removed.is_empty(), "{c:?}");
+        drive(&mut cli, "sudo tee /etc/frr/frr.conf >/dev/null <<'LIFELINE_EOF'");
+        for l in frr.lines() {
+            drive(&mut cli, l);
+        }
+        drive(&mut cli, "LIFELINE_EOF");
+        assert_eq!(drive(&mut cli, "sudo ifreload -a").status, 0);
+        assert_eq!(drive(&mut cli, "sudo systemctl reload frr").status, 0);
+        assert_eq!(s.running_config(), all, "restored byte for byte");
+        assert_eq!(s.actions.entries().len(), 1, "ifreload is the one applied change");
     }
 
     #[test]
