@@ -77,33 +77,58 @@ impl GpuCount {
     }
 }
 
-/// The GPUs a BMC lists, read on their own (a sweep of a node with an expected GPU count).
+/// Whether `s` is the GPU baseboard of the node rather than a node of its own: NVIDIA's HGX and GB200/GB300
+/// BMC firmware lists the baseboard (its GPUs, and on Grace trays its CPUs) as a second ComputerSystem
+/// `HGX_Baseboard_N` beside the host's. Its GPUs are the node's GPUs, so `health` and sweeps read them
+/// with the target's system instead of calling the node "one of two systems, the other not read".
+pub fn is_gpu_baseboard(s: &ComputerSystem) -> bool {
+    s.id.as_deref()
+        .unwrap_or_else(|| s.odata_id.trim_end_matches('/').rsplit('/').next().unwrap_or(""))
+        .starts_with("HGX_Baseboard")
+}
+
+/// The systems read for a target whose system is `system`: it, then the GPU baseboards among `listed`.
+pub fn node_systems(system: &ComputerSystem, listed: &[ComputerSystem]) -> Vec<ComputerSystem> {
+    let same = |o: &ComputerSystem| o.odata_id.trim_end_matches('/') == system.odata_id.trim_end_matches('/');
+    std::iter::once(system.clone())
+        .chain(listed.iter().filter(|o| !same(o) && is_gpu_baseboard(o)).cloned())
+        .collect()
+}
+
+/// The GPUs a BMC lists, read on their own (a sweep of a node with an expected GPU count): those of each
+/// of `systems` (the target's and its GPU baseboards) and those the chassis list as devices.
 pub(crate) async fn gpus_only(
     client: &lifeline_redfish::Client,
-    system: &ComputerSystem,
+    systems: &[ComputerSystem],
     chassis: &[lifeline_redfish::model::Chassis],
 ) -> Vec<GpuHealth> {
-    let l = client.gpu_components(system, chassis).await;
-    l.items
-        .iter()
-        .filter_map(|c| {
+    let reads =
+        systems.iter().enumerate().map(|(i, s)| client.gpu_components(s, if i == 0 { chassis } else { &[] }));
+    let listings = futures::future::join_all(reads).await;
+    let mut out = Vec::new();
+    for (system, l) in systems.iter().zip(listings) {
+        out.extend(l.items.iter().filter_map(|c| {
             let home = match c.odata_id.split_once("/Devices/") {
                 Some((chassis, _)) => chassis,
                 None => &system.odata_id,
             };
             gpu_health(c, home)
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 impl crate::conn::RedfishConn {
-    /// The GPUs this BMC lists, for a sweep: the system, the chassis, the processors and iLO devices.
+    /// The GPUs this BMC lists, for a sweep: the system and its GPU baseboards, the chassis, the
+    /// processors and iLO devices.
     pub(crate) async fn gpus(&mut self) -> Result<Vec<GpuHealth>, crate::BmcError> {
         let client = self.client.clone();
-        let (system, chassis) = tokio::join!(self.system(), client.chassis());
+        let (system, chassis, listed) = tokio::join!(self.system(), client.chassis(), client.systems());
         let system = system?;
         let chassis = chassis.map_err(crate::conn::rf_err(&self.bmc))?;
-        Ok(gpus_only(&client, &system, &chassis.items).await)
+        // A listing that fails leaves the target's own system, as before baseboards were read.
+        let listed = listed.map(|l| l.items).unwrap_or_default();
+        Ok(gpus_only(&client, &node_systems(&system, &listed), &chassis.items).await)
     }
 }
 

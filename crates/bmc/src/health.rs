@@ -438,20 +438,34 @@ impl RedfishConn {
             }
         };
         if let (Ok(s), Ok(l)) = (&system, &listed) {
-            let others: Vec<&str> = l
+            let node = crate::below::node_systems(s, &l.items);
+            let name =
+                |o: &lifeline_redfish::model::ComputerSystem| o.id.clone().unwrap_or(o.odata_id.clone());
+            let read_with: Vec<String> = node.iter().skip(1).map(name).collect();
+            let others: Vec<String> = l
                 .items
                 .iter()
-                .filter(|o| o.odata_id.trim_end_matches('/') != s.odata_id.trim_end_matches('/'))
-                .map(|o| o.id.as_deref().unwrap_or(&o.odata_id))
+                .filter(|o| {
+                    !node.iter().any(|n| n.odata_id.trim_end_matches('/') == o.odata_id.trim_end_matches('/'))
+                })
+                .map(name)
                 .collect();
+            let target = name(s);
             if !others.is_empty() {
                 warnings.push(format!(
-                    "this BMC has {} systems; this target reads {} only ({} not read: name it as the target's system)",
+                    "this BMC has {} systems; this target reads {target}{} only ({} not read: name it as the target's system)",
                     l.items.len(),
-                    s.id.as_deref().unwrap_or(&s.odata_id),
+                    read_with.iter().map(|b| format!(" and its GPU baseboard {b}")).collect::<String>(),
                     others.join(", ")
                 ));
+            } else if !read_with.is_empty() {
+                warnings.push(format!(
+                    "this BMC has {} systems: {target} and its GPU baseboard {} (read with it)",
+                    l.items.len(),
+                    read_with.join(", ")
+                ));
             }
+            below_systems = node;
         }
         let chassis = chassis.map_err(rf_err(&self.bmc))?;
         warnings.extend(chassis.warnings.iter().map(|w| format!("{}: {}", w.at, w.problem)));

@@ -108,11 +108,29 @@ impl Component {
         self.status.overall()
     }
 
-    /// What an operator reads: the name, else the id, else the path.
+    /// What an operator reads: the name, else the id, else the path. A name that is only the resource's
+    /// type (NVIDIA's HGX/GB firmware names every GPU and CPU `Processor`) tells no part from the next, so
+    /// the id (`GPU_0`) is used instead.
     pub fn label(&self) -> String {
         let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
-        given(&self.name).or_else(|| given(&self.id)).unwrap_or_else(|| self.odata_id.clone())
+        let name = given(&self.name).filter(|n| !generic_name(n) || given(&self.id).is_none());
+        name.or_else(|| given(&self.id)).unwrap_or_else(|| self.odata_id.clone())
     }
+}
+
+/// A `Name` that is the Redfish schema's name and nothing more.
+fn generic_name(name: &str) -> bool {
+    const SCHEMAS: [&str; 8] = [
+        "processor",
+        "memory",
+        "drive",
+        "storage",
+        "storage controller",
+        "manager",
+        "pcie device",
+        "network adapter",
+    ];
+    SCHEMAS.contains(&name.trim().to_ascii_lowercase().as_str())
 }
 
 /// Whether a `Status.State` is a part in service (`None`: not said, taken as in service).
@@ -404,5 +422,18 @@ mod tests {
             let mut g = GpuDetail::default();
             apply_gpu_metrics(&mut g, &v);
         }
+    }
+
+    #[test]
+    fn a_part_named_only_by_its_type_is_labelled_by_its_id() {
+        let mut w = Vec::new();
+        let at = "/redfish/v1/Systems/HGX_Baseboard_0/Processors/GPU_0";
+        let v = json!({"@odata.id": at, "Id": "GPU_0", "Name": "Processor", "ProcessorType": "GPU"});
+        let c = component_from_value(ComponentKind::Processor, &v, at, &mut w);
+        assert_eq!(c.label(), "GPU_0");
+        let v = json!({"@odata.id": at, "Id": "1", "Name": "GPU 1 (SXM5)", "ProcessorType": "GPU"});
+        assert_eq!(component_from_value(ComponentKind::Processor, &v, at, &mut w).label(), "GPU 1 (SXM5)");
+        let v = json!({"@odata.id": at, "Name": "Processor"});
+        assert_eq!(component_from_value(ComponentKind::Processor, &v, at, &mut w).label(), "Processor");
     }
 }

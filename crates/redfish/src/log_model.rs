@@ -81,10 +81,12 @@ impl LogService {
             return LogKind::Other;
         }
         // bmcweb `EventLog` (`LogEntryType: Event`); HPE iLO `IML` (Integrated Management Log, the health
-        // log) and `IEL` (iLO Event Log), whose entries are `EntryType: Oem` with `OemRecordFormat: Hpe-IML`.
+        // log) and `IEL` (iLO Event Log), whose entries are `EntryType: Oem` with `OemRecordFormat: Hpe-IML`;
+        // Dell iDRAC's `Lclog` (Lifecycle log, `LogEntryType: OEM`), where the iDRAC records the hardware
+        // events (temperature and PSU warnings) beside jobs and logins, the newest events of the box.
         let event_name = ["event log", "integrated management log", "eventlog"];
         if t == "event"
-            || matches!(id.as_str(), "eventlog" | "event" | "iml" | "iel")
+            || matches!(id.as_str(), "eventlog" | "event" | "iml" | "iel" | "lclog")
             || event_name.iter().any(|n| name.contains(n))
         {
             return LogKind::Event;

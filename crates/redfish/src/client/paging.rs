@@ -40,6 +40,7 @@ where
 {
     let mut warnings = Vec::new();
     let (mut members, mut next) = model::collection_members(first, link, &mut warnings);
+    let mut ids: HashSet<String> = members.iter().filter_map(member_id).map(str::to_owned).collect();
     let mut seen: HashSet<String> = HashSet::from([link.to_owned()]);
     let mut pages = 1;
     let mut unread_pages = false;
@@ -64,14 +65,31 @@ where
             Ok((d, notes)) => {
                 warnings.extend(notes);
                 let (m, nx) = model::collection_members(&d, &n, &mut warnings);
+                pages += 1;
+                // A service that ignores the page's query (`$skip`: sushy-static, the simulator's replay of
+                // a capture that holds the first page only, some BMCs) serves the first page again: its
+                // members are not new entries, and the rest of the collection cannot be read.
+                if !m.is_empty() && m.iter().all(|x| member_id(x).is_some_and(|id| ids.contains(id))) {
+                    warnings.push(FieldWarning {
+                        at: n,
+                        problem:
+                            "next page repeats members already read (the service ignored the page's query)"
+                                .to_owned(),
+                    });
+                    break;
+                }
+                ids.extend(m.iter().filter_map(member_id).map(str::to_owned));
                 members.extend(m);
                 next = nx;
-                pages += 1;
             }
             Err(e) => warnings.push(FieldWarning { at: n, problem: format!("next page unreadable: {e}") }),
         }
     }
     Paged { members, warnings, pages, unread_pages }
+}
+
+fn member_id(m: &Value) -> Option<&str> {
+    m.get("@odata.id").and_then(Value::as_str)
 }
 
 #[cfg(test)]
@@ -117,8 +135,9 @@ mod tests {
 
     #[test]
     fn stops_at_the_page_limit_and_at_max_members() {
-        let chain: Vec<(String, Value)> =
-            (2..40).map(|i| (format!("/c?p={i}"), page(&["/m"], Some(&format!("/c?p={}", i + 1))))).collect();
+        let chain: Vec<(String, Value)> = (2..40)
+            .map(|i| (format!("/c?p={i}"), page(&[&format!("/m{i}")], Some(&format!("/c?p={}", i + 1)))))
+            .collect();
         let chain: Vec<(&str, Value)> = chain.iter().map(|(l, v)| (l.as_str(), v.clone())).collect();
         let (p, fetched) = run(page(&["/m"], Some("/c?p=2")), usize::MAX, 5, chain.clone());
         assert_eq!((p.pages, fetched.len()), (5, 4));
@@ -126,6 +145,15 @@ mod tests {
         let (p, fetched) = run(page(&["/m"], Some("/c?p=2")), 3, 20, chain);
         assert_eq!((p.members.len(), fetched.len()), (3, 2));
         assert!(p.unread_pages);
+    }
+
+    #[test]
+    fn a_page_served_again_for_the_next_one_ends_the_listing_without_duplicates() {
+        let first = page(&["/a", "/b"], Some("/c?$skip=2"));
+        let (p, fetched) = run(first.clone(), usize::MAX, 20, vec![("/c?$skip=2", first)]);
+        assert_eq!(fetched, vec!["/c?$skip=2"]);
+        assert_eq!(p.members.len(), 2);
+        assert!(p.warnings.iter().any(|w| w.problem.contains("repeats members")), "{:?}", p.warnings);
     }
 
     #[test]

@@ -163,7 +163,8 @@ impl RedfishBmc {
         tree: Arc<replay::ReplayTree>,
     ) -> Result<Arc<RedfishBmc>, TlsError> {
         let mut bmc = Arc::into_inner(RedfishBmc::new(host, addr)?).expect("a new BMC has one owner");
-        bmc.replay = Some(replay::Replay::new(tree, &bmc.host.sel_entries()));
+        bmc.replay =
+            Some(replay::Replay::new(tree, &bmc.host.sel_entries()).with_reset_start(bmc.host.last_reset()));
         Ok(Arc::new(bmc))
     }
 

@@ -221,10 +221,16 @@ impl ReplayTree {
                 }
             }
         };
-        if let Some(sys) = self.host_system.as_ref().and_then(|s| self.docs.get(s))
-            && let Some(p) = link_of(sys, "Processors")
-        {
-            scan(p, "ProcessorType", &mut out);
+        // The host system's processors, then those of the GPU baseboards NVIDIA's HGX/GB firmware lists as
+        // systems of their own (`HGX_Baseboard_N`), where such a node's GPUs are.
+        let baseboards = self
+            .systems
+            .iter()
+            .filter(|s| s.rsplit('/').next().is_some_and(|id| id.starts_with("HGX_Baseboard")));
+        for s in self.host_system.iter().chain(baseboards.filter(|s| Some(*s) != self.host_system.as_ref())) {
+            if let Some(p) = self.docs.get(s).and_then(|sys| link_of(sys, "Processors")) {
+                scan(p, "ProcessorType", &mut out);
+            }
         }
         // iLO lists an HGX board's GPUs among its chassis' devices.
         let chassis = self.docs.get("/redfish/v1/Chassis").map(member_links).unwrap_or_default();
@@ -275,16 +281,24 @@ impl ReplayTree {
     }
 }
 
-/// A BMC's replay: the tree plus the SEL id it started at (entries up to it are not the tree's news).
+/// A BMC's replay: the tree plus the SEL id it started at (entries up to it are not the tree's news) and
+/// the host's reset time then (a later one is a reset the simulator made, which `LastResetTime` shows).
 #[derive(Debug)]
 pub struct Replay {
     pub tree: Arc<ReplayTree>,
     sel_start: Option<u16>,
+    reset_start: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Replay {
     pub fn new(tree: Arc<ReplayTree>, existing: &[SelEntry]) -> Replay {
-        Replay { tree, sel_start: existing.iter().map(|e| e.id).max() }
+        Replay { tree, sel_start: existing.iter().map(|e| e.id).max(), reset_start: None }
+    }
+
+    /// [`Replay::new`] for a host whose last reset (as the simulator counts it) is `last_reset`.
+    pub fn with_reset_start(mut self, last_reset: chrono::DateTime<chrono::Utc>) -> Replay {
+        self.reset_start = Some(last_reset);
+        self
     }
 }
 
@@ -357,6 +371,14 @@ fn get(bmc: &RedfishBmc, replay: &Replay, path: &str) -> Response {
         && let Some(o) = v.as_object_mut()
     {
         o.insert("PowerState".into(), Value::from(super::resources::power_state_str(bmc.host.power_state())));
+        // As captured until the simulator resets the host; then the reset's time, as a BMC reports it.
+        let last = bmc.host.last_reset();
+        if replay.reset_start.is_some_and(|s| last > s) {
+            o.insert(
+                "LastResetTime".into(),
+                Value::from(last.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+            );
+        }
     }
     if let Some(Value::Array(members)) = v.get_mut("Members") {
         let before = members.len();
