@@ -143,6 +143,10 @@ pub struct ServeSection {
 
 /// `[[webhook]]`: where notifications are POSTed (JSON, in the background, retried with backoff; a
 /// delivery that fails every try is counted in `/metrics` and logged).
+    /// How often the cabling is checked (`inventory verify-cabling`: every leaf's LLDP neighbours over SSH
+    /// and the agents' reports of what each NIC hears, against the inventory), raising and resolving
+    /// `cabling` faults; a duration (default `0s`: not scheduled; at least `1s`).
+    pub cabling_interval: Option<String>,
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Webhook {

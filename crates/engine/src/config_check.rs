@@ -61,6 +61,12 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     if let Some(v) = &s.sweep_interval {
         duration("server.sweep-interval", v, err);
     }
+    if let Some(v) = &s.cabling_interval
+        && duration("server.cabling-interval", v, err)
+            .is_some_and(|d| !d.is_zero() && d < std::time::Duration::from_secs(1))
+    {
+        err("server.cabling-interval", "`server.cabling-interval` must be `0s` (off) or at least 1s".into());
+    }
     if let Some(v) = &s.session_ttl
         && duration("server.session-ttl", v, err).is_some_and(|d| d.is_zero())
     {
@@ -196,3 +202,14 @@ mod tests {
         );
     }
 }
+    #[test]
+    fn the_cabling_interval_is_off_or_at_least_a_second() {
+        let at = |v: &str| run(&format!("[server]\ncabling-interval = \"{v}\"\n"));
+        assert_eq!(at("0s"), Vec::<String>::new());
+        assert_eq!(at("15m"), Vec::<String>::new());
+        let d = at("100ms");
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert!(d[0].starts_with("l.toml:2:20: `server.cabling-interval` must be"), "{d:#?}");
+        assert!(at("often")[0].contains("is not a duration"), "{:#?}", at("often"));
+    }
+

@@ -5,6 +5,7 @@
 //! membership heartbeat starts first, so that every job sees this replica in the live set.
 
 pub mod backups;
+pub mod cabling;
 pub mod consoles;
 pub mod event_owner;
 pub mod events;
@@ -54,6 +55,10 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     }
     if state.base.config.config.server.console_logging.unwrap_or(true) {
         // What the logged consoles print becomes faults, correlated across devices (subscribed before the
+    if let Some(every) = cabling::interval(state) {
+        let s = state.clone();
+        jobs.spawn(async move { cabling::run_every(&s, every).await });
+    }
         // first console opens, so nothing printed is missed).
         jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings()));
         jobs.spawn(consoles::run(state.clone()));
