@@ -201,7 +201,7 @@ mod tests {
             "l.toml:18:1: unknown key `runbooks.guard.max-concurent` (did you mean `max-concurrent`?)"
         );
     }
-}
+
     #[test]
     fn the_cabling_interval_is_off_or_at_least_a_second() {
         let at = |v: &str| run(&format!("[server]\ncabling-interval = \"{v}\"\n"));
@@ -212,4 +212,4 @@ mod tests {
         assert!(d[0].starts_with("l.toml:2:20: `server.cabling-interval` must be"), "{d:#?}");
         assert!(at("often")[0].contains("is not a duration"), "{:#?}", at("often"));
     }
-
+}
