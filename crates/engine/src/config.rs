@@ -119,6 +119,10 @@ pub struct ServeSection {
     /// How often the whole fleet is swept (power, health, newest event-log entries), split over the live
     /// replicas; a duration (default `60s`; `0s` disables).
     pub sweep_interval: Option<String>,
+    /// How often the cabling is checked (`inventory verify-cabling`: every leaf's LLDP neighbours over SSH
+    /// and the agents' reports of what each NIC hears, against the inventory), raising and resolving
+    /// `cabling` faults; a duration (default `0s`: not scheduled; at least `1s`).
+    pub cabling_interval: Option<String>,
     /// Keep a session open and logged on every console of the inventory, whether or not anyone is
     /// attached (default true).
     pub console_logging: Option<bool>,
@@ -143,10 +147,6 @@ pub struct ServeSection {
 
 /// `[[webhook]]`: where notifications are POSTed (JSON, in the background, retried with backoff; a
 /// delivery that fails every try is counted in `/metrics` and logged).
-    /// How often the cabling is checked (`inventory verify-cabling`: every leaf's LLDP neighbours over SSH
-    /// and the agents' reports of what each NIC hears, against the inventory), raising and resolving
-    /// `cabling` faults; a duration (default `0s`: not scheduled; at least `1s`).
-    pub cabling_interval: Option<String>,
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Webhook {

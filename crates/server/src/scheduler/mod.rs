@@ -49,16 +49,16 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
         }
     });
     jobs.spawn(crate::probation::run(state.clone()));
+    if let Some(every) = cabling::interval(state) {
+        let s = state.clone();
+        jobs.spawn(async move { cabling::run_every(&s, every).await });
+    }
     if let Some(every) = sweeps::interval(state) {
         let s = state.clone();
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
     }
     if state.base.config.config.server.console_logging.unwrap_or(true) {
         // What the logged consoles print becomes faults, correlated across devices (subscribed before the
-    if let Some(every) = cabling::interval(state) {
-        let s = state.clone();
-        jobs.spawn(async move { cabling::run_every(&s, every).await });
-    }
         // first console opens, so nothing printed is missed).
         jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings()));
         jobs.spawn(consoles::run(state.clone()));
