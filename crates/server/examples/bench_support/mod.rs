@@ -1,7 +1,7 @@
-//! The harness both server benchmarks share (`bench_server`, `bench_replicas`): the binary plays the
-//! simulator and the server as child processes (`LIFELINE_BENCH_ROLE`), so the figures are the server's
-//! own; their inventory, a token, the fleet list under 100 clients, and reading a child's RSS and CPU from
-//! `/proc`. One copy, so the two benchmarks measure the same way.
+//! The harness the server benchmarks share (`bench_server`, `bench_replicas`, `bench_soak`): the binary
+//! plays the simulator and the server as child processes (`LIFELINE_BENCH_ROLE`), so the figures are the
+//! server's own; their inventory, a token, the fleet list under 100 clients, and reading a child's RSS
+//! and CPU from `/proc`. One copy, so the benchmarks measure the same way.
 #![allow(dead_code)] // each benchmark uses its own part
 
 use std::path::{Path, PathBuf};
@@ -36,7 +36,13 @@ pub fn play_role() -> bool {
 }
 
 pub fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    // The stack `lifeline` itself gives its workers (crates/cli/src/main.rs): a debug build's server
+    // futures overflow tokio's default 2 MiB (the soak's replicas did).
+    tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(8 * 1024 * 1024)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 // ----------------------------------------------------------------------------------------------------
