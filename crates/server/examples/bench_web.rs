@@ -186,13 +186,19 @@ fn drawn(d: &Driver, done: &str, part: &str) -> Result<(f64, u64, u64, f64), Str
     Ok((num(0)?, num(1)? as u64, num(2)? as u64, num(3)? / 1048576.0))
 }
 
-/// On the open page: posts a failing agent report for `device` (as the page's own API calls do, with
-/// the CSRF cookie) and waits, a frame at a time, until `changed` (a JS expression; `before` holds
-/// the value of `probe` read just before the post) holds. Answers the milliseconds from the server's
-/// answer (it has recorded the fault) to the page showing it.
-fn live_update(d: &Driver, device: &str, probe: &str, changed: &str) -> Result<f64, String> {
+/// The live stream looks at the store once a second: a change waits for its next look, so its delay
+/// depends on when in that second it happens. Each page is probed this many times, `1000 / PHASES` ms
+/// apart in that second (a probe starts just after the look that showed the one before).
+const PHASES: u32 = 4;
+
+/// On the open page, after `delay_ms`: posts a failing agent report for `device` (as the page's own
+/// API calls do, with the CSRF cookie) and waits, a frame at a time, until `changed` (a JS expression;
+/// `before` holds the value of `probe` read just before the post) holds. Answers the milliseconds from
+/// the server's answer (it has recorded the fault) to the page showing it.
+fn live_update(d: &Driver, delay_ms: u32, device: &str, probe: &str, changed: &str) -> Result<f64, String> {
     let script = format!(
         "const cb = arguments[arguments.length - 1];
+         setTimeout(() => {{
          const before = {probe};
          const csrf = (document.cookie.split(';').map(s => s.trim().split('='))
            .find(([k]) => k === 'lifeline_csrf') || ['', ''])[1];
@@ -209,7 +215,8 @@ fn live_update(d: &Driver, device: &str, probe: &str, changed: &str) -> Result<f
                else requestAnimationFrame(tick);
              }};
              tick();
-           }}, (e) => cb(['error', 'agent report: ' + e]));"
+           }}, (e) => cb(['error', 'agent report: ' + e]));
+         }}, {delay_ms});"
     );
     let v = d.js_async(&script)?;
     v[0].as_f64().ok_or(format!("the page answered {v}"))
@@ -326,7 +333,7 @@ fn run(n: usize, runs: usize) -> Result<(), String> {
     let faulted = "Number(document.querySelector('#state-counts li[data-state=faulted]').dataset.count)";
     let mut figures: Vec<Vec<(f64, u64, u64, f64)>> = vec![Vec::new(); pages.len()];
     let (mut live_grid, mut live_overview) = (Vec::new(), Vec::new());
-    // Each live probe faults a device not faulted before (two per run), spread over the fleet.
+    // Each live probe faults a device not faulted before, spread over the fleet.
     let mut probe_device = {
         let mut k = 0usize;
         move || {
@@ -350,24 +357,32 @@ fn run(n: usize, runs: usize) -> Result<(), String> {
                 f.3
             );
             figures[i].push(f);
-            let (what, ms) = match i {
-                0 => {
-                    let ms = live_update(&d, &probe_device(), faulted, &format!("{faulted} === before + 1"))
-                        .map_err(|e| format!("live update on the overview: {e}"))?;
-                    live_overview.push(ms);
-                    ("overview's faulted count", ms)
-                }
-                1 => {
-                    let dev = probe_device();
-                    let cell = format!("document.querySelector('#grid a.c[data-device=\"{dev}\"]')");
-                    let ms = live_update(&d, &dev, "0", &format!("{cell}.classList.contains('s-faulted')"))
-                        .map_err(|e| format!("live update on the grid: {e}"))?;
-                    live_grid.push(ms);
-                    ("grid cell", ms)
-                }
-                _ => continue,
-            };
-            eprintln!("run {}: live update, {what}: {ms:.0} ms after the server recorded it", run + 1);
+            for phase in 0..PHASES {
+                let delay = phase * 1000 / PHASES;
+                let (what, ms) = match i {
+                    0 => {
+                        let changed = format!("{faulted} === before + 1");
+                        let ms = live_update(&d, delay, &probe_device(), faulted, &changed)
+                            .map_err(|e| format!("live update on the overview: {e}"))?;
+                        live_overview.push(ms);
+                        ("overview's faulted count", ms)
+                    }
+                    1 => {
+                        let dev = probe_device();
+                        let cell = format!("document.querySelector('#grid a.c[data-device=\"{dev}\"]')");
+                        let changed = format!("{cell}.classList.contains('s-faulted')");
+                        let ms = live_update(&d, delay, &dev, "0", &changed)
+                            .map_err(|e| format!("live update on the grid: {e}"))?;
+                        live_grid.push(ms);
+                        ("grid cell", ms)
+                    }
+                    _ => break,
+                };
+                eprintln!(
+                    "run {}: live update, {what}, posted {delay} ms after the last look: {ms:.0} ms after the server recorded it",
+                    run + 1
+                );
+            }
         }
     }
     let med = |i: usize| {
@@ -411,7 +426,8 @@ fn run(n: usize, runs: usize) -> Result<(), String> {
         grid.2 / n as f64
     );
     println!(
-        "live update (server recorded the fault → the open page shows it), {runs} each: grid median {:.0} ms (max {:.0}), overview median {:.0} ms (max {:.0}); the issue's bound is 1 s, an absolute time: judge it on a quiet machine",
+        "live update (server recorded the fault → the open page shows it), {} each, at {PHASES} phases of the stream's 1 s look: grid median {:.0} ms (max {:.0}), overview median {:.0} ms (max {:.0}); the issue's bound is 1 s, an absolute time: judge it on a quiet machine",
+        live_grid.len(),
         median(&live_grid),
         max(&live_grid),
         median(&live_overview),
