@@ -63,7 +63,8 @@ fn a_cycle_whose_outcome_the_store_refuses_is_answered_done_and_retried_without_
     assert_eq!(row["request_id"], "op-7/node", "{row}");
     assert_eq!(row["confirmed"], true, "{row}");
     assert!(text.contains("warning: node: done, recording delayed"), "{text}");
-    assert!(text.contains("a retry with request id op-7/node returns it"), "{text}");
+    // The hint names what `--request-id` takes (the id less its target).
+    assert!(text.contains("a retry with request id op-7 returns it"), "{text}");
     assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
     // Two kept outcomes: the request's answer and the BMC command's audit outcome.
     assert_eq!(pending_slots(&sim), 2);
@@ -94,6 +95,34 @@ fn a_cycle_whose_outcome_the_store_refuses_is_answered_done_and_retried_without_
         ok["detail"]["recorded_late"]["why"].as_str().is_some_and(|w| w.contains("disk is full")),
         "{ok}"
     );
+}
+
+/// Sent without `--request-id`: the hint names a fresh id, and `--request-id` with that id is the same
+/// request (its kept outcome, nothing sent), while the store still refuses and after it takes writes again.
+#[test]
+fn the_hinted_request_id_of_a_cycle_sent_without_one_replays_it() {
+    let sim = two_node_sim(42700);
+    let first = lifeline(&sim, &["power", "cycle", "node", "--yes", "--json"], true);
+    let text = output_text(&first);
+    assert_eq!(first.status.code(), Some(0), "{text}");
+    let hinted = text
+        .split("a retry with request id ")
+        .nth(1)
+        .and_then(|r| r.split(" returns it").next())
+        .unwrap_or_else(|| panic!("no retry hint: {text}"))
+        .to_owned();
+    assert!(!hinted.contains('/'), "the hint names the id as --request-id takes it: {hinted}");
+    assert_eq!(output_json(&first)[0]["request_id"], format!("{hinted}/node"));
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+
+    let args = ["power", "cycle", "node", "--yes", "--json", "--request-id", hinted.as_str()];
+    let again = lifeline(&sim, &args, true);
+    assert_eq!(again.status.code(), Some(0), "{}", output_text(&again));
+    assert_eq!(output_json(&again)[0]["replay_of"], format!("{hinted}/node"), "{}", output_text(&again));
+    let later = lifeline(&sim, &args, false);
+    assert_eq!(later.status.code(), Some(0), "{}", output_text(&later));
+    assert_eq!(output_json(&later)[0]["replay_of"], format!("{hinted}/node"), "{}", output_text(&later));
+    assert_eq!(cycles(&sim), 1, "the hinted id replayed the cycle: {:?}", sim.actions("node"));
 }
 
 #[test]
@@ -129,6 +158,11 @@ fn the_server_answers_200_with_a_warning_and_readyz_says_why_it_is_not_ready() {
     let v = cycle();
     assert_eq!(v["recording"], "delayed", "{v}");
     assert!(v["warning"].as_str().is_some_and(|w| w.starts_with("done, recording delayed")), "{v}");
+    // The warning names the key the client sent, not the caller-scoped id it is stored under.
+    assert!(
+        v["warning"].as_str().is_some_and(|w| w.contains("a retry with request id k-1 returns it")),
+        "{v}"
+    );
     assert_eq!(cycles(&sim), 1);
     let v = cycle();
     assert!(v["replay_of"].as_str().is_some_and(|r| r.contains("k-1")), "{v}");

@@ -240,12 +240,21 @@ impl Lifeline {
         Ok(self.bmc_pool.get_or_init(|| shared.with_audit(sink)).clone())
     }
 
-    /// The request id for one target of this call: the front end's, scoped to the target, or a fresh one.
+    /// The request id for one target of this call: the front end's, or a fresh one, scoped to the target
+    /// (`BASE/TARGET` either way, so that the id a hint names, [`Lifeline::retry_key`], finds it again).
     pub fn request_id_for(&self, target: &str) -> String {
         match &self.identity.request_id {
             Some(base) => format!("{base}/{target}"),
-            None => uuid::Uuid::new_v4().to_string(),
+            None => format!("{}/{target}", uuid::Uuid::new_v4()),
         }
+    }
+
+    /// What a caller passes to repeat request `request_id` on `target` (the CLI's `--request-id`, the HTTP
+    /// `Idempotency-Key`): the id less its `/TARGET` and the front end's `ACTOR/` scope (the server scopes
+    /// each caller's keys by actor).
+    pub fn retry_key<'a>(&self, request_id: &'a str, target: &str) -> &'a str {
+        let base = request_id.strip_suffix(target).and_then(|b| b.strip_suffix('/')).unwrap_or(request_id);
+        base.strip_prefix(self.identity.actor.as_str()).and_then(|b| b.strip_prefix('/')).unwrap_or(base)
     }
 
     /// Closes the kept BMC sessions (Close Session on each, so none is left on a BMC), then the store's pool

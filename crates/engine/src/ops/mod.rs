@@ -192,8 +192,9 @@ impl Lifeline {
     {
         let store = self.store().await?;
         let request_id = self.request_id_for(target);
+        let retry = self.retry_key(&request_id, target).to_owned();
         // Outcomes the store refused before go in first; a retry of one still waiting is answered from it.
-        if let Some(kept) = recorded::kept_first(self, store, &request_id).await {
+        if let Some(kept) = recorded::kept_first(self, store, &request_id, &retry).await {
             return Ok(kept);
         }
         if let Some(prev) = store.begin_request(&request_id, target, action, self.actor()).await? {
@@ -233,7 +234,7 @@ impl Lifeline {
             Ok(v) => serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
             Err(e) => serde_json::json!({ "error": e.chain(), "class": e.class() }),
         };
-        let answer = recorded::finish(store, slot, &request_id, stored, result).await;
+        let answer = recorded::finish(store, slot, (&request_id, &retry), stored, result).await;
         guard.release().await;
         answer
     }

@@ -76,7 +76,12 @@ fn refused() -> Option<String> {
 
 /// Replays kept outcomes (when there are any); a request whose outcome still waits in its slot is answered
 /// from there, with the warning.
-pub(crate) async fn kept_first<T>(l: &Lifeline, store: &Store, request_id: &str) -> Option<Acted<T>> {
+pub(crate) async fn kept_first<T>(
+    l: &Lifeline,
+    store: &Store,
+    request_id: &str,
+    retry: &str,
+) -> Option<Acted<T>> {
     let wal = l.outcome_wal();
     if wal.waiting() > 0 {
         wal.replay(store).await;
@@ -85,7 +90,7 @@ pub(crate) async fn kept_first<T>(l: &Lifeline, store: &Store, request_id: &str)
     let mut outcome = kept.detail;
     if let serde_json::Value::Object(m) = &mut outcome {
         m.insert("recording".into(), "delayed".into());
-        m.insert("warning".into(), delayed_warning(request_id, &kept.why, wal.dir()).into());
+        m.insert("warning".into(), delayed_warning(retry, &kept.why, wal.dir()).into());
     }
     Some(Acted::Replayed { request_id: request_id.into(), outcome, coalesced: false })
 }
@@ -101,11 +106,12 @@ pub(crate) async fn reserve(l: &Lifeline, request_id: &str, target: &str, action
 }
 
 /// Records the request's outcome, or keeps it in its slot when the store refuses it. The action's own
-/// result decides the answer; a refused recording only adds the warning.
+/// result decides the answer; a refused recording only adds the warning, which names `retry`, the key the
+/// caller passes to get the outcome again.
 pub(crate) async fn finish<T: Serialize>(
     store: &Store,
     slot: Slot,
-    request_id: &str,
+    (request_id, retry): (&str, &str),
     stored: serde_json::Value,
     result: Result<T>,
 ) -> Result<Acted<T>> {
@@ -122,12 +128,12 @@ pub(crate) async fn finish<T: Serialize>(
     };
     let dir = slot.dir().to_path_buf();
     let warning = match slot.keep("done", stored, &why).await {
-        Ok(()) => delayed_warning(request_id, &why, &dir),
+        Ok(()) => delayed_warning(retry, &why, &dir),
         Err(e) => {
             tracing::error!(request_id, "an outcome could be neither recorded nor kept: {why}; {e}");
             format!(
                 "done, but its outcome could not be recorded (store: {why}) nor kept locally ({}); request \
-                 {request_id}",
+                 {retry}",
                 lifeline_types::error_chain(&e)
             )
         }
@@ -136,10 +142,10 @@ pub(crate) async fn finish<T: Serialize>(
     result.map(|value| Acted::Delayed { value, request_id: request_id.into(), warning })
 }
 
-fn delayed_warning(request_id: &str, why: &str, dir: &std::path::Path) -> String {
+fn delayed_warning(retry: &str, why: &str, dir: &std::path::Path) -> String {
     format!(
         "done, recording delayed: the store refused the outcome ({why}); it is kept in {} and recorded when the \
-         store takes writes again; a retry with request id {request_id} returns it",
+         store takes writes again; a retry with request id {retry} returns it",
         dir.display()
     )
 }
