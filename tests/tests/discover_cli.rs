@@ -76,8 +76,8 @@ fn finds_and_identifies_every_simulated_bmc_and_diffs_the_inventory() {
     // Every BMC, with vendor, model and serial read with the inventory's credentials.
     let out = discover(&sim, &sim.inventory, net, offset, &["--json"]);
     assert!(out.status.success(), "{}", output_text(&out));
-    let found = output_json(&out);
-    let found = found.as_array().expect("a list of BMCs");
+    let found_all = output_json(&out);
+    let found = found_all.as_array().expect("a list of BMCs");
     assert_eq!(found.len(), 6, "{found:#?}");
     for (i, f) in found.iter().enumerate() {
         assert_eq!(f["address"], host(net, i as u8 + 1).to_string());
@@ -116,6 +116,83 @@ fn finds_and_identifies_every_simulated_bmc_and_diffs_the_inventory() {
         "{text}"
     );
     assert_eq!(text.matches(": answers, not in the inventory").count(), 2, "{text}");
+
+    // With a credential reference of the operator's own, the two BMCs the inventory lacks are identified
+    // too: over Redfish where it answers (pinned to the certificate seen anonymously), over IPMI alone.
+    let by_addr = |v: &Value, ip: Ipv4Addr| -> Value {
+        v.as_array().unwrap().iter().find(|f| f["address"] == ip.to_string()).cloned().unwrap()
+    };
+    let full = found_all.clone();
+    for (proto, protocol) in [("both", "redfish"), ("ipmi", "ipmi")] {
+        let out = discover(
+            &sim,
+            &partial,
+            net,
+            offset,
+            &[
+                "--json",
+                "--protocol",
+                proto,
+                "--credentials",
+                "env:LIFELINE_BMC_PASSWORD",
+                "--username",
+                "admin",
+            ],
+        );
+        assert!(out.status.success(), "{}", output_text(&out));
+        let found = output_json(&out);
+        assert_eq!(found.as_array().unwrap().len(), 6, "{found:#}");
+        for ip in [host(net, 2), host(net, 5)] {
+            let f = by_addr(&found, ip);
+            assert!(f["device"].is_null(), "{f:#}");
+            assert_eq!(f["identified_by"], "given-credentials", "{f:#}");
+            assert_eq!(f["protocol"], protocol, "{f:#}");
+            for key in ["vendor", "model", "serial", "bmc_mac", "firmware"] {
+                assert!(f[key].as_str().is_some_and(|s| !s.is_empty()), "{key} of {f:#}");
+            }
+            // The same identity as the inventory's credential read when the BMC was listed.
+            let listed = by_addr(&full, ip);
+            for key in ["serial", "bmc_mac", "model"] {
+                assert_eq!(f[key], listed[key], "{key}: {f:#} vs {listed:#}");
+            }
+        }
+        // The listed ones are still read with the inventory's own credentials.
+        assert_eq!(by_addr(&found, host(net, 1))["identified_by"], "credentials");
+    }
+
+    // A wrong password: each unknown BMC says why, its anonymous answers kept, the run still succeeds.
+    let out = Command::new(lifeline_bin())
+        .args(["discover", &format!("{net}/28"), "--json", "--timeout", "1", "--protocol", "ipmi"])
+        .args(["--ipmi-port", &(623 + offset).to_string(), "--redfish-port", &(443 + offset).to_string()])
+        .args(["--credentials", "env:DISCOVER_OTHER_PW", "--username", "admin", "--inventory"])
+        .arg(&partial)
+        .arg("--data-dir")
+        .arg(&sim.data)
+        .env("LIFELINE_BMC_PASSWORD", PASSWORD)
+        .env("DISCOVER_OTHER_PW", "not-the-password")
+        .env_remove("LIFELINE_CONFIG")
+        .env_remove("LIFELINE_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", output_text(&out));
+    let f = by_addr(&output_json(&out), host(net, 2));
+    assert_eq!(f["identified_by"], "anonymous", "{f:#}");
+    assert!(f["identify_error"].as_str().is_some_and(|e| !e.is_empty()), "{f:#}");
+    assert!(f["serial"].is_null(), "{f:#}");
+
+    // A password on the command line is refused as one; an unset variable fails before any packet.
+    let out = discover(&sim, &partial, net, offset, &["--credentials", "hunter2", "--username", "admin"]);
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
+    assert!(output_text(&out).contains("--credentials"), "{}", output_text(&out));
+    let out = discover(
+        &sim,
+        &partial,
+        net,
+        offset,
+        &["--credentials", "env:DISCOVER_UNSET_PW", "--username", "admin"],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", output_text(&out));
+    assert!(output_text(&out).contains("DISCOVER_UNSET_PW"), "{}", output_text(&out));
 }
 
 fn peer_lines(kind: &str) -> Option<Vec<Vec<String>>> {

@@ -5,8 +5,11 @@
 //! answers without credentials — an RMCP presence ping (ASF, UDP 623) followed by IPMI Get Channel
 //! Authentication Capabilities for those that pong, and the Redfish service root (plus the first system and
 //! manager where the BMC allows it) — then reads vendor, model, serial, BMC MAC and firmware with the
-//! inventory's credential references for the addresses the inventory knows. An OOB network is 1G and BMCs
-//! are slow: pings are paced at `rate` per second and at most `concurrency` probes are in flight.
+//! inventory's credential references for the addresses the inventory knows — and, given a user and a
+//! credential reference of their own (`--credentials REF`, never a password), for the addresses it does
+//! not know, each pinned to the certificate its anonymous probe presented. An OOB network is 1G and BMCs
+//! are slow: pings are paced at `rate` per second, and at most `concurrency` probes (and credentialed
+//! reads, each paced like a new connection) are in flight.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use ipnet::IpNet;
-use lifeline_bmc::BmcInfo;
+use lifeline_bmc::{BmcInfo, BmcTarget};
 use lifeline_inventory::{Host, Inventory};
 use lifeline_ipmi::wire::Privilege;
 use lifeline_ipmi::wire::packet::{self, AsfMessage, Packet};
@@ -25,6 +28,7 @@ use tokio::net::UdpSocket;
 
 use crate::context::Lifeline;
 use crate::error::{EngineError, Result};
+use crate::targets::SelectedBmc;
 
 /// A scan larger than this is refused: a typo (`/8`) must not flood an OOB network.
 pub const MAX_ADDRESSES: usize = 1 << 17;
@@ -47,6 +51,16 @@ pub struct Spec {
     pub timeout: Duration,
     /// Read vendor/model/serial/MAC/firmware with the inventory's credentials where the address is known.
     pub identify: bool,
+    /// Read them for the addresses the inventory does not know, as this user.
+    pub unknown: Option<UnknownCredentials>,
+}
+
+/// Who to log in as on BMCs outside the inventory: a user and a credential reference as the inventory
+/// writes them (`env:VAR`, `file:PATH`, `sealed:NAME`), resolved once before the scan starts.
+#[derive(Debug, Clone)]
+pub struct UnknownCredentials {
+    pub username: String,
+    pub credential: lifeline_types::CredentialRef,
 }
 
 impl Default for Spec {
@@ -62,6 +76,7 @@ impl Default for Spec {
             rate: 500,
             timeout: Duration::from_secs(2),
             identify: true,
+            unknown: None,
         }
     }
 }
@@ -81,7 +96,8 @@ pub struct Found {
     pub firmware: Option<String>,
     /// The inventory device whose BMC has this address.
     pub device: Option<String>,
-    /// `credentials` when the inventory's credential read the identity, else `anonymous`.
+    /// `credentials` when the inventory's credential read the identity, `given-credentials` when the
+    /// `--credentials` reference did (an address the inventory lacks), else `anonymous`.
     pub identified_by: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redfish_version: Option<String>,
@@ -97,6 +113,9 @@ pub struct Found {
     /// The credentialed read failed (the anonymous fields stay).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identify_error: Option<String>,
+    /// The certificate the anonymous probe saw: a credentialed read of an unknown BMC is pinned to it.
+    #[serde(skip)]
+    pin: Option<lifeline_types::Fingerprint>,
 }
 
 impl Found {
@@ -118,7 +137,18 @@ impl Found {
             ipmi_v2: None,
             anonymous_login: None,
             identify_error: None,
+            pin: None,
         }
+    }
+
+    /// What a credentialed read says wins over the anonymous answers it covers.
+    fn absorb(&mut self, i: BmcInfo, by: &'static str) {
+        self.identified_by = by;
+        self.vendor = i.manufacturer.or(self.vendor.take());
+        self.model = i.model.or(self.model.take());
+        self.serial = i.serial.or(self.serial.take());
+        self.bmc_mac = i.bmc_mac;
+        self.firmware = i.bmc_firmware.or(self.firmware.take());
     }
 }
 
@@ -191,6 +221,17 @@ impl Lifeline {
     pub async fn discover(&self, spec: &Spec) -> Result<Report> {
         let started = Instant::now();
         let addrs = addresses(&spec.ranges)?;
+        // A reference that does not resolve fails the run before the first packet.
+        let unknown_password = match &spec.unknown {
+            Some(c) => {
+                Some(self.resolve_bmc_credential(&c.credential, "discover --credentials").map_err(|e| {
+                    EngineError::Credentials {
+                        problems: vec![format!("--credentials `{}`: {e}", c.credential)],
+                    }
+                })?)
+            }
+            None => None,
+        };
         let mut found: BTreeMap<IpAddr, Found> = BTreeMap::new();
         let mut pings_sent = 0;
         if spec.ipmi {
@@ -240,6 +281,7 @@ impl Lifeline {
                     f.vendor = Some(m);
                 }
                 f.tls_fingerprint = p.certificate.map(|c| c.to_string());
+                f.pin = p.certificate;
             }
         }
         for f in found.values_mut() {
@@ -262,6 +304,9 @@ impl Lifeline {
             if spec.identify {
                 self.identify(&mut found).await?;
             }
+        }
+        if let (Some(c), Some(pw)) = (&spec.unknown, &unknown_password) {
+            self.identify_unknown(&mut found, c, pw, spec).await?;
         }
         not_answering.sort();
         let not_in_inventory = found.values().filter(|f| f.device.is_none()).map(|f| f.address).collect();
@@ -297,20 +342,83 @@ impl Lifeline {
         for f in found.values_mut() {
             let Some(name) = &f.device else { continue };
             match by_name.get(name) {
-                Some(Ok(i)) => {
-                    f.identified_by = "credentials";
-                    f.vendor = i.manufacturer.clone().or(f.vendor.take());
-                    f.model = i.model.clone().or(f.model.take());
-                    f.serial = i.serial.clone().or(f.serial.take());
-                    f.bmc_mac = i.bmc_mac.clone();
-                    f.firmware = i.bmc_firmware.clone().or(f.firmware.take());
-                }
+                Some(Ok(i)) => f.absorb(i.clone(), "credentials"),
                 Some(Err(e)) => f.identify_error = Some(e.clone()),
                 None => {}
             }
         }
         Ok(())
     }
+}
+
+impl Lifeline {
+    /// Reads `bmc info` as `creds` on every found address no inventory device has: Redfish where it
+    /// answered (pinned to the certificate seen anonymously), IPMI otherwise; new sessions paced at
+    /// `spec.rate`, `spec.concurrency` at once, each bounded by [`IDENTIFY_TIMEOUT`].
+    async fn identify_unknown(
+        &self,
+        found: &mut BTreeMap<IpAddr, Found>,
+        creds: &UnknownCredentials,
+        password: &str,
+        spec: &Spec,
+    ) -> Result<()> {
+        if found.values().all(|f| f.device.is_some()) {
+            return Ok(());
+        }
+        let pool = self.bmc_pool().await?;
+        let pace = pacer(spec.rate);
+        let rows: Vec<(IpAddr, std::result::Result<BmcInfo, String>)> = futures::stream::iter(
+            found
+                .values()
+                .filter(|f| f.device.is_none())
+                .map(|f| (f.address, unknown_target(f, creds, spec, password))),
+        )
+        .map(|(ip, b)| {
+            let pace = pace.clone();
+            let pool = pool.clone();
+            async move {
+                pace.lock().await.tick().await;
+                let bmc = pool.bmc(b.target);
+                let r = tokio::time::timeout(IDENTIFY_TIMEOUT, bmc.info()).await;
+                let r = match r {
+                    Ok(Ok(i)) => Ok(i),
+                    Ok(Err(e)) => Err(lifeline_types::error_chain(&e)),
+                    Err(_) => Err(format!("no identity within {}", lifeline_types::Human(IDENTIFY_TIMEOUT))),
+                };
+                (ip, r)
+            }
+        })
+        .buffer_unordered(spec.concurrency.max(1))
+        .collect()
+        .await;
+        for (ip, r) in rows {
+            let Some(f) = found.get_mut(&ip) else { continue };
+            match r {
+                Ok(i) => f.absorb(i, "given-credentials"),
+                Err(e) => f.identify_error = Some(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One credentialed read of a BMC may take this long in all (a session, a few documents).
+const IDENTIFY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The BMC target of a found address outside the inventory, named after its address.
+fn unknown_target(f: &Found, creds: &UnknownCredentials, spec: &Spec, password: &str) -> SelectedBmc {
+    let redfish = f.protocols.contains(&"redfish");
+    let (protocol, port) = if redfish {
+        (lifeline_types::BmcProtocol::Redfish, spec.redfish_port)
+    } else {
+        (lifeline_types::BmcProtocol::Ipmi, spec.ipmi_port)
+    };
+    let name = f.address.to_string();
+    let mut t = BmcTarget::new(name.clone(), name, protocol, creds.username.clone(), password.to_owned())
+        .with_port(port);
+    t.redfish_tls = spec.redfish_tls;
+    t.tls_pin = f.pin;
+    SelectedBmc { target: t, role: None, rack: None }
 }
 
 /// Inventory BMC addresses that are IP literals (a host name cannot be matched to a scanned address).

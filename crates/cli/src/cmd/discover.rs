@@ -54,6 +54,13 @@ pub struct DiscoverArgs {
     /// Do not read identities with the inventory's credentials (anonymous answers only).
     #[arg(long)]
     pub no_identify: bool,
+    /// Identify the BMCs the inventory lacks too, logging in with this credential reference as the
+    /// inventory writes one (`env:VAR`, `file:PATH`, `sealed:NAME`; never a password); with --username.
+    #[arg(long, value_name = "REF", requires = "username")]
+    pub credentials: Option<lifeline_types::CredentialRef>,
+    /// The user --credentials logs in as.
+    #[arg(long, value_name = "USER", requires = "credentials")]
+    pub username: Option<String>,
 }
 
 pub async fn run(g: &Global, a: DiscoverArgs) -> CmdResult {
@@ -71,6 +78,9 @@ pub async fn run(g: &Global, a: DiscoverArgs) -> CmdResult {
         rate: a.rate.max(1),
         timeout: Duration::from_secs_f64(a.timeout),
         identify: !a.no_identify,
+        unknown: a.credentials.clone().zip(a.username.clone()).map(|(credential, username)| {
+            lifeline_engine::discover::UnknownCredentials { username, credential }
+        }),
     };
     let l = lifeline(g)?;
     let report = l.discover(&spec).await?;
