@@ -51,6 +51,9 @@ pub enum Fault {
     PfcStorm { port: String },
     /// A switch port whose link goes down and up about once a second (carrier transitions, CRC errors).
     LinkFlap { port: String },
+    /// A switch port's MTU is changed in the running configuration (an operator's edit a later backup
+    /// sees: SONiC `PORT|NAME mtu`, EOS / IOS `mtu N` under the interface, NVUE `link mtu`).
+    PortMtu { port: String, mtu: u32 },
     /// The cables of two switch ports are in each other's ports: the switch's LLDP lists what was on one
     /// on the other (a port with nothing on it: one cable moved).
     Miscabled { a: String, b: String },
@@ -94,7 +97,7 @@ pub enum FaultParseError {
 }
 
 const EXPECTED: &str = "bmc-unresponsive, bmc-slow=MS, udp-loss=PCT, tls-cert-change, sol-stuck, sessions-full, \
-boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, link-flap=PORT, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
+boot-loop, gpu-ecc=GPU, gpu-xid=GPU:CODE, gpu-missing=GPU, rail-down=HCA, rail-mtu=HCA:MTU, pfc-storm=PORT, link-flap=PORT, port-mtu=PORT:MTU, miscabled=PORT:PORT, psu-fail=N, config-change, ssh-key-change, mgmt-down, redfish-down, sel-markup, os-hang, firmware-fail";
 
 impl Fault {
     /// The fault's name without its value (`rail-down`), used as the key when faults replace each other.
@@ -114,6 +117,7 @@ impl Fault {
             Fault::RailMtu { .. } => "rail-mtu",
             Fault::PfcStorm { .. } => "pfc-storm",
             Fault::LinkFlap { .. } => "link-flap",
+            Fault::PortMtu { .. } => "port-mtu",
             Fault::Miscabled { .. } => "miscabled",
             Fault::PsuFail { .. } => "psu-fail",
             Fault::ConfigChange => "config-change",
@@ -158,6 +162,7 @@ impl fmt::Display for Fault {
             Fault::RailDown { hca } => write!(f, "{name}={hca}"),
             Fault::RailMtu { hca, mtu } => write!(f, "{name}={hca}:{mtu}"),
             Fault::PfcStorm { port } | Fault::LinkFlap { port } => write!(f, "{name}={port}"),
+            Fault::PortMtu { port, mtu } => write!(f, "{name}={port}:{mtu}"),
             Fault::Miscabled { a, b } => write!(f, "{name}={a}:{b}"),
             Fault::PsuFail { psu } => write!(f, "{name}={psu}"),
             _ => f.write_str(name),
@@ -270,6 +275,11 @@ impl FromStr for Fault {
             "link-flap" => {
                 let (n, u) = ("link-flap", "PORT");
                 Ok(Fault::LinkFlap { port: ident(n, u, need(n, u, value)?)? })
+            }
+            "port-mtu" => {
+                let (n, u) = ("port-mtu", "PORT:MTU");
+                let (p, m) = pair(n, u, need(n, u, value)?)?;
+                Ok(Fault::PortMtu { port: ident(n, u, p)?, mtu: num(n, u, m)? })
             }
             "psu-fail" => {
                 let (n, u) = ("psu-fail", "N (PSU number, from 1)");

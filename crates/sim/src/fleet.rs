@@ -290,6 +290,7 @@ impl Devices {
                                 | Fault::SshKeyChange
                                 | Fault::PfcStorm { .. }
                                 | Fault::LinkFlap { .. }
+                                | Fault::PortMtu { .. }
                                 | Fault::Miscabled { .. }
                                 | Fault::BootLoop
                         ) {
@@ -310,6 +311,11 @@ impl Devices {
                         }
                         if let Fault::LinkFlap { port } = fault {
                             s.state.flaps.start(port);
+                        }
+                        if let Fault::PortMtu { port, mtu } = fault {
+                            s.state
+                                .set_port_mtu(port, *mtu)
+                                .map_err(|what| DeviceError::NotSupported { name: name.into(), what })?;
                         }
                         if let Fault::Miscabled { a, b } = fault {
                             s.state.lldp.swap(a, b);

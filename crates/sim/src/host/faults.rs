@@ -187,7 +187,8 @@ impl Host {
             | Fault::SshKeyChange
             | Fault::MgmtDown
             | Fault::Miscabled { .. }
-            | Fault::LinkFlap { .. } => {
+            | Fault::LinkFlap { .. }
+            | Fault::PortMtu { .. } => {
                 return Err(not_applicable());
             }
             // Read by the Redfish front end (a replayed tree drops the GPU); the host itself runs on.
@@ -279,7 +280,8 @@ pub(super) fn same_slot(a: &Fault, b: &Fault) -> bool {
         (Fault::RailDown { hca: x }, Fault::RailDown { hca: y })
         | (Fault::RailMtu { hca: x, .. }, Fault::RailMtu { hca: y, .. })
         | (Fault::PfcStorm { port: x }, Fault::PfcStorm { port: y })
-        | (Fault::LinkFlap { port: x }, Fault::LinkFlap { port: y }) => x == y,
+        | (Fault::LinkFlap { port: x }, Fault::LinkFlap { port: y })
+        | (Fault::PortMtu { port: x, .. }, Fault::PortMtu { port: y, .. }) => x == y,
         (Fault::GpuEcc { gpu: x }, Fault::GpuEcc { gpu: y })
         | (Fault::GpuMissing { gpu: x }, Fault::GpuMissing { gpu: y })
         | (Fault::PsuFail { psu: x }, Fault::PsuFail { psu: y }) => x == y,
