@@ -182,3 +182,61 @@ fn a_real_read_compared_with_a_later_one_names_the_port_that_moved() {
     assert_eq!(r.len(), 1, "{r:#?}");
     assert_eq!((r[0].port.as_str(), r[0].counter, r[0].delta()), ("Ethernet4", Counter::PfcRx(3), 900_000));
 }
+
+/// NVIDIA's published NVUE outputs: since Cumulus Linux 5.5 `nv show interface PORT counters` prints
+/// sectioned Receive/Transmit tables (the errors and drops are in `Total Errors` / `Total Drops`, CRC in
+/// `FCS Errors`), before that a key/value list (`in-errors`), kept as `link stats`; and the PFC table.
+#[test]
+fn cumulus_nvue_counters_in_both_forms_and_pfc() {
+    let Some(dir) = corpus() else { return };
+    let all = |rel: &str| {
+        let rows = parse(Format::CumulusCounters, &file(&dir, rel), Some("swp1"));
+        assert_eq!(rows.len(), 1, "{rel}: {rows:#?}");
+        rows.into_iter().next().unwrap().counters
+    };
+    let c = all("cumulus/nv_show_interface_swp1_counters_5.6.txt");
+    let want = [
+        (Counter::LinkFlaps, 4),
+        (Counter::RxErrors, 0),
+        (Counter::TxErrors, 0),
+        (Counter::RxDrops, 0),
+        (Counter::TxDrops, 0),
+        (Counter::Crc, 0),
+    ];
+    for (k, v) in want {
+        assert_eq!(c.get(&k), Some(&v), "5.5+ form: {k:?} in {c:#?}");
+    }
+    assert_eq!(c.len(), want.len(), "nothing else is read as a counter: {c:#?}");
+
+    let c = all("cumulus/nv_show_interface_swp1_counters_errors_5.6.txt");
+    assert_eq!(
+        (c.get(&Counter::RxErrors), c.get(&Counter::TxErrors), c.get(&Counter::Crc)),
+        (Some(&0), Some(&0), Some(&0))
+    );
+
+    let c = all("cumulus/nv_show_interface_swp1_link_stats.txt");
+    assert_eq!(
+        (
+            c[&Counter::LinkFlaps],
+            c[&Counter::RxErrors],
+            c[&Counter::TxErrors],
+            c[&Counter::RxDrops],
+            c[&Counter::TxDrops]
+        ),
+        (6, 0, 0, 0, 0)
+    );
+
+    let rows = parse(
+        Format::CumulusPfc,
+        &file(&dir, "cumulus/nv_show_interface_swp1_counters_qos_pfc_stats.txt"),
+        Some("swp1"),
+    );
+    let c = &port(&rows, "swp1").counters;
+    for p in 0..8u8 {
+        assert_eq!(
+            (c.get(&Counter::PfcRx(p)), c.get(&Counter::PfcTx(p))),
+            (Some(&0), Some(&0)),
+            "priority {p}"
+        );
+    }
+}

@@ -33,10 +33,47 @@ fn counter(key: &str) -> Option<Counter> {
     })
 }
 
-/// `nv show interface PORT counters` or `ethtool -S PORT`.
+/// A row of a `Counter  Receive  Transmit` table (Cumulus Linux 5.5 and later) as the counters of its
+/// receive and transmit columns.
+fn receive_transmit(name: &str) -> Option<(Option<Counter>, Option<Counter>)> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "total errors" => (Some(Counter::RxErrors), Some(Counter::TxErrors)),
+        "total drops" => (Some(Counter::RxDrops), Some(Counter::TxDrops)),
+        "fcs errors" => (Some(Counter::Crc), None),
+        "pause frames" => (Some(Counter::PauseRx), Some(Counter::PauseTx)),
+        _ => return None,
+    })
+}
+
+/// `nv show interface PORT counters` (the key/value list before Cumulus Linux 5.5, the sectioned
+/// `Counter  Receive  Transmit` tables since), `… counters errors|drops`, or `ethtool -S PORT`.
 pub(crate) fn counters(text: &str, port: &str) -> Vec<PortCounters> {
+    static COLUMNS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s{2,}").expect("static regex"));
     let mut counters = BTreeMap::new();
+    let mut receive_transmit_table = false;
     for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words == ["Counter", "Receive", "Transmit"] {
+            receive_transmit_table = true;
+            continue;
+        }
+        if words.is_empty() {
+            receive_transmit_table = false;
+            continue;
+        }
+        if receive_transmit_table {
+            let cols: Vec<&str> = COLUMNS.split(line.trim()).collect();
+            if let [name, rx, tx] = cols.as_slice()
+                && let Some((rx_counter, tx_counter)) = receive_transmit(name)
+            {
+                for (c, v) in [(rx_counter, rx), (tx_counter, tx)] {
+                    if let (Some(c), Some(v)) = (c, number(v)) {
+                        counters.entry(c).or_insert(v);
+                    }
+                }
+            }
+            continue;
+        }
         // `key: value` (ethtool, comments after the value ignored) or `key   value` (NVUE's columns).
         let (key, rest) = match line.split_once(':') {
             Some((k, v)) if !k.trim().contains(' ') => (k, v),

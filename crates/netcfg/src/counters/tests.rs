@@ -65,6 +65,50 @@ fn cumulus_key_values_and_ethtool() {
     assert!(parse(Format::CumulusCounters, NVUE_COUNTERS, None).is_empty(), "the port is the caller's");
 }
 
+/// Cumulus Linux 5.5 and later: `Counter  Receive  Transmit` sections (the form of NVIDIA's documented
+/// output, with non-zero values put in here); `n/a` cells and other sections' rows are not counters.
+#[test]
+fn cumulus_receive_transmit_sections() {
+    let text = "\
+                     operational  applied
+-------------------  -----------  -------
+carrier-transitions  7
+
+Drop Counters
+================
+    Counter          Receive  Transmit
+    ---------------  -------  --------
+    ACL Drops        3        n/a
+    Total Drops      41       2
+
+Error Counters
+=================
+    Counter           Receive  Transmit
+    ----------------  -------  --------
+    FCS Errors        386      n/a
+    Total Errors      390      5
+
+Packet Size Statistics
+=========================
+    Counter     Receive  Transmit
+    ----------  -------  --------
+    64          9        9
+";
+    let r = parse(Format::CumulusCounters, text, Some("swp3"));
+    let c = &r[0].counters;
+    let got: Vec<(Counter, u64)> = c.iter().map(|(k, v)| (*k, *v)).collect();
+    let mut want = vec![
+        (Counter::LinkFlaps, 7),
+        (Counter::RxDrops, 41),
+        (Counter::TxDrops, 2),
+        (Counter::Crc, 386),
+        (Counter::RxErrors, 390),
+        (Counter::TxErrors, 5),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+}
+
 fn snap(rows: Vec<PortCounters>) -> Snapshot {
     let mut s = Snapshot::default();
     s.merge(rows);

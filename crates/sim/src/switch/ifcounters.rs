@@ -256,23 +256,64 @@ pub fn show_interfaces(c: &[PortCounters]) -> String {
     out
 }
 
+/// One row of a `Counter  Receive  Transmit` table: its name and both cells.
+type Row = (&'static str, String, String);
+
 /// Cumulus NVUE `nv show interface PORT counters`; `None` for an unknown port.
 pub fn cumulus_counters(c: &[PortCounters], port: &str) -> Option<String> {
     let p = c.iter().find(|p| same_port(&p.port, port))?;
-    let rows = [
-        ("carrier-transitions", p.flaps),
-        ("in-bytes", p.rx_ok * 1000),
-        ("in-drops", p.rx_drp),
-        ("in-errors", p.rx_err),
-        ("in-pkts", p.rx_ok),
-        ("out-bytes", p.tx_ok * 1000),
-        ("out-drops", 0),
-        ("out-errors", p.tx_err),
-        ("out-pkts", p.tx_ok),
+    // Cumulus Linux 5.5 and later (the simulator says 5.9): the carrier transitions, then one
+    // `Counter  Receive  Transmit` table per section, as NVIDIA's documentation prints it.
+    let na = || "n/a".to_owned();
+    let n = |v: u64| v.to_string();
+    let sections: [(&str, Vec<Row>); 3] = [
+        (
+            "Detailed Counters",
+            vec![
+                ("Broadcast Packets", n(0), n(0)),
+                ("Multicast Packets", n(0), n(0)),
+                ("Total Octets", n(p.rx_ok * 1000), n(p.tx_ok * 1000)),
+                ("Total Packets", n(p.rx_ok), n(p.tx_ok)),
+                ("Unicast Packets", n(p.rx_ok), n(p.tx_ok)),
+            ],
+        ),
+        (
+            "Drop Counters",
+            vec![
+                ("ACL Drops", n(0), na()),
+                ("Buffer Drops", n(p.rx_drp), na()),
+                ("Non-Queue Drops", na(), n(0)),
+                ("Queue Drops", na(), n(0)),
+                ("Total Drops", n(p.rx_drp), n(0)),
+            ],
+        ),
+        (
+            "Error Counters",
+            vec![
+                ("Alignment Errors", n(0), na()),
+                ("FCS Errors", n(p.crc), na()),
+                ("Jabber Errors", n(0), na()),
+                ("Length Errors", n(0), na()),
+                ("Oversize Errors", n(0), na()),
+                ("Symbol Errors", n(0), na()),
+                ("Total Errors", n(p.rx_err), n(p.tx_err)),
+                ("Undersize Errors", n(0), na()),
+            ],
+        ),
     ];
-    let mut out = String::from("                     operational\n-------------------  -----------\n");
-    for (k, v) in rows {
-        out.push_str(&format!("{k:<21}{v}\n"));
+    let mut out = format!(
+        "                     operational  applied\n-------------------  -----------  -------\n\
+         carrier-transitions  {:<11}\n",
+        p.flaps
+    );
+    for (title, rows) in sections {
+        let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(7).max(7);
+        out.push_str(&format!("\n{title}\n{}\n", "=".repeat(title.len() + 3)));
+        out.push_str(&format!("    {:<w$}  Receive  Transmit\n", "Counter"));
+        out.push_str(&format!("    {}  -------  --------\n", "-".repeat(w)));
+        for (name, rx, tx) in rows {
+            out.push_str(&format!("    {name:<w$}  {rx:<7}  {tx:<8}\n"));
+        }
     }
     Some(out)
 }
