@@ -154,6 +154,14 @@ pub struct Webhook {
     pub url: String,
     /// Which notification kinds (`fault`) this receiver gets; empty: every kind.
     #[serde(default)]
+    /// How often every switch's interface, link-flap and PFC counters are read over SSH; a counter that
+    /// rose past its threshold since the previous read is evidence on its port for the fault correlation
+    /// (docs/faults.md); a duration (default `0s`: not read).
+    pub switch_counters_interval: Option<String>,
+    /// How many switches' counters are read at once (default 8, at least 1).
+    pub switch_counters_concurrency: Option<usize>,
+    /// How long one switch's counters read may take, connect to close (default `30s`).
+    pub switch_counters_timeout: Option<String>,
     pub events: Vec<String>,
 }
 

@@ -78,6 +78,23 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     if let Some(e) = &s.events {
         if !EVENT_MODES.contains(&e.as_str()) {
             let hint = lifeline_inventory::suggest::nearest(e, EVENT_MODES.iter().copied())
+    if let Some(v) = &s.switch_counters_interval {
+        duration("server.switch-counters-interval", v, err);
+    }
+    if let Some(v) = &s.switch_counters_timeout
+        && duration("server.switch-counters-timeout", v, err).is_some_and(|d| d.is_zero())
+    {
+        err(
+            "server.switch-counters-timeout",
+            "`server.switch-counters-timeout` must be longer than zero".into(),
+        );
+    }
+    if s.switch_counters_concurrency == Some(0) {
+        err(
+            "server.switch-counters-concurrency",
+            "`server.switch-counters-concurrency` must be at least 1".into(),
+        );
+    }
                 .map(|m| format!(" (did you mean `{m}`?)"))
                 .unwrap_or_default();
             err(
@@ -203,13 +220,24 @@ mod tests {
     }
 
     #[test]
-    fn the_cabling_interval_is_off_or_at_least_a_second() {
-        let at = |v: &str| run(&format!("[server]\ncabling-interval = \"{v}\"\n"));
-        assert_eq!(at("0s"), Vec::<String>::new());
-        assert_eq!(at("15m"), Vec::<String>::new());
-        let d = at("100ms");
-        assert_eq!(d.len(), 1, "{d:#?}");
-        assert!(d[0].starts_with("l.toml:2:20: `server.cabling-interval` must be"), "{d:#?}");
-        assert!(at("often")[0].contains("is not a duration"), "{:#?}", at("often"));
+    fn the_switch_counters_keys_are_checked() {
+        let ok = "[server]\nswitch-counters-interval = \"60s\"\nswitch-counters-concurrency = 4\n\
+                  switch-counters-timeout = \"20s\"\n";
+        assert_eq!(run(ok), Vec::<String>::new());
+        let d = run("[server]\nswitch-counters-interval = \"often\"\nswitch-counters-concurrency = 0\n\
+                     switch-counters-timeout = \"0s\"\n");
+        assert_eq!(d.len(), 3, "{d:#?}");
+        assert!(
+            d.iter().any(|x| x.contains("`server.switch-counters-interval`: `often` is not a duration")),
+            "{d:#?}"
+        );
+        assert!(
+            d.iter().any(|x| x.contains("`server.switch-counters-concurrency` must be at least 1")),
+            "{d:#?}"
+        );
+        assert!(
+            d.iter().any(|x| x.contains("`server.switch-counters-timeout` must be longer than zero")),
+            "{d:#?}"
+        );
     }
 }

@@ -38,6 +38,7 @@ pub mod outcome_wal;
 pub mod probation;
 pub mod seal;
 pub mod targets;
+pub mod switch_evidence;
 
 pub use audit::{AuditService, Outcome};
 pub use config::{

@@ -20,6 +20,7 @@
 //! The correlator is pure (time is passed in, milliseconds), so the server's intake and the tests drive it
 //! the same way.
 
+mod evidence;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use evidence::with_evidence;
 pub use topology::{Component, ComponentKind, Topology, Unit};
 
 /// Tunables, `[correlation]` in the configuration.
@@ -158,6 +160,8 @@ pub struct Correlator {
     /// (kind, part) -> units observed in `pending` or `alone` (with their count), so a score is a look-up,
     /// not a scan: at 1,000 observations a second the window holds hundreds of thousands.
     index: HashMap<(String, Component), HashMap<Unit, usize>>,
+    /// Switch-side evidence held for the window ([`evidence`]).
+    evidence: Vec<crate::switch_evidence::PortEvidence>,
 }
 
 impl Correlator {
@@ -169,6 +173,7 @@ impl Correlator {
             alone: Vec::new(),
             groups: Vec::new(),
             index: HashMap::new(),
+            evidence: Vec::new(),
         }
     }
 
@@ -221,6 +226,7 @@ impl Correlator {
             self.index_remove(o);
         }
         self.groups.retain(|g| now_ms - g.last_ms <= window);
+        self.expire_evidence(now_ms, window);
         self.pending.sort_by_key(|o| o.at_ms);
         let mut out = Vec::new();
         // Joining an open group needs no hold: the part is already blamed.

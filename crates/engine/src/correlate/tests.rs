@@ -241,3 +241,71 @@ proptest! {
         }
     }
 }
+
+fn config_change(switch: &str, ports: &[&str], at_ms: i64) -> crate::switch_evidence::PortEvidence {
+    crate::switch_evidence::PortEvidence {
+        kind: "config-change".into(),
+        switch: switch.into(),
+        ports: ports.iter().map(|p| (*p).to_owned()).collect(),
+        at_ms,
+        message: format!("{switch} config changed at 00:00:01: mtu 9100 → 1500 on {}", ports.join(", ")),
+        detail: serde_json::Value::Null,
+        restore: None,
+    }
+}
+
+#[test]
+fn a_config_change_on_the_members_ports_is_evidence_on_the_shared_fault() {
+    let mut c = correlator();
+    // leaf-a's rail-1 ports: n1..n4 on Ethernet12, 20, 28, 36. The change came first.
+    assert!(
+        c.evidence(config_change("leaf-a", &["Ethernet12", "Ethernet20", "Ethernet28", "Ethernet36"], 1_000))
+            .is_empty()
+    );
+    assert!(c.evidence(config_change("leaf-b", &["Ethernet44"], 1_000)).is_empty());
+    for n in ["n1", "n2", "n3", "n4"] {
+        c.observe(rail(n, "mlx5_1", 2_000));
+    }
+    let v = c.decide(8_000);
+    assert_eq!(shared(&v).len(), 1, "{v:#?}");
+    let ev = c.evidence_for(&v[0]);
+    assert_eq!(ev.len(), 1, "only leaf-a's change: {ev:#?}");
+    let m = with_evidence(&shared(&v)[0].message, &ev);
+    assert!(m.ends_with("; leaf-a config changed at 00:00:01: mtu 9100 → 1500 on Ethernet12, Ethernet20, Ethernet28, Ethernet36"), "{m}");
+}
+
+#[test]
+fn evidence_after_the_fault_re_reports_it_once_and_only_on_its_port() {
+    let mut c = correlator();
+    c.observe(rail("n5", "mlx5_0", 0)); // leaf-b Ethernet40, alone
+    let v = c.decide(6_000);
+    assert_eq!(own(&v).len(), 1);
+    assert!(c.evidence_for(&v[0]).is_empty());
+    // Another port of the same leaf, and the same port on another leaf: not about n5.
+    assert!(c.evidence(config_change("leaf-b", &["Ethernet48"], 7_000)).is_empty());
+    assert!(c.evidence(config_change("leaf-a", &["Ethernet40"], 7_000)).is_empty());
+    let mut flap = config_change("leaf-b", &["Ethernet40"], 8_000);
+    flap.kind = "switch-link-flap".into();
+    let again = c.evidence(flap.clone());
+    assert_eq!(own(&again).len(), 1, "{again:#?}");
+    assert_eq!(c.evidence_for(&again[0]).len(), 1);
+    // Read again a minute later: refreshed, not re-reported.
+    flap.at_ms = 68_000;
+    assert!(c.evidence(flap).is_empty());
+    assert_eq!(c.evidence_for(&again[0])[0].at_ms, 68_000);
+    // Past the window, the evidence is gone with the observation.
+    c.decide(68_000 + 601_000);
+    assert!(c.evidence_for(&again[0]).is_empty());
+}
+
+#[test]
+fn node_faults_and_other_parts_carry_no_port_evidence() {
+    let mut c = correlator();
+    c.evidence(config_change("leaf-a", &["Ethernet8", "Ethernet16", "Ethernet24"], 0));
+    for n in ["n1", "n2", "n3"] {
+        c.observe(node(n, "console-kernel-panic", 0));
+    }
+    let v = c.decide(6_000);
+    assert_eq!(shared(&v).len(), 1, "{v:#?}");
+    assert!(c.evidence_for(&v[0]).is_empty());
+}

@@ -70,8 +70,10 @@ pub struct Topology {
     dependents: HashMap<Component, usize>,
     /// (device, netdev or HCA) -> HCA, to read a console's `rdma3` as rail `mlx5_3`.
     rail_names: HashMap<(String, String), String>,
-    /// leaf -> port -> (device, HCA), for the members' ports.
+    /// (device, HCA) -> the leaf port its rail is cabled to, for the members' ports.
     ports: BTreeMap<(String, String), String>,
+    /// (device, HCA) -> the leaf its rail is cabled to.
+    leaves: BTreeMap<(String, String), String>,
 }
 
 impl Topology {
@@ -98,6 +100,7 @@ impl Topology {
                     t.rail_names.insert((name.clone(), n.clone()), r.hca.clone());
                 }
                 let Some(leaf) = &r.leaf else { continue };
+                t.leaves.insert((name.clone(), r.hca.clone()), leaf.clone());
                 if let Some(p) = &r.port {
                     t.ports.insert((name.clone(), r.hca.clone()), p.clone());
                 }
@@ -146,6 +149,24 @@ impl Topology {
     /// The HCA of `device`'s rail named `name` (its HCA or its netdev), if the inventory has it.
     pub fn rail(&self, device: &str, name: &str) -> Option<&str> {
         self.rail_names.get(&(device.to_owned(), name.to_owned())).map(String::as_str)
+    }
+
+    /// The leaf `device`'s rail `hca` is cabled to.
+    pub fn leaf(&self, device: &str, hca: &str) -> Option<&str> {
+        self.leaves.get(&(device.to_owned(), hca.to_owned())).map(String::as_str)
+    }
+
+    /// The ports of `leaf` the inventory cables rails to, in order.
+    pub fn leaf_ports(&self, leaf: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .leaves
+            .iter()
+            .filter(|(_, l)| l.as_str() == leaf)
+            .filter_map(|(k, _)| self.ports.get(k).cloned())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The leaf port `device`'s rail `hca` is cabled to.
