@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use lifeline_test_utils::redfish_tree::{doc, link, members, node_system, norm};
 use lifeline_test_utils::{SimProcess, output_json, output_text};
 use serde_json::Value;
 
@@ -44,35 +45,6 @@ fn corpus_dir() -> Option<PathBuf> {
     found
 }
 
-/// The document at a Redfish path in the unpacked tree.
-fn doc(root: &Path, odata_id: &str) -> Option<Value> {
-    let rel = odata_id.split('#').next()?.trim_start_matches("/redfish/v1").trim_matches('/');
-    serde_json::from_str(&std::fs::read_to_string(root.join(rel).join("index.json")).ok()?).ok()
-}
-
-fn link(v: &Value, key: &str) -> Option<String> {
-    v.pointer(&format!("/{key}/@odata.id")).and_then(Value::as_str).map(str::to_owned)
-}
-
-/// Members of a collection (embedded or linked) as (path, document).
-fn members(root: &Path, coll: &str) -> Vec<(String, Value)> {
-    let Some(Value::Array(ms)) = doc(root, coll).and_then(|c| c.get("Members").cloned()) else {
-        return vec![];
-    };
-    ms.iter()
-        .filter_map(|m| {
-            let id = m.get("@odata.id")?.as_str()?.to_owned();
-            let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
-            let v = if embedded { Some(m.clone()) } else { doc(root, &id) };
-            v.map(|v| (id, v))
-        })
-        .collect()
-}
-
-fn norm(p: &str) -> String {
-    p.trim_end_matches('/').to_owned()
-}
-
 /// What the tree says: its systems, the first system's power state, its GPUs with their health (`ok`,
 /// `warning`, `critical`, `unknown`), and, for the logs Lifeline names, the newest entry and every
 /// unresolved Critical one.
@@ -97,9 +69,7 @@ fn truth(root: &Path) -> Truth {
     let power = systems[0].1.get("PowerState").and_then(Value::as_str).unwrap_or("").to_lowercase();
     let mut gpus = BTreeMap::new();
     // The target's system and the GPU baseboards listed as systems of their own (NVIDIA HGX/GB firmware).
-    let node = systems.iter().enumerate().filter(|(i, (id, _))| {
-        *i == 0 || id.trim_end_matches('/').rsplit('/').next().is_some_and(|s| s.starts_with("HGX_Baseboard"))
-    });
+    let node = systems.iter().enumerate().filter(|(i, (id, _))| node_system(*i, id));
     for (_, (_, sys)) in node {
         for (id, p) in link(sys, "Processors").map(|l| members(root, &l)).unwrap_or_default() {
             if p.get("ProcessorType").and_then(Value::as_str) == Some("GPU") {

@@ -17,46 +17,9 @@ use std::path::Path;
 use common::corpus::unpack;
 use common::*;
 use lifeline_bmc::*;
+use lifeline_test_utils::redfish_tree::{doc, link, links, members, node_system, norm};
 use lifeline_types::Health;
 use serde_json::Value;
-
-/// The document at a Redfish path in the unpacked tree (`None`: not captured).
-fn doc(root: &Path, odata_id: &str) -> Option<Value> {
-    let rel = odata_id.split('#').next()?.trim_start_matches("/redfish/v1").trim_matches('/');
-    let p = root.join(rel).join("index.json");
-    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
-}
-
-fn links(v: &Value, key: &str) -> Vec<String> {
-    match v.get(key) {
-        Some(Value::Array(a)) => {
-            a.iter().filter_map(|m| m.get("@odata.id")?.as_str().map(str::to_owned)).collect()
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn link(v: &Value, key: &str) -> Option<String> {
-    v.pointer(&format!("/{key}/@odata.id")).and_then(Value::as_str).map(str::to_owned)
-}
-
-fn norm(p: &str) -> String {
-    p.trim_end_matches('/').to_owned()
-}
-
-/// The members of a collection, embedded or linked.
-fn members(root: &Path, coll: &str) -> Vec<(String, Value)> {
-    let Some(c) = doc(root, coll) else { return Vec::new() };
-    let Some(Value::Array(ms)) = c.get("Members") else { return Vec::new() };
-    ms.iter()
-        .filter_map(|m| {
-            let id = m.get("@odata.id")?.as_str()?.to_owned();
-            let embedded = m.as_object().is_some_and(|o| o.keys().any(|k| !k.starts_with('@')));
-            let v = if embedded { Some(m.clone()) } else { doc(root, &id) };
-            v.map(|v| (id, v))
-        })
-        .collect()
-}
 
 fn health_of(v: &Value) -> Option<Health> {
     let s = v.pointer("/Status/HealthRollup").or_else(|| v.pointer("/Status/Health"))?.as_str()?;
@@ -135,17 +98,8 @@ fn truth(root: &Path, logs_read: &[String]) -> Truth {
     };
     // The target's system (the first) and the GPU baseboards NVIDIA's HGX/GB firmware lists as systems of
     // their own (`HGX_Baseboard_N`): the node's GPUs are theirs.
-    let node = systems
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| {
-            *i == 0
-                || s.trim_end_matches('/')
-                    .rsplit('/')
-                    .next()
-                    .is_some_and(|id| id.starts_with("HGX_Baseboard"))
-        })
-        .filter_map(|(_, s)| doc(root, s));
+    let node =
+        systems.iter().enumerate().filter(|(i, s)| node_system(*i, s)).filter_map(|(_, s)| doc(root, s));
     for sys in node {
         for (id, p) in link(&sys, "Processors").map(|l| members(root, &l)).unwrap_or_default() {
             if p.get("ProcessorType").and_then(Value::as_str) == Some("GPU") {

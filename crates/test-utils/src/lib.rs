@@ -10,6 +10,7 @@ mod ipmi_sim;
 mod loopback;
 mod peers;
 mod postgres;
+pub mod redfish_tree;
 mod serve;
 mod sim;
 mod sshd;
