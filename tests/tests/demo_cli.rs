@@ -72,6 +72,10 @@ fn demo_serves_the_example_cluster_and_runs_faults_through_the_policy() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{status}: {err}");
     assert_eq!(sweeps.len(), 4, "{err}");
+    // The ordered end: the store outlives the server's runs and its leaving the replica set.
+    for wrong in ["closed pool", "leaving the replica set", "recording delayed"] {
+        assert!(!err.contains(wrong), "`{wrong}` at the demo's exit: {err}");
+    }
     check_sweeps(&sweeps);
 
     // The ECC fault became a fault record (resolved again once the runbook's cycle cleared it), and the

@@ -127,13 +127,16 @@ async fn drive(
         approve: approve.as_deref(),
     };
     let res = sweep_loop(g, a, inv, fleet, &l, view).await;
-    l.close().await;
     for r in more {
         let _ = r.stop().await;
     }
     if let Some(r) = server {
         let _ = r.stop().await;
     }
+    // With a server, `l` shares its store and BMC pool: closed only after the server's ordered end (runs
+    // stopped at a step boundary, outcomes recorded, the replica set left). Closed first, it pulled the
+    // store from under runs still in flight ("recording delayed" at every demo exit).
+    l.close().await;
     res
 }
 
