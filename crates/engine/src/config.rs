@@ -130,6 +130,14 @@ pub struct ServeSection {
     pub session_ttl: Option<String>,
     /// A switch whose scheduled backup failed this many times in a row gets a fault (default 3, at least 1).
     pub backup_failures_fault: Option<u32>,
+    /// How often every switch's interface, link-flap and PFC counters are read over SSH; a counter that
+    /// rose past its threshold since the previous read is evidence on its port for the fault correlation
+    /// (docs/faults.md); a duration (default `0s`: not read).
+    pub switch_counters_interval: Option<String>,
+    /// How many switches' counters are read at once (default 8, at least 1).
+    pub switch_counters_concurrency: Option<usize>,
+    /// How long one switch's counters read may take, connect to close (default `30s`).
+    pub switch_counters_timeout: Option<String>,
     /// How BMC events reach the server: `off` (default; the sweeps still read the event logs), `sse`
     /// (each Redfish BMC's event stream) or `push` (EventService subscriptions to `event-listen`).
     pub events: Option<String>,
@@ -154,14 +162,6 @@ pub struct Webhook {
     pub url: String,
     /// Which notification kinds (`fault`) this receiver gets; empty: every kind.
     #[serde(default)]
-    /// How often every switch's interface, link-flap and PFC counters are read over SSH; a counter that
-    /// rose past its threshold since the previous read is evidence on its port for the fault correlation
-    /// (docs/faults.md); a duration (default `0s`: not read).
-    pub switch_counters_interval: Option<String>,
-    /// How many switches' counters are read at once (default 8, at least 1).
-    pub switch_counters_concurrency: Option<usize>,
-    /// How long one switch's counters read may take, connect to close (default `30s`).
-    pub switch_counters_timeout: Option<String>,
     pub events: Vec<String>,
 }
 

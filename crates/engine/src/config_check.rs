@@ -72,12 +72,6 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     {
         err("server.session-ttl", "`server.session-ttl` must be longer than zero".into());
     }
-    if s.backup_failures_fault == Some(0) {
-        err("server.backup-failures-fault", "`server.backup-failures-fault` must be at least 1".into());
-    }
-    if let Some(e) = &s.events {
-        if !EVENT_MODES.contains(&e.as_str()) {
-            let hint = lifeline_inventory::suggest::nearest(e, EVENT_MODES.iter().copied())
     if let Some(v) = &s.switch_counters_interval {
         duration("server.switch-counters-interval", v, err);
     }
@@ -95,6 +89,12 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             "`server.switch-counters-concurrency` must be at least 1".into(),
         );
     }
+    if s.backup_failures_fault == Some(0) {
+        err("server.backup-failures-fault", "`server.backup-failures-fault` must be at least 1".into());
+    }
+    if let Some(e) = &s.events {
+        if !EVENT_MODES.contains(&e.as_str()) {
+            let hint = lifeline_inventory::suggest::nearest(e, EVENT_MODES.iter().copied())
                 .map(|m| format!(" (did you mean `{m}`?)"))
                 .unwrap_or_default();
             err(
@@ -217,6 +217,17 @@ mod tests {
             d[7],
             "l.toml:18:1: unknown key `runbooks.guard.max-concurent` (did you mean `max-concurrent`?)"
         );
+    }
+
+    #[test]
+    fn the_cabling_interval_is_off_or_at_least_a_second() {
+        let at = |v: &str| run(&format!("[server]\ncabling-interval = \"{v}\"\n"));
+        assert_eq!(at("0s"), Vec::<String>::new());
+        assert_eq!(at("15m"), Vec::<String>::new());
+        let d = at("100ms");
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert!(d[0].starts_with("l.toml:2:20: `server.cabling-interval` must be"), "{d:#?}");
+        assert!(at("often")[0].contains("is not a duration"), "{:#?}", at("often"));
     }
 
     #[test]

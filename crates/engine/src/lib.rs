@@ -37,8 +37,8 @@ pub mod ops;
 pub mod outcome_wal;
 pub mod probation;
 pub mod seal;
-pub mod targets;
 pub mod switch_evidence;
+pub mod targets;
 
 pub use audit::{AuditService, Outcome};
 pub use config::{
