@@ -287,13 +287,26 @@ impl IpmiConn {
 /// documents) when there are any, else found by navigating from the root (also when a remembered one
 /// fails: a 404 after a firmware update must not hide the log). Returns the documents of the services read,
 /// to remember. Takes the client, not the connection, so a sweep reads events while the health rollup
-/// runs on the same connection.
+/// runs on the same connection. A log with a high-water mark in `marks` is read only back to it (what is
+/// new, and the newest `newest`), not whole ([`lifeline_redfish::Client::log_entries_since`]).
 pub(crate) async fn redfish_events(
     client: &lifeline_redfish::Client,
     bmc: &str,
     known: &[serde_json::Value],
     newest: usize,
+    marks: &[crate::marks::LogMark],
 ) -> Result<(EventLog, Vec<serde_json::Value>), BmcError> {
+    let marks: Vec<lifeline_redfish::EntryMark> = marks
+        .iter()
+        .filter(|m| !m.id.is_empty())
+        .filter_map(|m| {
+            Some(lifeline_redfish::EntryMark {
+                log: log_path_of_label(&m.log)?,
+                id: m.id.clone(),
+                created: m.time,
+            })
+        })
+        .collect();
     use lifeline_redfish::model::LogService;
     // BMCs list oldest first (HPE iLO, HPE Cray) or newest first, so the newest are only known once every
     // entry is read: the whole log, up to a bound that keeps one BMC's visit finite.
@@ -306,7 +319,7 @@ pub(crate) async fn redfish_events(
     let logs = if remembered.is_empty() {
         None
     } else {
-        match client.event_logs_at(&remembered, window).await {
+        match client.event_logs_at_since(&remembered, window, newest, &marks).await {
             Ok(l) => Some(l),
             Err(e) => {
                 tracing::debug!(%bmc, error = %e, "a remembered log service failed; finding the logs again");
@@ -316,7 +329,7 @@ pub(crate) async fn redfish_events(
     };
     let logs = match logs {
         Some(l) => l,
-        None => client.event_logs(window).await.map_err(rf_err(bmc))?,
+        None => client.event_logs_since(window, newest, &marks).await.map_err(rf_err(bmc))?,
     };
     let used = logs.read.iter().map(LogService::to_document).collect();
     Ok((event_log(bmc, &logs, newest), used))
@@ -396,6 +409,14 @@ fn event_log(bmc: &str, logs: &lifeline_redfish::EventLogs, newest: usize) -> Ev
     }
 }
 
+/// The log service a label names, for the schema's URIs (`Systems/1/IML` is
+/// `/redfish/v1/Systems/1/LogServices/IML`): the inverse of [`log_label`]. A log at another URI gets no
+/// match, and is read whole.
+fn log_path_of_label(label: &str) -> Option<String> {
+    let (holder, log) = label.rsplit_once('/')?;
+    Some(format!("/redfish/v1/{holder}/LogServices/{log}"))
+}
+
 fn log_label(path: &str, id: Option<&str>) -> String {
     let p = path.trim_end_matches('/');
     let p = p.strip_prefix("/redfish/v1/").unwrap_or(p).replace("/LogServices/", "/");
@@ -424,7 +445,7 @@ fn redfish_entry(e: &lifeline_redfish::model::LogEntry, log: &str) -> EventEntry
 
 impl RedfishConn {
     pub(crate) async fn events(&mut self, newest: usize) -> Result<EventLog, BmcError> {
-        let (log, used) = redfish_events(&self.client, &self.bmc, &self.known.logs, newest).await?;
+        let (log, used) = redfish_events(&self.client, &self.bmc, &self.known.logs, newest, &[]).await?;
         self.used_logs = Some(used);
         Ok(log)
     }
@@ -501,6 +522,16 @@ mod tests {
             thresholds: [95, 90, 85, 0, 0, 0],
         };
         HashMap::from([(3, ("GPU0 Temp".to_owned(), Some(full)))])
+    }
+
+    #[test]
+    fn a_marks_label_names_its_log_service_again() {
+        for path in ["/redfish/v1/Systems/1/LogServices/IML", "/redfish/v1/Managers/bmc/LogServices/EventLog"]
+        {
+            let label = log_label(path, None);
+            assert_eq!(log_path_of_label(&label).as_deref(), Some(path), "{label}");
+        }
+        assert_eq!(log_path_of_label("SEL"), None);
     }
 
     #[test]

@@ -307,7 +307,8 @@ async fn redfish_health_and_events(
     let (client, bmc, known_logs) = (rc.client.clone(), rc.bmc.clone(), rc.known.logs.clone());
     let timeout = |what: &'static str, after: Duration| BmcError::Timeout { bmc: bmc.clone(), what, after };
     let events = async {
-        let read = crate::events::redfish_events(&client, &bmc, &known_logs, opts.events);
+        let marks = opts.marks.as_ref().and_then(|m| m.get(&bmc)).map_or(&[][..], Vec::as_slice);
+        let read = crate::events::redfish_events(&client, &bmc, &known_logs, opts.events, marks);
         match tokio::time::timeout_at(start + left, read).await {
             Ok(r) => r,
             Err(_) => Err(timeout("reading the event log", left)),

@@ -61,10 +61,8 @@ async fn a_sweep_with_marks_sees_every_entry_since_the_last_once() {
     assert!(third.entries.is_empty(), "nothing new, nothing again: {third:#?}");
 }
 
-#[tokio::test]
-async fn a_replayed_ilo5_tree_hands_over_only_the_appended_entries() {
-    let name = "hpe-ilo5-dl325-gen10plus";
-    let Some((_dir, root)) = unpack(name) else { return };
+/// A fleet of one BMC replaying the captured tree at `root`.
+async fn replay_fleet(name: &str, root: std::path::PathBuf) -> lifeline_sim::RunningFleet {
     let mut s = lifeline_sim::ServerSpec::bare(
         name,
         std::net::IpAddr::V4(lifeline_test_utils::unique_loopback()),
@@ -75,6 +73,14 @@ async fn a_replayed_ilo5_tree_hands_over_only_the_appended_entries() {
     let fleet = Fleet::start(FleetSpec { servers: vec![s], switches: vec![] }, SimOptions::for_tests())
         .await
         .expect("replay fleet");
+    fleet
+}
+
+#[tokio::test]
+async fn a_replayed_ilo5_tree_hands_over_only_the_appended_entries() {
+    let name = "hpe-ilo5-dl325-gen10plus";
+    let Some((_dir, root)) = unpack(name) else { return };
+    let fleet = replay_fleet(name, root).await;
     let sim = Sim { fleet };
     let t = sim.target(name, BmcProtocol::Redfish);
     let pool = pin_pool();
@@ -97,4 +103,77 @@ async fn a_replayed_ilo5_tree_hands_over_only_the_appended_entries() {
     );
     let (_, third) = sweep(&pool, &t, &mut marks).await;
     assert!(third.entries.is_empty(), "{third:#?}");
+}
+
+/// GETs of log entry collections (pages) among the simulated BMC's newest GETs, from `from` on.
+fn entry_pages(gets: &[String], from: usize) -> Vec<String> {
+    let page = |p: &str| p.ends_with("/Entries") || p.contains("/Entries?");
+    gets[from.min(gets.len())..].iter().filter(|p| page(p)).cloned().collect()
+}
+
+/// GETs of single log entries (members a page lists as bare links), from `from` on: their ids.
+fn entry_members(gets: &[String], from: usize) -> Vec<u64> {
+    gets[from.min(gets.len())..]
+        .iter()
+        .filter_map(|p| p.rsplit_once("/Entries/").and_then(|(_, id)| id.parse().ok()))
+        .collect()
+}
+
+/// Over the replay of the iLO 5 DL325 tree with its logs served 20 entries a page (as an iLO pages long
+/// logs; the capture holds each log in one document): the first read walks both oldest-first logs whole
+/// (218 IEL and 143 IML entries); after a power cycle appends entries to the IML, the second read asks for
+/// the first page of each log (its count and order) and then only the tail back to the mark, by
+/// `$skip`/`$top`, and still finds every new entry and the newest one.
+#[tokio::test]
+async fn a_second_read_fetches_only_the_pages_past_the_mark() {
+    let name = "hpe-ilo5-dl325-gen10plus";
+    let Some((_dir, root)) = unpack(name) else { return };
+    let fleet = replay_fleet(name, root).await;
+    let rf = fleet.redfish(name).expect("a Redfish BMC");
+    rf.set_page_size(Some(20));
+    let sim = Sim { fleet };
+    let t = sim.target(name, BmcProtocol::Redfish);
+    let pool = pin_pool();
+    let mut marks = Marks::new();
+
+    let before = rf.recent_gets().len();
+    let (_, first) = sweep(&pool, &t, &mut marks).await;
+    let whole = entry_pages(&rf.recent_gets(), before);
+    assert_eq!(first.marks.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["218", "143"], "{first:#?}");
+    assert!(whole.len() >= 11 + 8, "the first read pages through both logs: {whole:#?}");
+
+    let r = pool.bmc(t.clone()).power(PowerAction::Cycle, None).await.unwrap();
+    assert!(r.confirmed);
+    let added = sim.fleet.host(name).unwrap().sel_entries().len();
+    assert!(added > 0);
+
+    let before = rf.recent_gets().len();
+    let (row, second) = sweep(&pool, &t, &mut marks).await;
+    let since = entry_pages(&rf.recent_gets(), before);
+    // The appended entries are listed as bare links (the captured ones are embedded): each is fetched,
+    // and no other.
+    let mut members = entry_members(&rf.recent_gets(), before);
+    members.sort_unstable();
+    assert_eq!(members, (144..=143 + added as u64).collect::<Vec<_>>(), "only the new entries are fetched");
+    assert_eq!(second.entries.len(), added, "every appended entry: {second:#?}");
+    assert!(second.incomplete.is_empty(), "{second:#?}");
+    let newest = 143 + added;
+    assert_eq!(second.entries[0].id, newest.to_string(), "the newest entry is found: {second:#?}");
+    assert_eq!(row.events[0].id, newest.to_string(), "and shown first: {:#?}", row.events);
+    for log in ["Managers/1/LogServices/IEL/Entries", "Systems/1/LogServices/IML/Entries"] {
+        let pages: Vec<&String> = since.iter().filter(|p| p.contains(log)).collect();
+        assert_eq!(pages.len(), 2, "{log}: its first page and the tail holding the mark: {since:#?}");
+        assert!(pages[1].contains("$skip="), "{pages:?}");
+    }
+    eprintln!(
+        "{name}: first read {} entry-collection GETs, second {} ({added} appended): {since:?}",
+        whole.len(),
+        since.len()
+    );
+
+    let before = rf.recent_gets().len();
+    let (_, third) = sweep(&pool, &t, &mut marks).await;
+    assert!(third.entries.is_empty(), "{third:#?}");
+    assert_eq!(entry_pages(&rf.recent_gets(), before).len(), 4, "nothing new: still two pages a log");
+    assert!(entry_members(&rf.recent_gets(), before).len() <= 2, "at most the newest `keep` fetched again");
 }

@@ -41,6 +41,8 @@ pub use client::StaleSessionFreer;
 #[cfg(feature = "client")]
 pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
+pub use client::since::EntryMark;
+#[cfg(feature = "client")]
 pub use client::{
     AuthInUse, AuthMode, BmcTarget, Client, ClientOptions, Credentials, EventLogs, FIRST_CONTACT_READS,
     HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TaskPoll, TrustOutcome,

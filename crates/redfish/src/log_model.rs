@@ -177,5 +177,8 @@ pub struct LogEntries {
     pub entries: Vec<LogEntry>,
     /// More entries exist than were read (entry limit or a page that could not be fetched).
     pub truncated: bool,
+    /// Read back to a mark only (the entries new since a previous read, and the newest few), not whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_to_mark: bool,
     pub warnings: Vec<FieldWarning>,
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::Client;
 use super::nav::Listed;
+use super::since::EntryMark;
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
 use crate::model::{ComputerSystem, LogService, Manager};
@@ -104,6 +105,7 @@ impl Client {
         collection: &str,
         holder: Holder,
         max: usize,
+        marked: &[EntryMark],
     ) -> Result<FoundLogs, RedfishError> {
         let (members, warnings) = self.listed_expanded(collection).await?;
         let mut out = FoundLogs { warnings, ..FoundLogs::default() };
@@ -119,7 +121,7 @@ impl Client {
                     let (link, w) = holder.log_services(&v, &id);
                     found.warnings.extend(w);
                     if let Some(link) = link {
-                        self.log_services_found(&link, Read::Named, max, &mut found).await;
+                        self.log_services_found(&link, Read::Named, max, marked, &mut found).await;
                     }
                     return found;
                 }
@@ -133,7 +135,7 @@ impl Client {
                         // contact). When it does not, the Manager says where its log services are (one
                         // round trip more, on those BMCs only).
                         Holder::Managers => {
-                            self.log_services_found(&guess, Read::Guess, max, &mut guessed).await;
+                            self.log_services_found(&guess, Read::Guess, max, marked, &mut guessed).await;
                             if guessed.listed {
                                 return guessed;
                             }
@@ -144,7 +146,7 @@ impl Client {
                         Holder::Systems => {
                             let (doc, ()) = tokio::join!(
                                 self.get_json(&id),
-                                self.log_services_found(&guess, Read::Guess, max, &mut guessed)
+                                self.log_services_found(&guess, Read::Guess, max, marked, &mut guessed)
                             );
                             doc
                         }
@@ -166,13 +168,15 @@ impl Client {
             match doc {
                 None => tracing::debug!(bmc = %self.bmc(), member = %id, "no LogServices"),
                 Some((link, guess, guessed)) if same_link(&link, &guess) && guessed.expand_missing => {
-                    self.log_services_found(&link, Read::Plain, max, &mut found).await
+                    self.log_services_found(&link, Read::Plain, max, marked, &mut found).await
                 }
                 Some((link, guess, guessed)) if same_link(&link, &guess) => {
                     found.services.extend(guessed.services);
                     found.warnings.extend(guessed.warnings);
                 }
-                Some((link, _, _)) => self.log_services_found(&link, Read::Named, max, &mut found).await,
+                Some((link, _, _)) => {
+                    self.log_services_found(&link, Read::Named, max, marked, &mut found).await
+                }
             }
             found
         });
@@ -184,8 +188,16 @@ impl Client {
     }
 
     /// The services of one `LogServices` collection into `out` (failures as warnings); the entries of the
-    /// ones whose link names an event log are read while their documents are.
-    async fn log_services_found(&self, link: &str, how: Read, max: usize, out: &mut FoundLogs) {
+    /// ones whose link names an event log are read while their documents are, unless a previous read
+    /// marked them (`marked`: they are read since their mark afterwards, not whole on a guess).
+    async fn log_services_found(
+        &self,
+        link: &str,
+        how: Read,
+        max: usize,
+        marked: &[EntryMark],
+        out: &mut FoundLogs,
+    ) {
         let listed = match how {
             Read::Named => self.listed_expanded(link).await,
             Read::Guess => self.listed_expanded_unless_missing(link).await,
@@ -214,7 +226,9 @@ impl Client {
                     let notes = self.inner.profile.repair(&mut v, &id);
                     Ok((LogService::from_value(&v, &id), notes, None))
                 }
-                Listed::Link(id) if names_an_event_log(&id) => {
+                Listed::Link(id)
+                    if names_an_event_log(&id) && !marked.iter().any(|m| same_link(&m.log, &id)) =>
+                {
                     let entries = child(&id, "Entries");
                     let (doc, read) = tokio::join!(self.get_json(&id), self.members_limited(&entries, max));
                     let (v, notes) =

@@ -4,6 +4,7 @@
 use reqwest::Method;
 
 use super::lognav::{Found, Holder, Limited, guessed_entries};
+use super::since::EntryMark;
 use super::{Client, Listing};
 use crate::doc::FieldWarning;
 use crate::error::RedfishError;
@@ -27,6 +28,23 @@ impl Client {
         Ok(entries_of(log, self.members_limited(link, max).await?))
     }
 
+    /// Entries of a log new since `mark` (a previous read's newest entry of this log), with at least the
+    /// newest `keep`, at most `max`: read back to the mark rather than whole where the log's order and the
+    /// service's paging allow (see [`super::since`]); whole without a mark.
+    pub async fn log_entries_since(
+        &self,
+        log: &LogService,
+        max: usize,
+        keep: usize,
+        mark: Option<&EntryMark>,
+    ) -> Result<LogEntries, RedfishError> {
+        let (Some(link), Some(mark)) = (&log.entries, mark) else { return self.log_entries(log, max).await };
+        let (l, more, how) = self.members_since(link, max, keep, mark).await?;
+        let mut out = entries_of(log, (l, more));
+        out.read_to_mark = how.to_mark;
+        Ok(out)
+    }
+
     /// The BMC's event history (Managers first, then Systems), with up to `max` entries per log: every
     /// SEL-like log (by type or name) and every other event log (bmcweb `EventLog` with `EntryType: Event`,
     /// HPE iLO `IML` and `IEL` with `EntryType: Oem`), each entry list labelled with its log. When no log
@@ -38,17 +56,28 @@ impl Client {
     /// and the collections the schema puts at fixed URIs are read with the documents that link them
     /// (`lognav`), so that depth is three round trips with or without `$expand`.
     pub async fn event_logs(&self, max: usize) -> Result<EventLogs, RedfishError> {
+        self.event_logs_since(max, max, &[]).await
+    }
+
+    /// [`Client::event_logs`] with the logs in `marks` read only back to their mark (with at least the
+    /// newest `keep` entries each; [`Client::log_entries_since`]).
+    pub async fn event_logs_since(
+        &self,
+        max: usize,
+        keep: usize,
+        marks: &[EntryMark],
+    ) -> Result<EventLogs, RedfishError> {
         let mut out = EventLogs::default();
         let root = &self.inner.root;
         let managers = async {
             match &root.managers {
-                Some(l) => Some(self.holder_log_services(l, Holder::Managers, max).await),
+                Some(l) => Some(self.holder_log_services(l, Holder::Managers, max, marks).await),
                 None => None,
             }
         };
         let systems = async {
             match &root.systems {
-                Some(l) => Some(self.holder_log_services(l, Holder::Systems, max).await),
+                Some(l) => Some(self.holder_log_services(l, Holder::Systems, max, marks).await),
                 None => None,
             }
         };
@@ -66,7 +95,7 @@ impl Client {
         let reads = candidates.iter_mut().map(|f| async move {
             let r = match guessed_entries(f) {
                 Some(read) => read.map(|l| entries_of(&f.service, l)),
-                None => self.log_entries(&f.service, max).await,
+                None => self.log_entries_since(&f.service, max, keep, mark_of(marks, &f.service)).await,
             };
             (&f.service, r)
         });
@@ -98,7 +127,21 @@ impl Client {
         services: &[LogService],
         max: usize,
     ) -> Result<EventLogs, RedfishError> {
-        let reads = futures::future::join_all(services.iter().map(|l| self.log_entries(l, max))).await;
+        self.event_logs_at_since(services, max, max, &[]).await
+    }
+
+    /// [`Client::event_logs_at`] with the logs in `marks` read only back to their mark.
+    pub async fn event_logs_at_since(
+        &self,
+        services: &[LogService],
+        max: usize,
+        keep: usize,
+        marks: &[EntryMark],
+    ) -> Result<EventLogs, RedfishError> {
+        let reads = futures::future::join_all(
+            services.iter().map(|l| self.log_entries_since(l, max, keep, mark_of(marks, l))),
+        )
+        .await;
         let mut out = EventLogs { services: services.len(), ..EventLogs::default() };
         for (log, r) in services.iter().zip(reads) {
             out.logs.push(r?);
@@ -132,6 +175,11 @@ pub struct EventLogs {
     pub read: Vec<LogService>,
     pub services: usize,
     pub warnings: Vec<FieldWarning>,
+}
+
+/// The mark of `log` among `marks` (by the service's `@odata.id`).
+fn mark_of<'a>(marks: &'a [EntryMark], log: &LogService) -> Option<&'a EntryMark> {
+    marks.iter().find(|m| m.log.trim_end_matches('/') == log.odata_id.trim_end_matches('/'))
 }
 
 /// A log's entries from its collection's members (and whether more existed).

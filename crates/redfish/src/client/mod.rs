@@ -25,6 +25,7 @@ mod power;
 mod probe;
 mod request;
 mod sensors;
+pub mod since;
 mod transport;
 mod trust;
 mod update;

@@ -44,7 +44,17 @@ impl Client {
         link: &str,
         max: usize,
     ) -> Result<(Listing<(String, Value)>, bool), RedfishError> {
-        let (members, mut warnings, more) = self.listed(link, max).await?;
+        let (members, warnings, more) = self.listed(link, max).await?;
+        Ok((self.fetch_listed(link, members, warnings).await?, more))
+    }
+
+    /// The members of `link` as listed (embedded, or links fetched concurrently) into a listing.
+    pub(super) async fn fetch_listed(
+        &self,
+        link: &str,
+        members: Vec<Value>,
+        mut warnings: Vec<FieldWarning>,
+    ) -> Result<Listing<(String, Value)>, RedfishError> {
         let fetches = members.into_iter().enumerate().map(|(i, m)| async move {
             match Listed::of(link, i, m) {
                 Listed::Link(id) => {
@@ -80,7 +90,7 @@ impl Client {
         if let (true, Some(e)) = (items.is_empty(), refused) {
             return Err(e);
         }
-        Ok((Listing { items, warnings }, more))
+        Ok(Listing { items, warnings })
     }
 
     /// The members of a collection as it lists them (documents or bare links), at most `max`, following

@@ -27,16 +27,28 @@ pub struct Paged {
 /// was already read (a BMC whose last page points at the first would otherwise be re-read until
 /// `max_pages`). A page that cannot be fetched ends the listing with a warning, not an error: the members
 /// already read are still good.
-pub async fn follow_pages<F, Fut>(
+pub async fn follow_pages<F, Fut>(first: &Value, link: &str, max: usize, max_pages: usize, fetch: F) -> Paged
+where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = Result<(Value, Vec<FieldWarning>), String>>,
+{
+    follow_pages_until(first, link, max, max_pages, fetch, |_| false).await
+}
+
+/// [`follow_pages`] that also stops once `stop` says the members read so far are enough (a log listed
+/// newest first, read back to where it was read last time).
+pub async fn follow_pages_until<F, Fut, S>(
     first: &Value,
     link: &str,
     max: usize,
     max_pages: usize,
     mut fetch: F,
+    stop: S,
 ) -> Paged
 where
     F: FnMut(String) -> Fut,
     Fut: Future<Output = Result<(Value, Vec<FieldWarning>), String>>,
+    S: Fn(&[Value]) -> bool,
 {
     let mut warnings = Vec::new();
     let (mut members, mut next) = model::collection_members(first, link, &mut warnings);
@@ -47,6 +59,9 @@ where
     while let Some(n) = next.take() {
         if members.len() >= max {
             unread_pages = true;
+            break;
+        }
+        if stop(&members) {
             break;
         }
         if !seen.insert(n.clone()) {
@@ -154,6 +169,31 @@ mod tests {
         assert_eq!(fetched, vec!["/c?$skip=2"]);
         assert_eq!(p.members.len(), 2);
         assert!(p.warnings.iter().any(|w| w.problem.contains("repeats members")), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn stops_where_the_caller_has_enough() {
+        let chain: Vec<(String, Value)> = (2..10)
+            .map(|i| (format!("/c?p={i}"), page(&[&format!("/m{i}")], Some(&format!("/c?p={}", i + 1)))))
+            .collect();
+        let chain: Vec<(&str, Value)> = chain.iter().map(|(l, v)| (l.as_str(), v.clone())).collect();
+        let first = page(&["/m1"], Some("/c?p=2"));
+        let mut fetched = Vec::new();
+        let p = futures::executor::block_on(follow_pages_until(
+            &first,
+            "/c",
+            usize::MAX,
+            20,
+            |n| {
+                fetched.push(n.clone());
+                let found = chain.iter().find(|(l, _)| *l == n).map(|(_, v)| (v.clone(), Vec::new()));
+                async move { found.ok_or_else(|| format!("404 {n}")) }
+            },
+            |ms| ms.iter().any(|m| m["@odata.id"] == "/m3"),
+        ));
+        assert_eq!(fetched, ["/c?p=2", "/c?p=3"], "no page past the one holding /m3");
+        assert!(!p.unread_pages);
+        assert_eq!(p.members.len(), 3);
     }
 
     #[test]

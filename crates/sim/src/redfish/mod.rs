@@ -95,9 +95,17 @@ pub struct RedfishBmc {
     resumed_connections: AtomicUsize,
     /// Requests received, by method (tests count a client's requests per visit).
     requests: [AtomicUsize; 4],
+    /// The newest GETs received (path and query), at most [`RECENT_GETS`] (tests count pages read).
+    recent_gets: Mutex<std::collections::VecDeque<String>>,
+    /// Server-driven paging: a collection with more members than this, asked for without `$top`, is
+    /// served this many at a time with a `Members@odata.nextLink` (as iLO pages its logs). 0: whole.
+    page_size: AtomicUsize,
     /// A captured tree this BMC serves instead of the flavor's own documents (the replay flavour).
     replay: Option<replay::Replay>,
 }
+
+/// How many of the newest GETs [`RedfishBmc::recent_gets`] keeps.
+pub const RECENT_GETS: usize = 4096;
 
 /// Requests a simulated BMC has received since it started, by method (HEAD and others as `other`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,6 +158,8 @@ impl RedfishBmc {
             h2_connections: AtomicUsize::new(0),
             resumed_connections: AtomicUsize::new(0),
             requests: Default::default(),
+            recent_gets: Mutex::default(),
+            page_size: AtomicUsize::new(0),
             replay: None,
             host,
         }))
@@ -208,6 +218,17 @@ impl RedfishBmc {
     pub fn requests(&self) -> RequestCounts {
         let n = |i: usize| self.requests[i].load(Ordering::Relaxed);
         RequestCounts { get: n(0), post: n(1), delete: n(2), other: n(3) }
+    }
+
+    /// The newest GETs received (path and query, oldest first), at most [`RECENT_GETS`].
+    pub fn recent_gets(&self) -> Vec<String> {
+        lock(&self.recent_gets).iter().cloned().collect()
+    }
+
+    /// Serve collections at most `n` members a page (with `Members@odata.nextLink`) when a client does
+    /// not ask for `$top`, as BMCs page long logs; `None`: whole (the default).
+    pub fn set_page_size(&self, n: Option<usize>) {
+        self.page_size.store(n.unwrap_or(0), Ordering::Relaxed);
     }
 
     fn count(&self, method: &Method) {
@@ -370,6 +391,15 @@ where
     B::Error: Into<axum::BoxError>,
 {
     bmc.count(req.method());
+    if req.method() == Method::GET {
+        let mut r = lock(&bmc.recent_gets);
+        if r.len() >= RECENT_GETS {
+            r.pop_front();
+        }
+        r.push_back(
+            req.uri().path_and_query().map_or_else(|| req.uri().path().to_owned(), |p| p.to_string()),
+        );
+    }
     if down(&bmc) {
         hang(&bmc).await;
     }
@@ -389,10 +419,14 @@ where
     if let Err(resp) = protocol::check_odata_version(&parts.headers) {
         return finish(resp);
     }
-    let query = match protocol::parse_query(parts.uri.query()) {
+    let mut query = match protocol::parse_query(parts.uri.query()) {
         Ok(q) => q,
         Err(resp) => return finish(resp),
     };
+    let page = bmc.page_size.load(Ordering::Relaxed);
+    if page > 0 && query.top.is_none() && !query.only {
+        query.top = Some(page);
+    }
     if query.expand && !bmc.flavor.expand {
         return finish(protocol::not_implemented("$expand"));
     }
