@@ -33,6 +33,9 @@ action log against the runs' journal), lost audit outcomes and takeover times (p
 
 usage: bench_soak [--events E] [--bmcs N] [--seed S]   defaults: 100 events, 200 BMCs, seed 31
        bench_soak --smoke                              6 events over 8 BMCs (about two minutes)
+       bench_soak ... --inject                         also cycle one BMC behind Lifeline's back (the
+                                                       simulator's control API) at the end: the check
+                                                       must find exactly that one double action
        bench_soak --help
 
 Needs LIFELINE_TEST_DATABASE_URL=postgres://… (a fresh database is created in it), e.g.
@@ -60,11 +63,13 @@ struct Args {
     events: usize,
     bmcs: usize,
     seed: u64,
+    /// Cycle one BMC outside every run, to show the double-action check finds it.
+    inject: bool,
 }
 
 fn parse_args() -> Result<Args, (String, i32)> {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    let mut out = Args { events: 100, bmcs: 200, seed: 31 };
+    let mut out = Args { events: 100, bmcs: 200, seed: 31, inject: false };
     let mut it = a.iter();
     while let Some(flag) = it.next() {
         let mut num = |what: &str| -> Result<u64, (String, i32)> {
@@ -75,6 +80,7 @@ fn parse_args() -> Result<Args, (String, i32)> {
         match flag.as_str() {
             "--help" | "-h" => return Err((HELP.into(), 0)),
             "--smoke" => (out.events, out.bmcs) = (6, 8),
+            "--inject" => out.inject = true,
             "--events" => out.events = num(flag)? as usize,
             "--bmcs" => out.bmcs = (num(flag)? as usize).max(4),
             "--seed" => out.seed = num(flag)?,
@@ -191,7 +197,7 @@ fn monitor(
 }
 
 fn orchestrate(args: Args) {
-    let Args { events, bmcs: n, seed } = args;
+    let Args { events, bmcs: n, seed, inject } = args;
     let admin = std::env::var("LIFELINE_TEST_DATABASE_URL").expect("LIFELINE_TEST_DATABASE_URL=postgres://…");
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -346,6 +352,11 @@ fn orchestrate(args: Args) {
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
 
+    if inject {
+        post(&format!("{control}/power/{}", names[0]), "", serde_json::json!({ "action": "cycle" }))
+            .expect("the simulator takes the injected cycle");
+        println!("injected: one power cycle of {} through the simulator's control API", names[0]);
+    }
     let doubles = double_actions(&db.url, &control, &names);
     let states: BTreeMap<String, usize> =
         rows(&db.url, "SELECT state, count(*)::text FROM runbook_runs GROUP BY state")
@@ -407,6 +418,14 @@ fn orchestrate(args: Args) {
     drop(replicas);
     drop(sims);
     drop(db);
+    if inject {
+        let found = doubles.unaccounted == 1;
+        println!(
+            "self-check: the injected cycle {} found as the one double action",
+            if found { "was" } else { "was NOT" }
+        );
+        std::process::exit(if found && lost_rows.is_empty() { 0 } else { 1 });
+    }
     if doubles.unaccounted > 0 || !lost_rows.is_empty() {
         std::process::exit(1);
     }
