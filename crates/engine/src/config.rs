@@ -60,6 +60,30 @@ pub struct ServerConfig {
     /// `[probation]`: how long a re-admitted node is watched, and when it is a lemon.
     #[serde(default)]
     pub probation: ProbationConfig,
+    /// `[image-server]`: Lifeline serving an installer image itself, for BMCs that must pull one.
+    #[serde(default)]
+    pub image_server: ImageServerConfig,
+}
+
+/// `[image-server]`: `lifeline media insert TARGET... --serve FILE` serves FILE over HTTPS from the jump
+/// host, with range requests (a BMC mounts an ISO by reading ranges of it), at a URL with a per-insert
+/// token (unguessable, expiring, one image per token); see docs/media-bios.md.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ImageServerConfig {
+    /// `ADDR:PORT` to listen on: the jump host's address on the OOB network, which the BMCs reach. Required
+    /// for `--serve`; an unspecified address (`0.0.0.0`, `::`) is refused (no default: an image server
+    /// must not answer on every network the jump host is on).
+    pub listen: Option<String>,
+    /// The certificate chain (PEM) the image server presents; without it and `tls-key` a self-signed pair
+    /// for the listen address is made at each start (most BMCs do not check an image server's
+    /// certificate; its SHA-256 fingerprint is printed and audited).
+    pub tls_cert: Option<PathBuf>,
+    /// The key of `tls-cert` (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// How long a token (and so the URL handed to a BMC) is good for, from the insert (default `2h`; at
+    /// most `7d`). After it the URL answers 404 and nothing is served.
+    pub token_ttl: Option<String>,
 }
 
 /// `[probation]`: after Lifeline re-admits a node, the node is on probation (docs/faults.md): a fault of the

@@ -143,6 +143,13 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     if let Err(e) = crate::probation::Settings::from_config(&cfg.probation) {
         err("probation", e.to_string());
     }
+    // Only a section that is there is checked: without one, `--serve` says what to add.
+    let i = &cfg.image_server;
+    if (i.listen.is_some() || i.tls_cert.is_some() || i.tls_key.is_some() || i.token_ttl.is_some())
+        && let Err(e) = crate::image_serve::Settings::from_config(i)
+    {
+        err("image-server", e.to_string());
+    }
     let g = &cfg.runbooks.guard;
     if g.max_in_recovery_percent > 100 {
         err(

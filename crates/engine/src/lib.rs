@@ -31,6 +31,7 @@ pub mod event_tls;
 pub mod fault_rules;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+pub mod image_serve;
 pub mod lease;
 pub mod netbox;
 pub mod ops;

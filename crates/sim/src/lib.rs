@@ -39,6 +39,7 @@ pub mod ipmi;
 mod lazy_channel;
 mod listen;
 pub mod media;
+pub mod media_mount;
 pub mod node_state;
 pub mod redfish;
 pub mod sel;

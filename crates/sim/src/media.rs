@@ -25,6 +25,9 @@ pub struct Slot {
     pub user: Option<String>,
     /// Inserts so far (tests count them: an insert of the image already in must not be sent again).
     pub inserts: u32,
+    /// The mount of the image (`crate::media_mount`): `None` while it runs, or for an image the
+    /// simulator does not read (NFS, SMB).
+    pub mount: Option<Result<crate::media_mount::Mount, String>>,
 }
 
 /// Why the tray refused.
@@ -77,6 +80,7 @@ impl MediaTray {
                 protocol,
                 user,
                 inserts: s.inserts + 1,
+                mount: None,
             };
             Ok(())
         })
@@ -94,6 +98,16 @@ impl MediaTray {
         })
     }
 
+    /// Records the mount of the `insert`th insert (nothing when the slot was ejected or refilled since).
+    pub fn mounted(&self, k: SlotKind, insert: u32, m: Result<crate::media_mount::Mount, String>) {
+        self.with(|s| {
+            let s = &mut s[index(k)];
+            if s.image.is_some() && s.inserts == insert {
+                s.mount = Some(m);
+            }
+        })
+    }
+
     /// The CD's image, if one is in.
     pub fn cd_image(&self) -> Option<String> {
         self.slot(SlotKind::Cd).image
@@ -103,11 +117,25 @@ impl MediaTray {
 /// The line the fake installer ends with (a reinstall runbook waits for it on the console).
 pub const INSTALL_DONE: &str = "lifeline-installer: installation complete";
 
-/// What the fake installer prints, from the CD's image to its completion marker.
-pub(crate) fn installer_lines(host: &str, image: &str) -> Vec<String> {
+/// What the fake installer prints, from the CD's image (and what its mount read) to its completion marker.
+pub(crate) fn installer_lines(
+    host: &str,
+    image: &str,
+    mount: Option<&Result<crate::media_mount::Mount, String>>,
+) -> Vec<String> {
     let name = image.rsplit('/').next().unwrap_or(image);
+    let read = match mount {
+        Some(Ok(m)) => format!(
+            " (volume {}, {} bytes; mounted by {} range requests)",
+            m.volume_id.as_deref().unwrap_or("-"),
+            m.size,
+            m.ranges
+        ),
+        Some(Err(why)) => format!(" (not mounted: {why})"),
+        None => String::new(),
+    };
     vec![
-        format!("Booting from virtual CD: {name}"),
+        format!("Booting from virtual CD: {name}{read}"),
         "lifeline-installer: partitioning /dev/nvme0n1".to_owned(),
         "lifeline-installer: installing base system".to_owned(),
         "lifeline-installer: installing NVIDIA driver and OFED".to_owned(),

@@ -15,11 +15,14 @@ use crate::exit::{CmdResult, Exit, verdict};
 use crate::outln;
 use crate::prompt::confirm_bmcs;
 
+#[path = "media_serve.rs"]
+mod serve;
+
 /// `lifeline media …`.
 #[derive(Debug, Subcommand)]
 pub enum MediaCmd {
-    /// Insert an image (http, https, nfs, smb URL) into each BMC's virtual CD, read back; `--boot-once`
-    /// also sets the next boot (only) to the CD.
+    /// Insert an image (http, https, nfs, smb URL, or `--serve FILE` from this host) into each BMC's
+    /// virtual CD, read back; `--boot-once` also sets the next boot (only) to the CD.
     Insert(MediaInsertArgs),
     /// Eject whatever media each BMC holds, read back.
     Eject(BmcArgs),
@@ -29,9 +32,13 @@ pub enum MediaCmd {
 
 #[derive(Debug, Args)]
 pub struct MediaInsertArgs {
-    /// Targets, then the image URL.
+    /// Targets, then the image URL (no URL with `--serve`).
     #[arg(value_name = "TARGET... URL", required = true)]
     pub words: Vec<String>,
+    /// Serve FILE from this host (`[image-server]` in the config: HTTPS on the OOB address, a token per
+    /// BMC) and insert its URL; keeps serving until the tokens expire or Ctrl-C.
+    #[arg(long, value_name = "FILE")]
+    pub serve: Option<std::path::PathBuf>,
     /// A BMC not in the inventory (see `power --help`).
     #[arg(long, value_name = "URL")]
     pub bmc: Vec<String>,
@@ -75,6 +82,9 @@ pub async fn run(g: &Global, c: MediaCmd) -> CmdResult {
 }
 
 async fn insert(g: &Global, a: MediaInsertArgs) -> CmdResult {
+    if let Some(file) = a.serve.clone() {
+        return serve::insert_served(g, a, &file).await;
+    }
     let Some((url, targets)) = a.words.split_last() else {
         return Err(Exit::usage(anyhow!("usage: lifeline media insert TARGET... URL")));
     };
@@ -82,15 +92,7 @@ async fn insert(g: &Global, a: MediaInsertArgs) -> CmdResult {
     if targets.is_empty() && a.bmc.is_empty() {
         return Err(Exit::usage(anyhow!("usage: lifeline media insert TARGET... URL (no target given)")));
     }
-    let credentials = match a.image_user {
-        Some(username) => {
-            let password = std::env::var("LIFELINE_IMAGE_PASSWORD").map_err(|_| {
-                Exit::usage(anyhow!("--image-user needs the password in LIFELINE_IMAGE_PASSWORD"))
-            })?;
-            Some(ImageCredentials { username, password })
-        }
-        None => None,
-    };
+    let credentials = image_credentials(a.image_user)?;
     let req = MediaRequest { image, boot_once: a.boot_once, write_protected: !a.writable, credentials };
     let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
     let sel = select(&l, &BmcSel { targets: targets.to_vec(), bmc: a.bmc }, false)?;
@@ -99,9 +101,23 @@ async fn insert(g: &Global, a: MediaInsertArgs) -> CmdResult {
     let rows = l.media_insert(&sel, req).await?;
     render_acts(g, &rows)?;
     l.close().await;
-    Ok(verdict(
-        rows.iter().any(|r| r.result.as_ref().map_or(true, |a| a.fresh().is_some_and(|x| !x.confirmed))),
-    ))
+    Ok(verdict(any_failed(&rows)))
+}
+
+fn image_credentials(user: Option<String>) -> Result<Option<ImageCredentials>, Exit> {
+    match user {
+        Some(username) => {
+            let password = std::env::var("LIFELINE_IMAGE_PASSWORD").map_err(|_| {
+                Exit::usage(anyhow!("--image-user needs the password in LIFELINE_IMAGE_PASSWORD"))
+            })?;
+            Ok(Some(ImageCredentials { username, password }))
+        }
+        None => Ok(None),
+    }
+}
+
+fn any_failed(rows: &[lifeline_engine::ops::Row<Acted<MediaReport>>]) -> bool {
+    rows.iter().any(|r| r.result.as_ref().map_or(true, |a| a.fresh().is_some_and(|x| !x.confirmed)))
 }
 
 async fn eject(g: &Global, a: BmcArgs) -> CmdResult {
@@ -110,9 +126,7 @@ async fn eject(g: &Global, a: BmcArgs) -> CmdResult {
     let rows = l.media_eject(&sel).await?;
     render_acts(g, &rows)?;
     l.close().await;
-    Ok(verdict(
-        rows.iter().any(|r| r.result.as_ref().map_or(true, |a| a.fresh().is_some_and(|x| !x.confirmed))),
-    ))
+    Ok(verdict(any_failed(&rows)))
 }
 
 fn report_row(x: &MediaReport) -> Vec<String> {
@@ -130,7 +144,10 @@ fn report_row(x: &MediaReport) -> Vec<String> {
     vec![x.bmc.clone(), x.action.into(), slot, now, boot, result.into()]
 }
 
-fn render_acts(g: &Global, rows: &[lifeline_engine::ops::Row<Acted<MediaReport>>]) -> Result<(), Exit> {
+pub(crate) fn render_acts(
+    g: &Global,
+    rows: &[lifeline_engine::ops::Row<Acted<MediaReport>>],
+) -> Result<(), Exit> {
     if g.json {
         return print_json(&rows);
     }

@@ -6,11 +6,27 @@ pub use lifeline_bmc::media::{MediaUrl, MediaUrlError};
 use lifeline_bmc::{Bmc, BmcError, MediaReport, MediaShow};
 pub use lifeline_bmc::{ImageCredentials, MediaRequest};
 
+use std::collections::HashMap;
+use std::path::Path;
+
 use crate::audit::Outcome;
 use crate::context::Lifeline;
 use crate::error::{EngineError, Result};
+use crate::image_serve::{ImageServer, Served};
 use crate::ops::{Acted, Row};
 use crate::targets::BmcSelection;
+
+/// `value` with every image-server token in its strings named instead ([`crate::image_serve::redact`]):
+/// neither an insert's URL nor a slot's previous image puts a token into the audit.
+fn redact(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(crate::image_serve::redact(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(redact).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, redact(v))).collect()),
+        other => other,
+    }
+}
 
 impl Lifeline {
     /// The virtual media slots as each BMC reports them.
@@ -28,11 +44,80 @@ impl Lifeline {
             "image": req.image.url, "boot_once": req.boot_once, "write_protected": req.write_protected,
             "image_user": req.credentials.as_ref().map(|c| c.username.clone()),
         });
-        self.media_act(sel, "media.insert", intent, move |bmc| {
-            let req = req.clone();
-            async move { bmc.media_insert(req).await }
-        })
+        self.media_act(
+            sel,
+            "media.insert",
+            |_| intent.clone(),
+            move |bmc| {
+                let req = req.clone();
+                async move { bmc.media_insert(req).await }
+            },
+        )
         .await
+    }
+
+    /// Inserts `file` served by `server` on each BMC, under a token of its own (one image per token,
+    /// expiring with the server's `token-ttl`). The audit names the file, the server, the token's id and
+    /// expiry; the token itself never (`token:ID` in every string recorded).
+    pub async fn media_insert_served(
+        &self,
+        sel: &BmcSelection,
+        server: &ImageServer,
+        file: &Path,
+        template: MediaRequest,
+    ) -> Result<Vec<Row<Acted<MediaReport>>>> {
+        let mut per_bmc = HashMap::new();
+        for b in &sel.bmcs {
+            let (url, offer) = server.offer(file).map_err(|e| EngineError::Failed {
+                target: b.target.name.clone(),
+                what: "cannot serve the image".into(),
+                source: Some(Box::new(e)),
+            })?;
+            let image = MediaUrl::parse(&url).map_err(|e| EngineError::Internal {
+                what: format!("the image server's URL is refused: {e}"),
+                source: None,
+            })?;
+            let intent = serde_json::json!({
+                "image": url, "boot_once": template.boot_once,
+                "write_protected": template.write_protected,
+                "served": {
+                    "file": file, "server": server.addr().to_string(), "tls_sha256": server.fingerprint(),
+                    "token": offer.id, "expires": offer.expires,
+                },
+            });
+            let req = MediaRequest { image, ..template.clone() };
+            per_bmc.insert(b.target.name.clone(), (req, intent));
+        }
+        let per_bmc = &per_bmc;
+        self.media_act(
+            sel,
+            "media.insert",
+            |name| per_bmc.get(name).map(|(_, i)| i.clone()).unwrap_or_default(),
+            move |bmc| {
+                let req = per_bmc.get(bmc.name()).map(|(r, _)| r.clone());
+                async move {
+                    match req {
+                        Some(r) => bmc.media_insert(r).await,
+                        None => Err(BmcError::Unsupported {
+                            bmc: bmc.name().to_owned(),
+                            protocol: bmc.target().protocol,
+                            what: "an insert without an offered image",
+                        }),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    /// Stops `server` (every token revoked) and audits what it served as `media.serve`.
+    pub async fn media_serve_end(&self, server: ImageServer, file: &Path) -> Result<(Vec<Served>, u64)> {
+        let addr = server.addr().to_string();
+        let (served, refused) = server.stop();
+        let audit = self.audit().await?;
+        let detail = serde_json::json!({ "server": addr, "served": served, "refused": refused });
+        audit.record("media.serve", &file.display().to_string(), Outcome::Ok, None, detail).await?;
+        Ok((served, refused))
     }
 
     /// Ejects whatever media each BMC holds, read back.
@@ -40,20 +125,22 @@ impl Lifeline {
         self.media_act(
             sel,
             "media.eject",
-            serde_json::json!({}),
+            |_| serde_json::json!({}),
             |bmc| async move { bmc.media_eject().await },
         )
         .await
     }
 
-    async fn media_act<F, Fut>(
+    /// `intent_of(bmc)`: the intent's body. Everything recorded has its image-server tokens named instead.
+    async fn media_act<I, F, Fut>(
         &self,
         sel: &BmcSelection,
         action: &'static str,
-        intent_body: serde_json::Value,
+        intent_of: I,
         f: F,
     ) -> Result<Vec<Row<Acted<MediaReport>>>>
     where
+        I: Fn(&str) -> serde_json::Value,
         F: Fn(Bmc) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<MediaReport, BmcError>>,
     {
@@ -63,21 +150,22 @@ impl Lifeline {
         for b in &sel.bmcs {
             let bmc = pool.bmc(b.target.clone());
             let name = bmc.name().to_owned();
-            let (audit, who, body, f) = (audit.clone(), name.clone(), intent_body.clone(), &f);
+            let body = redact(intent_of(&name));
+            let (audit, who, f) = (audit.clone(), name.clone(), &f);
             let r = self
                 .guarded(&name, action, |rid| async move {
                     let intent = audit.intent(action, &who, Some(&rid), body).await?;
                     match f(bmc).await {
                         Ok(r) => {
                             let o = if r.confirmed { Outcome::Ok } else { Outcome::Failed };
-                            audit.outcome(intent, o, &r).await?;
+                            let detail = redact(serde_json::to_value(&r).unwrap_or_default());
+                            audit.outcome(intent, o, detail).await?;
                             Ok(r)
                         }
                         Err(source) => {
                             let err = EngineError::Bmc { target: who.clone(), source };
-                            audit
-                                .outcome(intent, Outcome::Failed, serde_json::json!({ "error": err.chain() }))
-                                .await?;
+                            let detail = redact(serde_json::json!({ "error": err.chain() }));
+                            audit.outcome(intent, Outcome::Failed, detail).await?;
                             Err(err)
                         }
                     }

@@ -365,9 +365,13 @@ pub(super) async fn run_sequence(weak: Weak<Host>, generation: u64, seq: Sequenc
         stage(&weak, generation, &post_lines(kind, &name, &bios, target), timings.post).await?;
         // Booting once from a virtual CD with an image in it runs the fake installer, which ends with a
         // marker on the console (what a reinstall waits for), then boots the installed system.
-        let image = if target == "Cd" { weak.upgrade()?.media().cd_image() } else { None };
-        if let Some(image) = image {
-            let lines = crate::media::installer_lines(&name, &image);
+        let cd = if target == "Cd" {
+            Some(weak.upgrade()?.media().slot(crate::media::SlotKind::Cd))
+        } else {
+            None
+        };
+        if let Some((image, mount)) = cd.and_then(|s| s.image.map(|i| (i, s.mount))) {
+            let lines = crate::media::installer_lines(&name, &image, mount.as_ref());
             stage(&weak, generation, &lines, crate::media::installer_time(timings.kernel)).await?;
         }
         if looping {

@@ -96,6 +96,12 @@ fn member(bmc: &RedfishBmc, kind: SlotKind) -> Value {
             "#VirtualMedia.EjectMedia": { "target": format!("{path}/Actions/VirtualMedia.EjectMedia") },
         },
     });
+    if let Some(m) = &s.mount {
+        v["Oem"] = json!({ "Lifeline": { "Mount": match m {
+            Ok(m) => json!({ "Size": m.size, "RangeRequests": m.ranges, "BytesRead": m.bytes, "VolumeId": m.volume_id }),
+            Err(e) => json!({ "Error": e }),
+        } } });
+    }
     if let Some(p) = l.protocols {
         insert["TransferProtocolType@Redfish.AllowableValues"] = json!(p);
         v["TransferProtocolType"] = json!(s.protocol);
@@ -182,7 +188,18 @@ fn insert(bmc: &RedfishBmc, l: &Layout, k: SlotKind, body: &Bytes) -> Response {
     let wp = m.get("WriteProtected").and_then(Value::as_bool).unwrap_or(true);
     let user = m.get("UserName").and_then(Value::as_str).filter(|u| !u.is_empty()).map(str::to_owned);
     match bmc.host.media().insert(k, image, wp, protocol, user) {
-        Ok(()) => no_content(),
+        Ok(()) => {
+            // The BMC mounts the image after answering (as bmcweb and iDRAC do): ranges over HTTP(S).
+            if image.starts_with("http://") || image.starts_with("https://") {
+                let (host, image, n) = (bmc.host.clone(), image.to_owned(), bmc.host.media().slot(k).inserts);
+                tokio::spawn(async move {
+                    let m = crate::media_mount::mount(&image).await;
+                    tracing::info!(image = %image, mount = ?m, "virtual media mounted");
+                    host.media().mounted(k, n, m);
+                });
+            }
+            no_content()
+        }
         Err(TrayError::Occupied(i)) => error(
             StatusCode::CONFLICT,
             "ResourceInUse",

@@ -1,0 +1,206 @@
+//! The per-insert tokens of the image server: one image per token, unguessable (256 random bits), expiring,
+//! and kept only as their SHA-256 (a token is a capability: a copy of the table, a log line or an audit
+//! record must not hand it out). What was fetched with each is counted for the audit.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ring::digest::{SHA256, digest};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::Serialize;
+
+/// An image offered under a fresh token.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    /// The secret part of the URL (64 hex digits): handed to one BMC, never audited.
+    pub token: String,
+    /// The first 12 hex digits of the token's SHA-256: names the token in the audit and the logs.
+    pub id: String,
+    /// The file name the URL ends with (the only name the token answers for).
+    pub name: String,
+    pub expires: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a token served, for the audit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Served {
+    /// The token's id (see [`Offer::id`]).
+    pub token: String,
+    pub file: PathBuf,
+    /// Requests answered with the image (whole or a range).
+    pub requests: u64,
+    /// Of those, range requests (206).
+    pub ranges: u64,
+    /// Bytes of the image sent.
+    pub bytes: u64,
+    pub expires: String,
+}
+
+struct Entry {
+    path: PathBuf,
+    name: String,
+    deadline: Instant,
+    served: Served,
+}
+
+/// The table of live tokens.
+#[derive(Default)]
+pub struct Tokens {
+    map: Mutex<HashMap<[u8; 32], Entry>>,
+    /// Requests refused (unknown, expired or revoked token, another name): nothing was served.
+    refused: Mutex<u64>,
+}
+
+fn hash(token: &str) -> [u8; 32] {
+    let mut h = [0u8; 32];
+    h.copy_from_slice(digest(&SHA256, token.as_bytes()).as_ref());
+    h
+}
+
+fn id_of(h: &[u8; 32]) -> String {
+    hex::encode(&h[..6])
+}
+
+/// `text` with the token of every image-server URL in it (`/image/TOKEN/`) replaced by `token:ID`: what
+/// is recorded (an insert's intent, a slot's previous image) names a token and never holds one.
+pub fn redact(text: &str) -> String {
+    const MARK: &str = "/image/";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK) {
+        let (head, tail) = rest.split_at(i + MARK.len());
+        out.push_str(head);
+        let token = tail.get(..64).filter(|t| t.bytes().all(|b| b.is_ascii_hexdigit()));
+        match token {
+            Some(t) if tail[64..].starts_with('/') => {
+                out.push_str("token:");
+                out.push_str(&id_of(&hash(t)));
+                rest = &tail[64..];
+            }
+            _ => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Tokens {
+    /// A fresh token for `path`, answering for `name` only, until `ttl` from now.
+    pub fn issue(&self, path: &Path, name: &str, ttl: Duration) -> Result<Offer, ring::error::Unspecified> {
+        let mut raw = [0u8; 32];
+        SystemRandom::new().fill(&mut raw)?;
+        let token = hex::encode(raw);
+        let h = hash(&token);
+        let expires = chrono::Utc::now() + ttl;
+        let id = id_of(&h);
+        let served = Served {
+            token: id.clone(),
+            file: path.to_owned(),
+            expires: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ..Served::default()
+        };
+        let entry =
+            Entry { path: path.to_owned(), name: name.to_owned(), deadline: Instant::now() + ttl, served };
+        self.lock().insert(h, entry);
+        Ok(Offer { token, id, name: name.to_owned(), expires })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Entry>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The file behind `token` when it is live and answers for `name`, with the token's id; `None` (and
+    /// the refusal counted) otherwise.
+    pub fn lookup(&self, token: &str, name: &str, now: Instant) -> Option<(PathBuf, String)> {
+        let h = hash(token);
+        let found =
+            self.lock().get(&h).filter(|e| e.name == name && now < e.deadline).map(|e| e.path.clone());
+        if found.is_none() {
+            *self.refused.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        }
+        found.map(|p| (p, id_of(&h)))
+    }
+
+    /// Counts one answered request of the token `id`.
+    pub fn record(&self, id: &str, ranged: bool, bytes: u64) {
+        if let Some(e) = self.lock().values_mut().find(|e| e.served.token == id) {
+            e.served.requests += 1;
+            e.served.ranges += u64::from(ranged);
+            e.served.bytes += bytes;
+        }
+    }
+
+    /// Ends every token at once (the server stops serving): later requests are refused.
+    pub fn revoke_all(&self) {
+        for e in self.lock().values_mut() {
+            e.deadline = Instant::now();
+        }
+    }
+
+    /// What each token served so far, and the refused requests.
+    pub fn served(&self) -> (Vec<Served>, u64) {
+        let mut v: Vec<Served> = self.lock().values().map(|e| e.served.clone()).collect();
+        v.sort_by(|a, b| a.token.cmp(&b.token));
+        (v, *self.refused.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The latest deadline of the live tokens (the server may stop after it).
+    pub fn last_deadline(&self) -> Option<Instant> {
+        self.lock().values().map(|e| e.deadline).max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_answers_for_its_one_name_until_it_expires_or_is_revoked() {
+        let t = Tokens::default();
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", Duration::from_secs(60)).unwrap();
+        let b = t.issue(Path::new("/srv/b.iso"), "b.iso", Duration::from_secs(60)).unwrap();
+        assert_ne!(a.token, b.token);
+        assert_eq!(a.token.len(), 64);
+        assert_eq!(a.id, hex::encode(&hash(&a.token)[..6]));
+        let now = Instant::now();
+        assert_eq!(t.lookup(&a.token, "a.iso", now), Some((PathBuf::from("/srv/a.iso"), a.id.clone())));
+        // One image per token: a's token does not open b's image, nor any other name.
+        assert_eq!(t.lookup(&a.token, "b.iso", now), None);
+        assert_eq!(t.lookup(&b.token[..63], "b.iso", now), None);
+        assert_eq!(t.lookup(&a.token, "a.iso", now + Duration::from_secs(61)), None);
+        t.record(&a.id, true, 2048);
+        t.record(&a.id, false, 10);
+        t.revoke_all();
+        assert_eq!(t.lookup(&b.token, "b.iso", Instant::now()), None);
+        let (served, refused) = t.served();
+        assert_eq!(refused, 4);
+        let sa = served.iter().find(|s| s.token == a.id).unwrap();
+        assert_eq!((sa.requests, sa.ranges, sa.bytes), (2, 1, 2058));
+        // The secret itself is nowhere in what is audited.
+        assert!(!serde_json::to_string(&served).unwrap().contains(&a.token));
+    }
+
+    #[test]
+    fn redact_names_the_token_of_every_image_url() {
+        let t = Tokens::default();
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", Duration::from_secs(60)).unwrap();
+        let url = format!("https://10.0.0.5:8443/image/{}/a.iso", a.token);
+        let text = format!("was {url}, now {url}; /image/short/x and /image/");
+        let r = redact(&text);
+        let named = format!("https://10.0.0.5:8443/image/token:{}/a.iso", a.id);
+        assert_eq!(r, format!("was {named}, now {named}; /image/short/x and /image/"));
+        assert_eq!(redact("https://h/images/ubuntu.iso"), "https://h/images/ubuntu.iso");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn redact_never_panics_and_leaves_text_without_a_token_alone(s in "\\PC{0,200}") {
+            let r = redact(&s);
+            if !s.contains("/image/") {
+                proptest::prop_assert_eq!(r, s);
+            }
+        }
+    }
+}
