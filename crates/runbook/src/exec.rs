@@ -1113,7 +1113,7 @@ async fn ended_elsewhere(store: &lifeline_store::Store, id: &str) -> String {
 }
 
 /// A journal row about the run as a whole (`phase = run`): aborted, interrupted.
-fn run_event(id: &str, step_index: i64, state: &str, detail: serde_json::Value) -> NewJournal {
+pub(crate) fn run_event(id: &str, step_index: i64, state: &str, detail: serde_json::Value) -> NewJournal {
     NewJournal {
         run_id: id.into(),
         step_index,

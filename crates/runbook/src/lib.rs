@@ -56,6 +56,7 @@ mod recover;
 pub mod ssh_banner;
 mod steps;
 pub mod view;
+mod withdraw;
 
 pub use check::{Checked, check_file, check_str};
 pub use error::RunbookError;

@@ -52,6 +52,7 @@ pub async fn raise(
 pub async fn resolve(s: &AppState, kind: &str, device: &str) -> Result<(), EngineError> {
     if s.store.fault_resolve(kind, device).await? > 0 {
         refresh_gauge(s).await;
+        crate::runbooks::withdraw_for_resolved(s, kind, device).await;
     }
     Ok(())
 }

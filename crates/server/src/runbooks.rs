@@ -204,6 +204,20 @@ pub async fn stop(s: &AppState) {
     }
 }
 
+/// A fault was resolved: the runs it started that still wait for approval before their first step are
+/// withdrawn (nothing was done; nobody should be asked to approve a recovery for a fault that is gone).
+pub async fn withdraw_for_resolved(s: &AppState, kind: &str, device: &str) {
+    let x = s.runbooks.executor(s.engine_as("fault-policy"));
+    match x.withdraw_for_resolved(kind, device).await {
+        Ok(ids) => {
+            for id in ids {
+                tracing::info!(run = %id, %kind, %device, "run withdrawn: its fault cleared before approval");
+            }
+        }
+        Err(e) => tracing::warn!(%kind, %device, "withdrawing runs of a resolved fault: {}", e.chain()),
+    }
+}
+
 /// Admits one run for a caller (`approve_first`: in `waiting-approval` before its first step) and, when
 /// admitted to run, drives it in the background.
 pub async fn admit(

@@ -195,6 +195,36 @@ impl Store {
         self.update_run_state(&self.pool, id, state, next_step, reason).await
     }
 
+    /// Moves a run from exactly `from` to `to` (terminal states stamp `ended_at`); false when the run is no
+    /// longer `from` (an approval or an abort that came first wins).
+    pub async fn set_run_state_from(
+        &self,
+        id: &str,
+        from: &str,
+        to: &str,
+        next_step: i64,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let ended = if is_terminal(to) { Some(now) } else { None };
+        let q = self.sql(
+            "UPDATE runbook_runs SET state = ?, next_step = ?, reason = ?, updated_at = ?, ended_at = ? \
+             WHERE id = ? AND state = ?",
+        );
+        let done = sqlx::query(&q)
+            .bind(to.to_owned())
+            .bind(next_step)
+            .bind(reason.map(str::to_owned))
+            .bind(now)
+            .bind(ended)
+            .bind(id.to_owned())
+            .bind(from.to_owned())
+            .execute(&self.pool)
+            .await
+            .op("run.set_state_from")?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Appends a journal row; returns its id.
     pub async fn journal(&self, j: &NewJournal) -> Result<i64, StoreError> {
         self.insert_journal(&self.pool, j).await

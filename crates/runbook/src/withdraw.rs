@@ -1,0 +1,56 @@
+//! A run that a fault started and that still waits for approval before its first step is withdrawn
+//! when that fault is resolved.
+//!
+//! Why: the operator who opens the console at 3 a.m. should not be asked to approve a recovery for a
+//! fault that is gone (a BMC that answers again, a rail back up). Nothing was done, so nothing is left
+//! half-done: the run ends `aborted`, saying which fault cleared, journaled and audited. A run that has
+//! acted (any step intent in its journal) is left alone: what it did still has to be finished or
+//! proven by a person.
+
+use lifeline_engine::Outcome;
+
+use crate::error::Result;
+use crate::exec::Executor;
+use crate::exec::run_event;
+
+impl Executor {
+    /// Withdraws the runs waiting for approval before their first step whose cause was the fault
+    /// (`kind` on `device`) just resolved; returns their ids.
+    pub async fn withdraw_for_resolved(&self, kind: &str, device: &str) -> Result<Vec<String>> {
+        let store = self.base.store().await?;
+        let mut withdrawn = Vec::new();
+        for run in store.runs_in(&["waiting-approval"]).await? {
+            let cause = run.vars.get("fault-kind").and_then(|v| v.as_str()).unwrap_or_default();
+            if run.target != device || cause != kind || run.next_step != 0 {
+                continue;
+            }
+            let journal = store.journal_since(&run.id, 0).await?;
+            if journal.iter().any(|j| j.phase == "intent") {
+                continue;
+            }
+            let fault = run.vars.get("fault").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+            let reason = format!(
+                "withdrawn: fault {fault} ({kind}) on {device} cleared before approval; nothing was done"
+            );
+            // Only from `waiting-approval`: an approval that landed meanwhile wins.
+            if !store.set_run_state_from(&run.id, "waiting-approval", "aborted", 0, Some(&reason)).await? {
+                continue;
+            }
+            let detail = serde_json::json!({ "by": self.base.actor(), "reason": reason, "fault": fault });
+            store.journal(&run_event(&run.id, 0, "aborted", detail)).await?;
+            self.base
+                .audit()
+                .await?
+                .record(
+                    "runbook.withdraw",
+                    &run.target,
+                    Outcome::Ok,
+                    Some(&run.id),
+                    serde_json::json!({ "runbook": run.runbook, "fault": fault, "kind": kind }),
+                )
+                .await?;
+            withdrawn.push(run.id);
+        }
+        Ok(withdrawn)
+    }
+}
