@@ -148,6 +148,7 @@ pub async fn agent_report(
 pub async fn console_intake(
     s: AppState,
     mut findings: tokio::sync::broadcast::Receiver<lifeline_console::ConsoleFinding>,
+    mut switch_evidence: tokio::sync::mpsc::Receiver<lifeline_engine::switch_evidence::PortEvidence>,
 ) {
     use lifeline_engine::correlate::{Correlator, Settings, Topology};
     use tokio::sync::broadcast::error::RecvError;
@@ -175,9 +176,20 @@ pub async fn console_intake(
                 }
                 Err(RecvError::Closed) => break,
             },
+            // What a switch said about its ports (counters, a config change): attached to the rail faults
+            // on those ports, and those already raised are raised again with it.
+            Some(e) = switch_evidence.recv() => {
+                for v in c.evidence(e) {
+                    let ev = c.evidence_for(&v);
+                    if let Err(e) = verdict(&s, v, ev).await {
+                        tracing::warn!("console fault with switch evidence: {}", e.chain());
+                    }
+                }
+            }
             _ = tick.tick() => {
                 for v in c.decide(lifeline_store::now_ms()) {
-                    if let Err(e) = verdict(&s, v).await {
+                    let ev = c.evidence_for(&v);
+                    if let Err(e) = verdict(&s, v, ev).await {
                         tracing::warn!("console fault: {}", e.chain());
                     }
                 }
@@ -189,15 +201,25 @@ pub async fn console_intake(
 
 /// Raises what the correlator decided: a device's own fault, or the shared part's fault with its members
 /// (each member's event links it to that fault; a member's own earlier fault is linked, not acted on again).
-pub async fn verdict(s: &AppState, v: lifeline_engine::correlate::Verdict) -> Result<(), EngineError> {
-    use lifeline_engine::correlate::Verdict;
-    match v {
+/// The switch evidence on the members' ports goes with it: in its message, in its detail's `evidence`,
+/// and a config change's restore offered as a run waiting for approval ([`offer_restore`]).
+pub async fn verdict(
+    s: &AppState,
+    v: lifeline_engine::correlate::Verdict,
+    evidence: Vec<lifeline_engine::switch_evidence::PortEvidence>,
+) -> Result<(), EngineError> {
+    use lifeline_engine::correlate::{Verdict, with_evidence};
+    let f = match v {
         Verdict::Own(o) => {
             let mut detail = o.detail.clone();
             if let Some(r) = &o.unit.rail {
                 detail["rail"] = serde_json::json!(r);
             }
-            raise(s, &o.kind, &o.unit.device, &o.severity, &o.message, detail).await?;
+            if !evidence.is_empty() {
+                detail["evidence"] = serde_json::json!(evidence);
+            }
+            let message = with_evidence(&o.message, &evidence);
+            raise(s, &o.kind, &o.unit.device, &o.severity, &message, detail).await?
         }
         Verdict::Shared(sh) => {
             let member_kind = sh.members.first().map(|m| m.kind.clone()).unwrap_or_default();
@@ -226,14 +248,18 @@ pub async fn verdict(s: &AppState, v: lifeline_engine::correlate::Verdict) -> Re
                     })
                 })
                 .collect();
-            let detail = serde_json::json!({
+            let mut detail = serde_json::json!({
                 "source": "correlation",
                 "component": sh.component,
                 "score": sh.score,
                 "members": members,
                 "linked_faults": linked_faults,
             });
-            let f = raise(s, &sh.kind, &sh.device, &sh.severity, &sh.message, detail).await?;
+            if !evidence.is_empty() {
+                detail["evidence"] = serde_json::json!(evidence);
+            }
+            let message = with_evidence(&sh.message, &evidence);
+            let f = raise(s, &sh.kind, &sh.device, &sh.severity, &message, detail).await?;
             for u in &sh.added {
                 let rail = u.rail.as_deref().map(|r| format!(" {r}")).unwrap_or_default();
                 let _ = s
@@ -253,7 +279,59 @@ pub async fn verdict(s: &AppState, v: lifeline_engine::correlate::Verdict) -> Re
                     })
                     .await;
             }
+            f
         }
+    };
+    for offer in evidence.iter().filter_map(|e| e.restore.as_ref()) {
+        offer_restore(s, &f, offer).await;
     }
     Ok(())
+}
+
+/// Offers a config change's restore: a run of its runbook on the switch (the version before the change),
+/// created waiting for an operator's approval — never started without one. Once: a run of it already
+/// waiting or running on the switch answers every later fault.
+async fn offer_restore(
+    s: &AppState,
+    fault: &FaultRow,
+    offer: &lifeline_engine::switch_evidence::RestoreOffer,
+) {
+    match s.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await {
+        Ok(runs) if runs.iter().any(|r| r.target == offer.switch && r.runbook == offer.runbook) => return,
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(switch = %offer.switch, "restore not offered: cannot list runs: {e}");
+            return;
+        }
+    }
+    let (rb, text) = match crate::runbooks::load(s, &offer.runbook) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::warn!(switch = %offer.switch, "restore not offered: runbook {}: {}", offer.runbook, e.chain());
+            return;
+        }
+    };
+    let base = s.base.with_identity(lifeline_engine::Identity::new(crate::runbooks::POLICY_ACTOR));
+    let opts = lifeline_runbook::RunOptions {
+        vars: vec![("version".into(), offer.version.to_string())],
+        cause: Some(lifeline_runbook::exec::Cause { fault: fault.id, kind: fault.kind.clone() }),
+    };
+    match crate::runbooks::admit(s, base, &rb, &text, &offer.switch, &opts, true).await {
+        Ok(v) => {
+            let _ = s
+                .store
+                .record_event(&lifeline_store::NewEvent {
+                    device: Some(offer.switch.clone()),
+                    source: "correlation".into(),
+                    severity: "info".into(),
+                    message: format!(
+                        "fault #{} {}: restore of {} v{} offered as run {} ({}), waiting for approval",
+                        fault.id, fault.kind, offer.switch, offer.version, v.run, v.state
+                    ),
+                    data: serde_json::json!({ "fault": fault.id, "run": v.run, "offer": offer }),
+                })
+                .await;
+        }
+        Err(e) => tracing::warn!(switch = %offer.switch, "restore not offered: {}", e.chain()),
+    }
 }

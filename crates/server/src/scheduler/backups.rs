@@ -28,6 +28,9 @@ pub struct BackupScheduler {
     /// Base delay between retries (tests shorten it).
     pub retry_base: Option<Duration>,
     pruned: Option<Instant>,
+    /// Where a new version whose diff touches a port's MTU, PFC, QoS or LAG is sent, as evidence for the
+    /// fault correlation (none: not compared).
+    pub evidence: Option<tokio::sync::mpsc::Sender<lifeline_engine::switch_evidence::PortEvidence>>,
 }
 
 /// How long finished slots are kept in the store (for `exactly once` audits), pruned hourly.
@@ -175,10 +178,26 @@ impl BackupScheduler {
                 Ok(t) => l.backup_run(t, &Default::default(), |_| {}).await,
                 Err(e) => Err(e),
             };
-            let res =
-                res.and_then(|rows| rows.into_iter().next().map(|r| r.result.map(|_| ())).unwrap_or(Ok(())));
+            // The new version's number, when this backup made one.
+            let res = res.and_then(|rows| {
+                rows.into_iter()
+                    .next()
+                    .map(|r| {
+                        r.result.map(|a| match a {
+                            lifeline_engine::Acted::Fresh(b)
+                            | lifeline_engine::Acted::Delayed { value: b, .. } => {
+                                (b.outcome == "ok").then_some(b.detail.version)
+                            }
+                            lifeline_engine::Acted::Replayed { .. } => None,
+                        })
+                    })
+                    .unwrap_or(Ok(None))
+            });
             match res {
-                Ok(()) => {
+                Ok(version) => {
+                    if let (Some(v), Some(tx)) = (version, &self.evidence) {
+                        self.config_change(&l, &d.switch, v, tx).await;
+                    }
                     mark_done(lease, &d, "ok").await;
                     s.metrics.backups.inc(&[("trigger", "schedule"), ("result", "ok")]);
                     self.failures.remove(&d.switch);
@@ -213,6 +232,34 @@ impl BackupScheduler {
             .await;
         }
         true
+    }
+}
+
+impl BackupScheduler {
+    /// A scheduler whose new versions are compared with the previous ones for the correlation.
+    pub fn with_evidence(
+        tx: tokio::sync::mpsc::Sender<lifeline_engine::switch_evidence::PortEvidence>,
+    ) -> Self {
+        BackupScheduler { evidence: Some(tx), ..Default::default() }
+    }
+
+    /// Compares a new version with the one before it (the engine's classifier) and hands a change to a
+    /// port's MTU, PFC, QoS or LAG to the correlation.
+    async fn config_change(
+        &self,
+        l: &lifeline_engine::Lifeline,
+        switch: &str,
+        version: u32,
+        tx: &tokio::sync::mpsc::Sender<lifeline_engine::switch_evidence::PortEvidence>,
+    ) {
+        match l.config_change_evidence(switch, version).await {
+            Ok(Some(e)) => {
+                tracing::info!(%switch, version, "config change on ports: {}", e.message);
+                let _ = tx.try_send(e);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(%switch, version, "cannot compare the new version: {}", e.chain()),
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod event_owner;
 pub mod events;
 pub mod sweeps;
 
+pub mod switch_counters;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -24,6 +25,9 @@ pub const BACKUP_TICK: Duration = Duration::from_secs(5);
 pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     heartbeat(state).await;
     let s = state.clone();
+    // Switch-side evidence (counters, config changes) to the fault correlation of the console intake.
+    let (evidence_tx, evidence_rx) = tokio::sync::mpsc::channel(1024);
+    let backup_evidence = evidence_tx.clone();
     jobs.spawn(async move {
         loop {
             tokio::select! {
@@ -37,7 +41,8 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     });
     let s = state.clone();
     jobs.spawn(async move {
-        let mut b = backups::BackupScheduler::default();
+        // A backup whose diff touches a port's MTU, PFC, QoS or LAG is evidence for the correlation.
+        let mut b = backups::BackupScheduler::with_evidence(backup_evidence);
         loop {
             if let Err(e) = b.tick(&s).await {
                 tracing::warn!("backup scheduler: {}", e.chain());
@@ -58,9 +63,12 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
     }
     if state.base.config.config.server.console_logging.unwrap_or(true) {
+    if let Some(every) = switch_counters::interval(state) {
+        jobs.spawn(switch_counters::run_every(state.clone(), every, evidence_tx));
+    }
         // What the logged consoles print becomes faults, correlated across devices (subscribed before the
         // first console opens, so nothing printed is missed).
-        jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings()));
+        jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings(), evidence_rx));
         jobs.spawn(consoles::run(state.clone()));
     }
     if let Err(e) = events::start(state, jobs).await {
