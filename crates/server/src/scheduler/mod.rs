@@ -10,8 +10,8 @@ pub mod consoles;
 pub mod event_owner;
 pub mod events;
 pub mod sweeps;
-
 pub mod switch_counters;
+
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -24,10 +24,10 @@ pub const BACKUP_TICK: Duration = Duration::from_secs(5);
 /// Starts every job; they end when `state.shutdown` is cancelled.
 pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     heartbeat(state).await;
-    let s = state.clone();
     // Switch-side evidence (counters, config changes) to the fault correlation of the console intake.
     let (evidence_tx, evidence_rx) = tokio::sync::mpsc::channel(1024);
     let backup_evidence = evidence_tx.clone();
+    let s = state.clone();
     jobs.spawn(async move {
         loop {
             tokio::select! {
@@ -62,10 +62,10 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
         let s = state.clone();
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
     }
-    if state.base.config.config.server.console_logging.unwrap_or(true) {
     if let Some(every) = switch_counters::interval(state) {
         jobs.spawn(switch_counters::run_every(state.clone(), every, evidence_tx));
     }
+    if state.base.config.config.server.console_logging.unwrap_or(true) {
         // What the logged consoles print becomes faults, correlated across devices (subscribed before the
         // first console opens, so nothing printed is missed).
         jobs.spawn(crate::faults::console_intake(state.clone(), state.consoles.findings(), evidence_rx));
