@@ -28,6 +28,10 @@ pub struct SubscriptionRequest {
     /// `None`: all events (Redfish 1.x `EventTypes` is deprecated but older BMCs require it).
     pub event_types: Option<Vec<String>>,
     pub registry_prefixes: Option<Vec<String>>,
+    /// Ask for `HeartbeatEvent` messages every this many minutes (`SendHeartbeat` and
+    /// `HeartbeatIntervalMinutes`, EventDestination v1_11). A service older than that may refuse the
+    /// properties (HTTP 400): the caller then subscribes without them.
+    pub heartbeat_minutes: Option<u32>,
 }
 
 /// Limits for an SSE stream.
@@ -183,6 +187,10 @@ impl Client {
         }
         if let Some(p) = &req.registry_prefixes {
             body["RegistryPrefixes"] = serde_json::json!(p);
+        }
+        if let Some(m) = req.heartbeat_minutes {
+            body["SendHeartbeat"] = serde_json::json!(true);
+            body["HeartbeatIntervalMinutes"] = serde_json::json!(m);
         }
         let reply = self.request(Method::POST, &link, Some(&body)).await?;
         let status = reply.resp.status();

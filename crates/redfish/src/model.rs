@@ -541,6 +541,11 @@ pub struct EventDestination {
     pub protocol: Option<String>,
     pub context: Option<String>,
     pub event_types: Option<Vec<String>>,
+    /// `SendHeartbeat` (EventDestination v1_11): the service sends `HeartbeatEvent` messages to this
+    /// subscription, so their absence says the subscription (or the path to it) is gone.
+    pub send_heartbeat: Option<bool>,
+    /// `HeartbeatIntervalMinutes` (EventDestination v1_11).
+    pub heartbeat_minutes: Option<u64>,
 }
 
 pub fn event_destination_from_value(
@@ -556,6 +561,8 @@ pub fn event_destination_from_value(
         protocol: f.str("Protocol"),
         context: f.str("Context"),
         event_types: f.strs("EventTypes"),
+        send_heartbeat: f.bool("SendHeartbeat"),
+        heartbeat_minutes: f.int("HeartbeatIntervalMinutes").and_then(|m| u64::try_from(m).ok()),
     }
 }
 

@@ -459,6 +459,7 @@ async fn sse_stream_events_idle_and_byte_limits_and_subscriptions() {
         context: "lifeline-test".into(),
         event_types: None,
         registry_prefixes: None,
+        heartbeat_minutes: None,
     };
     let uri = c.subscribe(&req).await.unwrap();
     assert_eq!(uri, "/redfish/v1/EventService/Subscriptions/1");

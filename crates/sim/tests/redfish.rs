@@ -263,14 +263,11 @@ async fn certificate_change_and_unresponsive_bmc() {
     f.shutdown().await;
 }
 
-#[tokio::test]
-async fn sse_stream_and_push_subscription_carry_fault_events() {
-    let f = fleet(1, SimOptions::for_tests()).await;
-    let name = "gpu-node-01";
-    let (base, c) = bmc(&f, name);
-
-    // A push destination: a one-route HTTP listener that forwards what it receives.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Value>(8);
+/// A push destination: a one-route HTTP listener that forwards what it receives. (its URL, what it
+/// received, its task).
+async fn push_destination()
+-> (String, tokio::sync::mpsc::Receiver<Value>, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(8);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dest = format!("http://{}/events", listener.local_addr().unwrap());
     let app = axum::Router::new().route(
@@ -284,6 +281,16 @@ async fn sse_stream_and_push_subscription_carry_fault_events() {
         }),
     );
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    (dest, rx, server)
+}
+
+#[tokio::test]
+async fn sse_stream_and_push_subscription_carry_fault_events() {
+    let f = fleet(1, SimOptions::for_tests()).await;
+    let name = "gpu-node-01";
+    let (base, c) = bmc(&f, name);
+
+    let (dest, mut rx, server) = push_destination().await;
 
     let r = c
         .post(format!("{base}/redfish/v1/EventService/Subscriptions"))
@@ -324,6 +331,46 @@ async fn sse_stream_and_push_subscription_carry_fault_events() {
 
     let d = c.delete(format!("{base}{sub}")).basic_auth("admin", Some("password")).send().await.unwrap();
     assert_eq!(d.status(), 204);
+    server.abort();
+    f.shutdown().await;
+}
+
+/// A subscription with `SendHeartbeat` gets heartbeat events (at the fleet's time scale: a minute is
+/// 0.6 s in tests); a bad interval is refused; a BMC reset drops every subscription, as iDRAC and iLO do.
+#[tokio::test]
+async fn heartbeats_arrive_and_a_bmc_reset_drops_every_subscription() {
+    let f = fleet(1, SimOptions::for_tests()).await;
+    let name = "gpu-node-01";
+    let (base, c) = bmc(&f, name);
+    let (dest, mut rx, server) = push_destination().await;
+    let subs = format!("{base}/redfish/v1/EventService/Subscriptions");
+    let post = |body: Value| c.post(&subs).basic_auth("admin", Some("password")).json(&body).send();
+
+    let bad = post(json!({"Destination": dest, "SendHeartbeat": true, "HeartbeatIntervalMinutes": 0}))
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400, "an interval outside 1..=65535");
+    let r = post(
+        json!({"Destination": dest, "Context": "hb", "SendHeartbeat": true, "HeartbeatIntervalMinutes": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 201);
+    let sub = r.headers()["location"].to_str().unwrap().to_owned();
+    let doc = get(&c, &format!("{base}{sub}")).await;
+    assert_eq!(
+        (doc["SendHeartbeat"].clone(), doc["HeartbeatIntervalMinutes"].clone()),
+        (json!(true), json!(1))
+    );
+    let beat = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+    assert_eq!(beat["Context"], "hb");
+    assert_eq!(beat["Events"][0]["MessageId"], "HeartbeatEvent.1.0.RedfishServiceFunctional");
+
+    f.host(name).unwrap().reset_bmc();
+    let list = get(&c, &subs).await;
+    assert_eq!(list["Members"], json!([]), "a BMC reset drops every subscription: {list}");
+    let gone = c.get(format!("{base}{sub}")).basic_auth("admin", Some("password")).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
     server.abort();
     f.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! BMC events: Lifeline's EventService subscriptions (`bmc subscribe`), what arrived at the listener, and
 //! what SEL polls found, in one deduplicated store table (`events`, keyed per device).
 
-use lifeline_bmc::subscribe::{Subscription, SubscriptionChange};
+use lifeline_bmc::subscribe::{Subscription, SubscriptionChange, SubscriptionCheck};
 use lifeline_store::{EventRow, NewEvent};
 use serde::Serialize;
 
@@ -49,6 +49,50 @@ impl Lifeline {
                 Err(e) => (Outcome::Failed, serde_json::json!({ "error": lifeline_bmc::error_chain(e) })),
             };
             if let Err(e) = audit.record(action, bmc.name(), o, None, detail).await {
+                tracing::error!(bmc = %bmc.name(), "audit row not written: {e}");
+            }
+            r
+        })
+        .await
+    }
+
+    /// Makes sure each BMC has exactly one of Lifeline's subscriptions, to `destination` (listing them on the
+    /// BMC, re-creating it when a reset dropped it, or when `renew` because its heartbeats stopped; see
+    /// [`lifeline_bmc::Bmc::keep_subscription`]). `first`: the server's first subscription of the BMC,
+    /// audited as `bmc.subscribe` whatever it found; later, a check that changes something is audited as
+    /// `bmc.resubscribe` with what it found and why, and a check that finds it in place is not an action.
+    pub async fn bmc_keep_subscription(
+        &self,
+        sel: &BmcSelection,
+        destination: &str,
+        heartbeat: Option<u32>,
+        renew: bool,
+        first: bool,
+    ) -> Result<Vec<Row<SubscriptionCheck>>> {
+        let audit = self.audit().await?;
+        let audit = &audit;
+        let action = if first { "bmc.subscribe" } else { "bmc.resubscribe" };
+        self.each_bmc(sel, |bmc| async move {
+            let r = bmc.keep_subscription(destination, heartbeat, renew).await;
+            let row = match &r {
+                Ok(c) if c.acted() || first => Some((Outcome::Ok, serde_json::json!(c))),
+                Ok(_) => None,
+                // Unreachable while it restarts: not an action, the next check retries.
+                Err(e) if !renew && !first => {
+                    tracing::debug!(bmc = %bmc.name(), "subscription check: {}", lifeline_bmc::error_chain(e));
+                    None
+                }
+                Err(e) => Some((
+                    Outcome::Failed,
+                    serde_json::json!({
+                        "reason": if renew { "heartbeat-lost" } else { "start" },
+                        "error": lifeline_bmc::error_chain(e),
+                    }),
+                )),
+            };
+            if let Some((o, detail)) = row
+                && let Err(e) = audit.record(action, bmc.name(), o, None, detail).await
+            {
                 tracing::error!(bmc = %bmc.name(), "audit row not written: {e}");
             }
             r

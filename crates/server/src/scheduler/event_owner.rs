@@ -37,12 +37,18 @@ pub fn events_key(device: &str) -> String {
 pub enum Receive {
     /// Each BMC's SSE stream into the store's channel.
     Sse(mpsc::Sender<Received>),
-    /// Each BMC subscribed to this replica's receiver at `url`, followed by the BMC's secret from `gate`.
-    Push { url: String, gate: std::sync::Arc<lifeline_engine::event_gate::EventGate> },
+    /// Each BMC subscribed to this replica's receiver at `url`, followed by the BMC's secret from `gate`;
+    /// kept subscribed ([`super::event_keep`]) with the deliveries seen in `seen`.
+    Push {
+        url: String,
+        gate: std::sync::Arc<lifeline_engine::event_gate::EventGate>,
+        seen: std::sync::Arc<super::event_keep::Deliveries>,
+        plan: super::event_keep::Schedule,
+    },
 }
 
-/// One BMC held: its claim's fence and the task that streams (SSE) or subscribes (push, ends once
-/// subscribed).
+/// One BMC held: its claim's fence and the task that streams (SSE) or subscribes and keeps the
+/// subscription (push).
 struct Held {
     fence: i64,
     task: JoinHandle<()>,
@@ -142,20 +148,17 @@ fn hand_over(s: &AppState, b: &SelectedBmc, how: &Receive, h: Held) {
 }
 
 /// Receives `b`'s events for as long as this task runs: its stream (reopened by the engine), or its
-/// subscription (retried with backoff until the BMC accepts it).
+/// subscription (retried with backoff until the BMC accepts it, then kept: listed on a schedule and made
+/// again when a BMC reset dropped it, see [`super::event_keep`]).
 async fn receive(s: AppState, b: SelectedBmc, how: Receive) {
     match how {
         Receive::Sse(tx) => match s.engine_as("server").stream_bmc_events(&b, tx).await {
             Ok(stream) => stream.await,
             Err(e) => tracing::warn!(bmc = %b.name(), "no event stream: {}", e.chain()),
         },
-        Receive::Push { url, gate } => {
+        Receive::Push { url, gate, seen, plan } => {
             let destination = gate.destination(&url, b.name());
-            let mut pause = Duration::from_secs(5);
-            while !subscribe(&s, &b, Some(&destination)).await {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(300));
-            }
+            super::event_keep::keep(s, b, destination, seen, plan).await;
         }
     }
 }

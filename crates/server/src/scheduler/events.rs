@@ -107,8 +107,10 @@ pub async fn start(s: &AppState, jobs: &mut JoinSet<()>) -> Result<(), EngineErr
             tracing::info!(%url, bmcs = sel.bmcs.len(), "BMC events pushed to the server's receiver");
             let st = s.clone();
             let bmcs = sel.clone();
-            jobs.spawn(async move { read_on_prompt(&st, bmcs, rx).await });
-            Receive::Push { url, gate }
+            let seen = Arc::new(super::event_keep::Deliveries::default());
+            let seen2 = seen.clone();
+            jobs.spawn(async move { read_on_prompt(&st, bmcs, rx, &seen2).await });
+            Receive::Push { url, gate, seen, plan: super::event_keep::Schedule::from_config(s) }
         }
         _ => {
             let (tx, rx) = mpsc::channel(1024);
@@ -133,7 +135,12 @@ const PROMPTED_READ: usize = 50;
 /// Reads a BMC's own log each time an authenticated delivery prompts it (never acting on the pushed
 /// body): new entries are stored once (deduplicated with the sweeps' reads) and a new critical one opens
 /// a `sel-critical` fault. Prompts for a BMC whose read is in flight are folded into one more read.
-async fn read_on_prompt(s: &AppState, sel: BmcSelection, mut rx: mpsc::Receiver<Prompt>) {
+async fn read_on_prompt(
+    s: &AppState,
+    sel: BmcSelection,
+    mut rx: mpsc::Receiver<Prompt>,
+    seen: &super::event_keep::Deliveries,
+) {
     let busy: Arc<Mutex<HashMap<String, bool>>> = Arc::default();
     loop {
         let p = tokio::select! {
@@ -141,6 +148,8 @@ async fn read_on_prompt(s: &AppState, sel: BmcSelection, mut rx: mpsc::Receiver<
             _ = s.shutdown.cancelled() => return,
         };
         let Some(b) = sel.bmcs.iter().find(|b| b.name() == p.device) else { continue };
+        // An authenticated delivery (an event or a heartbeat) says the subscription still works.
+        seen.seen(&p.device);
         {
             let mut m = busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(again) = m.get_mut(&p.device) {

@@ -7,6 +7,7 @@
 pub mod backups;
 pub mod cabling;
 pub mod consoles;
+pub mod event_keep;
 pub mod event_owner;
 pub mod events;
 pub mod sweeps;

@@ -115,6 +115,9 @@ pub enum HostEvent {
         message_id: String,
         message: String,
     },
+    /// A Redfish heartbeat, sent by the EventService itself to the subscriptions that asked for one
+    /// (never published by the host).
+    Heartbeat,
 }
 
 /// A boot device override, as both IPMI boot options and Redfish `Boot` express it.

@@ -3,9 +3,14 @@
 //! Events come from the host (power changes, SEL records) so a fault injected through the control API
 //! reaches SSE listeners and subscribers exactly as the SEL shows it. A delivery task exists only while a
 //! BMC has subscriptions; plain `http://` destinations only (a listener in a test or a demo).
+//!
+//! A BMC reset drops every subscription, as iDRAC and iLO do on a reset or a firmware update: a client
+//! that wants its events after one has to notice and subscribe again. A subscription made with
+//! `SendHeartbeat` (EventDestination v1_11) gets a `HeartbeatEvent.1.0.RedfishServiceFunctional` event every
+//! `HeartbeatIntervalMinutes` (scaled by the host's time scale, so a test need not wait minutes).
 
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -25,12 +30,20 @@ use crate::host::HostEvent;
 
 const MAX_SUBSCRIPTIONS: usize = 8;
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the delivery task looks for heartbeats due.
+const HEARTBEAT_TICK: Duration = Duration::from_millis(100);
+/// The `MessageId` of a heartbeat (DMTF `HeartbeatEvent` registry).
+pub const HEARTBEAT_MESSAGE: &str = "HeartbeatEvent.1.0.RedfishServiceFunctional";
 
 #[derive(Debug, Clone)]
 pub(crate) struct Subscription {
     id: u32,
     destination: String,
     context: String,
+    /// `HeartbeatIntervalMinutes` when `SendHeartbeat` was asked for.
+    heartbeat: Option<u32>,
+    /// When the last heartbeat was sent (or the subscription made).
+    beat: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +51,21 @@ pub(crate) struct Subscriptions {
     list: Vec<Subscription>,
     next_id: u32,
     next_event: u64,
+    /// The BMC reset generation these subscriptions belong to; a BMC reset drops them all.
+    pub(crate) reset_generation: u32,
+}
+
+impl Subscriptions {
+    /// Drops every subscription when the BMC was reset since they were made.
+    pub(crate) fn after_reset(&mut self, generation: u32) {
+        if self.reset_generation != generation {
+            if !self.list.is_empty() {
+                tracing::info!(dropped = self.list.len(), "BMC reset: event subscriptions dropped");
+            }
+            self.list.clear();
+            self.reset_generation = generation;
+        }
+    }
 }
 
 /// Per-BMC event state.
@@ -89,6 +117,15 @@ fn record(bmc: &RedfishBmc, e: &HostEvent, id: u64) -> Value {
                 "@odata.id": format!("{}/{}/Entries/{}", bmc.log_services_path(), bmc.flavor.sel_id, s.id)
             },
         }),
+        HostEvent::Heartbeat => json!({
+            "EventType": "Other",
+            "EventId": id.to_string(),
+            "EventTimestamp": now,
+            "Severity": "OK",
+            "MessageId": HEARTBEAT_MESSAGE,
+            "Message": "Redfish service is functional.",
+            "MessageArgs": [],
+        }),
         HostEvent::Message { message_id, message } => json!({
             "EventType": "Alert",
             "EventId": id.to_string(),
@@ -112,7 +149,7 @@ fn event_doc(bmc: &RedfishBmc, e: &HostEvent, id: u64, context: &str) -> Value {
 }
 
 fn sub_doc(s: &Subscription) -> Value {
-    json!({
+    let mut v = json!({
         "@odata.id": format!("/redfish/v1/EventService/Subscriptions/{}", s.id),
         "@odata.type": "#EventDestination.v1_13_0.EventDestination",
         "Id": s.id.to_string(),
@@ -122,7 +159,12 @@ fn sub_doc(s: &Subscription) -> Value {
         "Protocol": "Redfish",
         "SubscriptionType": "RedfishEvent",
         "EventFormatType": "Event",
-    })
+        "SendHeartbeat": s.heartbeat.is_some(),
+    });
+    if let Some(m) = s.heartbeat {
+        v["HeartbeatIntervalMinutes"] = json!(m);
+    }
+    v
 }
 
 pub(super) async fn route(
@@ -273,6 +315,10 @@ fn subscribe(bmc: &Arc<RedfishBmc>, body: &Bytes) -> Response {
         );
     }
     let context = m.get("Context").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let heartbeat = match heartbeat_of(&m) {
+        Ok(h) => h,
+        Err(r) => return r,
+    };
     let mut s = subscriptions_lock(bmc);
     if s.list.len() >= MAX_SUBSCRIPTIONS {
         return error(
@@ -283,7 +329,13 @@ fn subscribe(bmc: &Arc<RedfishBmc>, body: &Bytes) -> Response {
         );
     }
     s.next_id += 1;
-    let sub = Subscription { id: s.next_id, destination: dest.to_owned(), context };
+    let sub = Subscription {
+        id: s.next_id,
+        destination: dest.to_owned(),
+        context,
+        heartbeat,
+        beat: Instant::now(),
+    };
     let doc = sub_doc(&sub);
     let location = format!("/redfish/v1/EventService/Subscriptions/{}", sub.id);
     s.list.push(sub);
@@ -294,6 +346,34 @@ fn subscribe(bmc: &Arc<RedfishBmc>, body: &Bytes) -> Response {
         r.headers_mut().insert(header::LOCATION, l);
     }
     r
+}
+
+/// The heartbeat interval asked for: `SendHeartbeat` true with `HeartbeatIntervalMinutes` 1..=65535
+/// (the schema's range; 10 when left out, its default).
+fn heartbeat_of(m: &Value) -> Result<Option<u32>, Response> {
+    let type_error = |p: &str, v: &Value| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "PropertyValueTypeError",
+            &format!(
+                "The value '{v}' for the property {p} is of a different type than the property can accept."
+            ),
+            &[&v.to_string(), p],
+        )
+    };
+    let send = match m.get("SendHeartbeat") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(type_error("SendHeartbeat", v)),
+    };
+    let minutes = match m.get("HeartbeatIntervalMinutes") {
+        None | Some(Value::Null) => 10,
+        Some(v) => match v.as_u64().filter(|n| (1..=65535).contains(n)) {
+            Some(n) => n as u32,
+            None => return Err(type_error("HeartbeatIntervalMinutes", v)),
+        },
+    };
+    Ok(send.then_some(minutes))
 }
 
 fn ensure_delivery(bmc: &Arc<RedfishBmc>) {
@@ -308,17 +388,42 @@ fn ensure_delivery(bmc: &Arc<RedfishBmc>) {
 
 async fn deliver(weak: Weak<RedfishBmc>, mut rx: broadcast::Receiver<HostEvent>) {
     let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
+    let mut tick = tokio::time::interval(HEARTBEAT_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let ev = match rx.recv().await {
-            Ok(ev) => ev,
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
+        let ev = tokio::select! {
+            r = rx.recv() => match r {
+                Ok(ev) => Some(ev),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tick.tick() => None,
         };
         let Some(bmc) = weak.upgrade() else { return };
-        let (targets, id) = {
+        let (targets, id, ev) = {
             let mut s = subscriptions_lock(&bmc);
+            let targets: Vec<Subscription> = match &ev {
+                Some(_) => s.list.clone(),
+                // Heartbeats: the subscriptions whose interval has passed.
+                None => {
+                    let due = |x: &Subscription| {
+                        x.heartbeat.is_some_and(|m| {
+                            x.beat.elapsed() >= bmc.host.scaled(Duration::from_secs(60 * u64::from(m)))
+                        })
+                    };
+                    let mut out = Vec::new();
+                    for x in s.list.iter_mut().filter(|x| due(x)) {
+                        x.beat = Instant::now();
+                        out.push(x.clone());
+                    }
+                    out
+                }
+            };
+            if targets.is_empty() {
+                continue;
+            }
             s.next_event += 1;
-            (s.list.clone(), s.next_event)
+            (targets, s.next_event, ev.unwrap_or(HostEvent::Heartbeat))
         };
         for t in targets {
             if !t.destination.starts_with("http://") {

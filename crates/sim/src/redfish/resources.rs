@@ -647,5 +647,7 @@ fn manager(bmc: &RedfishBmc) -> Value {
 
 /// Subscriptions live in [`events`]; exposed for it.
 pub(super) fn subscriptions_lock(bmc: &RedfishBmc) -> std::sync::MutexGuard<'_, events::Subscriptions> {
-    lock(&bmc.events.subs)
+    let mut s = lock(&bmc.events.subs);
+    s.after_reset(bmc.host.bmc().reset_generation());
+    s
 }
