@@ -132,18 +132,27 @@ fn bios_drift_on_one_node_of_eight_found_and_fixed_by_apply() {
         v[4]["drift"].as_array().unwrap().iter().map(|d| d["attribute"].as_str().unwrap()).collect();
     assert_eq!(attrs, ["AcsControl", "SriovGlobalEnable"], "{v:#}");
 
-    // Apply the golden profile to all eight: only g5 is changed and reset; read back, no drift left.
-    let o = sim.lifeline(&[
-        "bios",
-        "apply",
-        "all",
-        "--profile",
-        golden.to_str().unwrap(),
-        "--yes",
-        "--timeout",
-        "60",
-        "--json",
-    ]);
+    // Without --profile and without [[bios-profile]] in the configuration: a usage error saying both.
+    let o = sim.lifeline(&["bios", "diff", "all"]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(output_text(&o).contains("[[bios-profile]]"), "{}", output_text(&o));
+    // The same golden settings as the configuration's per-role profiles (inline; a number as text).
+    let config = sim.dir.path().join("lifeline.toml");
+    std::fs::write(
+        &config,
+        "[[bios-profile]]\nattributes = { SriovGlobalEnable = \"Enabled\", MmioAbove4Gb = \"Enabled\", \
+         NumaNodesPerSocket = \"1\" }\n\n[[bios-profile]]\nrole = \"gpu-node\"\n\
+         attributes = { AcsControl = \"Disabled\", WorkloadProfile = \"HighPerformance\" }\n",
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let o = sim.lifeline(&["bios", "diff", "all", "--config", cfg, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "drift found from the configuration: {}", output_text(&o));
+    assert_eq!(json(&o)[4]["drift"].as_array().unwrap().len(), 2, "{}", output_text(&o));
+    assert_eq!(json(&o)[0]["checked"], 5, "{}", output_text(&o));
+
+    // Apply the configuration's profiles to all eight: only g5 is changed and reset; read back, no drift.
+    let o = sim.lifeline(&["bios", "apply", "all", "--config", cfg, "--yes", "--timeout", "60", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let v = json(&o);
     for r in v.as_array().unwrap() {
@@ -153,6 +162,8 @@ fn bios_drift_on_one_node_of_eight_found_and_fixed_by_apply() {
     assert_eq!(v[4]["staged"]["staged"], true, "{v:#}");
     assert!(v[4]["reset"].is_string(), "{v:#}");
     let o = sim.lifeline(&["bios", "diff", "all", "--profile", golden.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "fixed: {}", output_text(&o));
+    let o = sim.lifeline(&["bios", "diff", "all", "--config", cfg]);
     assert_eq!(o.status.code(), Some(0), "fixed: {}", output_text(&o));
     let resets = sim.actions("g5").len();
     assert!(resets >= 2, "g5 was reset twice (drift, then the fix): {:?}", sim.actions("g5"));

@@ -63,6 +63,26 @@ pub struct ServerConfig {
     /// `[image-server]`: Lifeline serving an installer image itself, for BMCs that must pull one.
     #[serde(default)]
     pub image_server: ImageServerConfig,
+    /// `[[bios-profile]]`: the golden BIOS settings per role, used by `bios diff` / `bios apply` without
+    /// `--profile`.
+    #[serde(default)]
+    pub bios_profile: Vec<BiosProfileEntry>,
+}
+
+/// `[[bios-profile]]`: golden BIOS attributes for the targets of one role (or, without `role`, for every
+/// target, the roles' entries on top). Values are compared by meaning (`"10"` and `10`, `"true"` and
+/// `true`); see docs/media-bios.md.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BiosProfileEntry {
+    /// The inventory role this entry is for; omitted: every target. At most one entry per role.
+    pub role: Option<String>,
+    /// A profile file (the `--profile` format: `[attributes]` and `[role.ROLE.attributes]`), read for this
+    /// entry's role; relative to the configuration file's directory.
+    pub file: Option<PathBuf>,
+    /// Attributes given here, on top of the file's: `attributes = { SriovGlobalEnable = "Enabled" }`.
+    #[serde(default)]
+    pub attributes: std::collections::BTreeMap<String, String>,
 }
 
 /// `[image-server]`: `lifeline media insert TARGET... --serve FILE` serves FILE over HTTPS from the jump

@@ -33,7 +33,8 @@ pub enum BiosCmd {
 pub struct BiosArgs {
     #[command(flatten)]
     pub sel: BmcSel,
-    /// The golden profile (TOML: `[attributes]`, `[role.ROLE.attributes]`).
+    /// The golden profile (TOML: `[attributes]`, `[role.ROLE.attributes]`); default: the configuration's
+    /// `[[bios-profile]]` entries.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
 }
@@ -66,9 +67,16 @@ fn text(v: Option<&Value>) -> String {
     }
 }
 
-fn profile(a: &BiosArgs) -> Result<BiosProfile, Exit> {
-    let p = a.profile.as_ref().ok_or_else(|| Exit::usage(anyhow!("--profile FILE is needed")))?;
-    Ok(BiosProfile::load(p)?)
+/// `--profile FILE`, else the configuration's `[[bios-profile]]` entries.
+fn profile(a: &BiosArgs, l: &lifeline_engine::Lifeline) -> Result<BiosProfile, Exit> {
+    match &a.profile {
+        Some(p) => Ok(BiosProfile::load(p)?),
+        None => BiosProfile::from_config(&l.config)?.ok_or_else(|| {
+            Exit::usage(anyhow!(
+                "--profile FILE is needed (or [[bios-profile]] entries in the configuration)"
+            ))
+        }),
+    }
 }
 
 pub async fn run(g: &Global, c: BiosCmd) -> CmdResult {
@@ -107,8 +115,8 @@ async fn show(g: &Global, a: BiosArgs) -> CmdResult {
 }
 
 async fn diff(g: &Global, a: BiosArgs) -> CmdResult {
-    let p = profile(&a)?;
     let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
+    let p = profile(&a, &l)?;
     let sel = select(&l, &a.sel, false)?;
     let rows = l.bios_diff(&sel, &p).await?;
     let failed = rows.iter().any(|r| r.result.as_ref().map_or(true, |d| !d.drift.is_empty()));
@@ -146,8 +154,8 @@ async fn diff(g: &Global, a: BiosArgs) -> CmdResult {
 }
 
 async fn apply(g: &Global, a: BiosApplyArgs) -> CmdResult {
-    let p = profile(&a.a)?;
     let l = lifeline(g)?.with_bmc_options(|o| o.fanout = 64);
+    let p = profile(&a.a, &l)?;
     let sel = select(&l, &a.a.sel, false)?;
     let what = if a.no_reset {
         "bios apply --no-reset"

@@ -65,6 +65,55 @@ impl BiosProfile {
         Self::parse(&text, path)
     }
 
+    /// The profile of the configuration's `[[bios-profile]]` entries (`None` when there are none): each
+    /// entry's file read for its role, its inline attributes on top; an entry without a role is the base.
+    /// Relative files are read from the configuration file's directory; an error names the entry's line.
+    pub fn from_config(cfg: &crate::config::LoadedConfig) -> Result<Option<BiosProfile>> {
+        let entries = &cfg.config.bios_profile;
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let path = cfg.path.clone().unwrap_or_else(|| "lifeline.toml".into());
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let starts: Vec<usize> = cfg.text.match_indices("[[bios-profile]]").map(|(o, _)| o).collect();
+        let mut p = BiosProfile::default();
+        for (i, e) in entries.iter().enumerate() {
+            let bad = |what: String| {
+                let (line, col) = cfg.line_col(starts.get(i).copied().unwrap_or(0));
+                EngineError::Config {
+                    path: path.clone(),
+                    line,
+                    col,
+                    message: format!("bios-profile[{i}]: {what}"),
+                }
+            };
+            if e.file.is_none() && e.attributes.is_empty() {
+                return Err(bad("neither `file` nor `attributes`".into()));
+            }
+            match &e.role {
+                None if entries[..i].iter().any(|x| x.role.is_none()) => {
+                    return Err(bad("a second entry without a role".into()));
+                }
+                Some(r) if p.role.contains_key(r) => {
+                    return Err(bad(format!("a second entry for role `{r}`")));
+                }
+                _ => {}
+            }
+            let mut a = match &e.file {
+                Some(f) => BiosProfile::load(&dir.join(f))?.for_role(e.role.as_deref()),
+                None => BTreeMap::new(),
+            };
+            a.extend(e.attributes.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))));
+            match &e.role {
+                None => p.attributes = a,
+                Some(r) => {
+                    p.role.insert(r.clone(), RoleProfile { attributes: a });
+                }
+            }
+        }
+        Ok(Some(p))
+    }
+
     /// The attributes wanted of a target of `role`: `[attributes]`, then the role's on top.
     pub fn for_role(&self, role: Option<&str>) -> BTreeMap<String, Value> {
         let mut a = self.attributes.clone();
@@ -243,5 +292,43 @@ mod tests {
         assert_eq!(e.to_string(), "p.toml:2:1: BIOS attribute `X` must be a string, number or boolean");
         let e = BiosProfile::parse("[atributes]\nX = 1\n", Path::new("p.toml")).unwrap_err();
         assert!(e.to_string().starts_with("p.toml:1:"), "{e}");
+    }
+
+    fn loaded(dir: &Path, text: &str) -> crate::config::LoadedConfig {
+        let path = dir.join("lifeline.toml");
+        std::fs::write(&path, text).unwrap();
+        crate::config::LoadedConfig {
+            path: Some(path.clone()),
+            text: text.into(),
+            config: crate::config::parse(&path, text).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_configuration_gives_a_profile_per_role_from_files_and_inline() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("gpu.toml"),
+            "[attributes]\nMmioAbove4Gb = \"Enabled\"\n[role.gpu-node.attributes]\nAcsControl = \"Disabled\"\n",
+        )
+        .unwrap();
+        let text = "[[bios-profile]]\nattributes = { SriovGlobalEnable = \"Enabled\" }\n\n\
+                    [[bios-profile]]\nrole = \"gpu-node\"\nfile = \"gpu.toml\"\nattributes = { NumaNodesPerSocket = \"1\" }\n";
+        let p = BiosProfile::from_config(&loaded(d.path(), text)).unwrap().unwrap();
+        let gpu = p.for_role(Some("gpu-node"));
+        let names: Vec<&str> = gpu.keys().map(String::as_str).collect();
+        assert_eq!(names, ["AcsControl", "MmioAbove4Gb", "NumaNodesPerSocket", "SriovGlobalEnable"]);
+        // A number given as text still matches the BIOS's number (compared by meaning).
+        assert_eq!(gpu["NumaNodesPerSocket"], Value::String("1".into()));
+        assert_eq!(p.for_role(Some("storage")).keys().collect::<Vec<_>>(), ["SriovGlobalEnable"]);
+        assert!(BiosProfile::from_config(&loaded(d.path(), "")).unwrap().is_none());
+        let twice = "[[bios-profile]]\nrole = \"a\"\nattributes = { X = \"1\" }\n[[bios-profile]]\nrole = \"a\"\nattributes = { Y = \"1\" }\n";
+        let e = BiosProfile::from_config(&loaded(d.path(), twice)).unwrap_err().to_string();
+        assert!(e.ends_with("lifeline.toml:4:1: bios-profile[1]: a second entry for role `a`"), "{e}");
+        let empty = "[[bios-profile]]\nrole = \"a\"\n";
+        let e = BiosProfile::from_config(&loaded(d.path(), empty)).unwrap_err().to_string();
+        assert!(e.contains("neither `file` nor `attributes`"), "{e}");
+        let missing = "[[bios-profile]]\nfile = \"nope.toml\"\n";
+        assert!(BiosProfile::from_config(&loaded(d.path(), missing)).is_err());
     }
 }
