@@ -1,6 +1,9 @@
 //! Live updates for the web console over Server-Sent Events: the fleet page keeps one `EventSource` open
-//! instead of polling. The server looks at its own store once a second (a few indexed reads, the same for
-//! any number of browsers, none of them reaching a BMC) and pushes only what changed: the device list when
+//! instead of polling. The server looks at its own store as soon as this process writes a change to a
+//! device's state (the store's [`changes`](lifeline_store::Store::changes): a fault, a run, a drain), and
+//! once a second otherwise (what other replicas and sweeps write); each look is a few indexed reads, the
+//! shared snapshots built once for any number of browsers, none of them reaching a BMC. It pushes only
+//! what changed: the device list when
 //! a row differs from the last one sent, each new event row (SEL entries, sweep changes), and each runbook
 //! run whose state or journal moved (`run`, the run as `GET /api/v1/runs/{id}` shows it), so the runbook
 //! pages follow a run without polling; and the overview (`summary`, as `GET /api/v1/summary`) and every
@@ -22,8 +25,13 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::state::AppState;
 
-/// How often the store is looked at for changes.
+/// How often the store is looked at when this process wrote nothing: what other replicas write (and
+/// sweeps' observations, which do not wake the stream) waits at most this long.
 const TICK: Duration = Duration::from_secs(1);
+
+/// The least time between two looks when woken by changes: a burst (a rack's faults at once) costs a
+/// few looks, not one per write, and a stream looks at most four times a second under constant change.
+const MIN_GAP: Duration = Duration::from_millis(250);
 
 pub fn routes() -> Vec<Route> {
     vec![route(
@@ -48,6 +56,9 @@ struct Cursor {
     pending: std::collections::VecDeque<Event>,
     first: bool,
     runs: RunWatch,
+    /// Wakes the stream when this process writes a state change.
+    changes: tokio::sync::watch::Receiver<u64>,
+    last_look: tokio::time::Instant,
 }
 
 /// What was last seen of each recent run: (state, next step, updated) and its newest journal row.
@@ -120,6 +131,7 @@ async fn live(
         .collect();
     let mut runs = RunWatch::default();
     runs.changed(&s, true).await;
+    let changes = s.store.changes();
     let cur = Cursor {
         s,
         _slot: slot,
@@ -130,6 +142,8 @@ async fn live(
         pending,
         first: true,
         runs,
+        changes,
+        last_look: tokio::time::Instant::now(),
     };
     let stream = futures::stream::unfold(cur, |mut c| async move {
         loop {
@@ -137,12 +151,22 @@ async fn live(
                 return Some((Ok(ev), c));
             }
             if !c.first {
+                let woken = async {
+                    if c.changes.changed().await.is_err() {
+                        // The store is gone with the server; the tick (or shutdown) ends the wait.
+                        std::future::pending::<()>().await;
+                    }
+                };
                 tokio::select! {
                     _ = tokio::time::sleep(TICK) => {}
+                    _ = woken => {
+                        tokio::time::sleep_until(c.last_look + MIN_GAP).await;
+                    }
                     _ = c.s.shutdown.cancelled() => return None,
                 }
             }
             c.first = false;
+            c.last_look = tokio::time::Instant::now();
             if let Ok(body) = crate::api::devices::list_json(&c.s).await {
                 let text = String::from_utf8_lossy(&body).into_owned();
                 if text != c.last_devices {

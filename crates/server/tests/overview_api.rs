@@ -206,3 +206,38 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
         ".incidents[].fault" => "[id]", ".incidents[].run" => "[run]",
     });
 }
+
+/// The summary and the fleet list are shared for a second, but a fault this server writes makes them
+/// stale at once: the next read shows it (the live stream, woken by the same write, reads them next).
+#[tokio::test]
+async fn a_state_change_written_here_is_in_the_next_read_not_a_second_later() {
+    let f = common::fixture().await;
+    let st = &f.state;
+    let viewer = &f.tokens[0].1;
+    let app = lifeline_server::serve::app(st.clone());
+    let mut woken = st.store.changes();
+    let (_, before) = get(&app, viewer, "/api/v1/summary").await;
+    let (_, list) = get(&app, viewer, "/api/v1/devices").await;
+    let faults_of = |list: &Value| {
+        list.as_array().unwrap().iter().find(|d| d["name"] == "gpu-node-03").unwrap()["open_faults"].clone()
+    };
+    assert_eq!(faults_of(&list), 0);
+    assert!(!woken.has_changed().unwrap(), "reads change nothing");
+
+    st.store.fault_raise("agent-report", "gpu-node-03", "critical", "node failed", &json!({})).await.unwrap();
+    assert!(woken.has_changed().unwrap(), "a new fault wakes the live streams");
+    let (_, after) = get(&app, viewer, "/api/v1/summary").await;
+    assert_eq!(
+        after["counts"]["faulted"].as_u64().unwrap(),
+        before["counts"]["faulted"].as_u64().unwrap() + 1,
+        "the cached summary was served after the fault: {after}"
+    );
+    let (_, list) = get(&app, viewer, "/api/v1/devices").await;
+    assert_eq!(faults_of(&list), 1, "the cached fleet list was served after the fault");
+
+    woken.borrow_and_update();
+    st.store.fault_resolve("agent-report", "gpu-node-03").await.unwrap();
+    assert!(woken.has_changed().unwrap(), "a resolved fault wakes the live streams");
+    let (_, resolved) = get(&app, viewer, "/api/v1/summary").await;
+    assert_eq!(resolved["counts"]["faulted"], before["counts"]["faulted"]);
+}

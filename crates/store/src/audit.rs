@@ -77,7 +77,11 @@ impl Store {
                 .bind(now.saturating_add(margin_ms));
         }
         match query.fetch_optional(&self.pool).await.op("audit.insert")? {
-            Some(r) => r.try_get::<i64, _>("id").op("audit.id"),
+            Some(r) => {
+                // A drain or re-admission is read from the audit log.
+                self.touched();
+                r.try_get::<i64, _>("id").op("audit.id")
+            }
             None => {
                 let ((target, _, token), _) = fence.unwrap_or_default();
                 Err(StoreError::Fenced { target: target.to_owned(), fence: token })

@@ -8,6 +8,7 @@
 
 mod audit;
 mod backup;
+mod changes;
 mod credentials;
 mod devices;
 mod discovery;

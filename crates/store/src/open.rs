@@ -46,6 +46,7 @@ pub struct Store {
     backend: Backend,
     location: String,
     read_only: bool,
+    pub(crate) changes: crate::changes::Changes,
 }
 
 impl Store {
@@ -170,7 +171,7 @@ impl Store {
                 .map_err(|source| StoreError::Migrate { backend: backend.as_str(), source })?;
         }
         tracing::debug!(backend = backend.as_str(), %location, read_only, "store open");
-        Ok(Store { pool, backend, location, read_only })
+        Ok(Store { pool, backend, location, read_only, changes: Default::default() })
     }
 
     /// The SQLite file could only be opened for reading: queries work, writes fail.

@@ -149,6 +149,7 @@ impl Store {
             .execute(&self.pool)
             .await
             .op("run.create")?;
+        self.touched();
         Ok(())
     }
 
@@ -192,7 +193,9 @@ impl Store {
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
-        self.update_run_state(&self.pool, id, state, next_step, reason).await
+        let moved = self.update_run_state(&self.pool, id, state, next_step, reason).await?;
+        self.touched();
+        Ok(moved)
     }
 
     /// Moves a run from exactly `from` to `to` (terminal states stamp `ended_at`); false when the run is no
@@ -222,12 +225,15 @@ impl Store {
             .execute(&self.pool)
             .await
             .op("run.set_state_from")?;
+        self.touched();
         Ok(done.rows_affected() == 1)
     }
 
     /// Appends a journal row; returns its id.
     pub async fn journal(&self, j: &NewJournal) -> Result<i64, StoreError> {
-        self.insert_journal(&self.pool, j).await
+        let id = self.insert_journal(&self.pool, j).await?;
+        self.touched();
+        Ok(id)
     }
 
     /// Appends a step's outcome row and moves the run on (`set_run_state`) in one transaction: a process
@@ -245,6 +251,7 @@ impl Store {
         self.insert_journal(&mut *tx, j).await?;
         let moved = self.update_run_state(&mut *tx, &j.run_id, state, next_step, reason).await?;
         tx.commit().await.op("journal.outcome.commit")?;
+        self.touched();
         Ok(moved)
     }
 
@@ -336,6 +343,7 @@ impl Store {
             .execute(&self.pool)
             .await
             .op("approval.insert")?;
+        self.touched();
         Ok(done.rows_affected() == 1)
     }
 

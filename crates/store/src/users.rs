@@ -334,6 +334,7 @@ impl Store {
             .fault(id)
             .await?
             .ok_or(StoreError::Query { op: "fault.reread", source: sqlx::Error::RowNotFound })?;
+        self.touched();
         Ok((f, true))
     }
 
@@ -347,6 +348,9 @@ impl Store {
             .execute(&self.pool)
             .await
             .op("fault.resolve")?;
+        if done.rows_affected() > 0 {
+            self.touched();
+        }
         Ok(done.rows_affected())
     }
 
@@ -388,6 +392,9 @@ impl Store {
             .execute(&self.pool)
             .await
             .op("fault.ack")?;
+        if done.rows_affected() == 1 {
+            self.touched();
+        }
         Ok(done.rows_affected() == 1)
     }
 

@@ -122,10 +122,11 @@ pub(crate) fn summary(d: &lifeline_inventory::Device, seen: &Observed) -> Device
 /// list is about 2 MiB of JSON and 30 ms of CPU, so 100 dashboards polling at once must not each build
 /// their own. Concurrent callers wait for the one build in progress (single flight).
 #[derive(Debug, Default)]
-pub struct FleetCache(tokio::sync::Mutex<Option<(std::time::Instant, bytes::Bytes)>>);
+pub struct FleetCache(tokio::sync::Mutex<Option<(std::time::Instant, u64, bytes::Bytes)>>);
 
 impl FleetCache {
-    /// How stale the list may be; observations change once per sweep (a minute) anyway.
+    /// How stale the list may be; observations change once per sweep (a minute) anyway, and a fault
+    /// this process writes makes the list stale at once (its [`generation`](lifeline_store::Store::generation)).
     pub const TTL: std::time::Duration = std::time::Duration::from_secs(1);
 }
 
@@ -139,15 +140,18 @@ async fn list(State(s): State<AppState>) -> ApiResult<axum::response::Response> 
 /// The fleet list as JSON, from the shared cache (the API route and the live SSE stream both read it).
 pub(crate) async fn list_json(s: &AppState) -> ApiResult<bytes::Bytes> {
     let mut cached = s.fleet_list.0.lock().await;
+    let generation = s.store.generation();
     let body = match cached.as_ref() {
-        Some((at, body)) if at.elapsed() < FleetCache::TTL => body.clone(),
+        Some((at, built_at, body)) if at.elapsed() < FleetCache::TTL && *built_at == generation => {
+            body.clone()
+        }
         _ => {
             let inv = s.base.inventory()?;
             let seen = Observed::load(s).await?;
             let rows: Vec<DeviceSummary> = inv.devices.iter().map(|d| summary(d, &seen)).collect();
             // Strings, numbers and timestamps only: serialising cannot fail.
             let body = bytes::Bytes::from(serde_json::to_vec(&rows).unwrap_or_default());
-            *cached = Some((std::time::Instant::now(), body.clone()));
+            *cached = Some((std::time::Instant::now(), generation, body.clone()));
             body
         }
     };

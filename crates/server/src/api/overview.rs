@@ -158,25 +158,30 @@ pub struct Snapshot {
     pub summary: Summary,
 }
 
-/// The shared [`Snapshot`] (single flight: concurrent callers wait for the one build in progress).
+/// The shared [`Snapshot`] (single flight: concurrent callers wait for the one build in progress), with
+/// the store's [`generation`](lifeline_store::Store::generation) it was built at.
 #[derive(Debug, Default)]
-pub struct SnapshotCache(tokio::sync::Mutex<Option<(std::time::Instant, Arc<Snapshot>)>>);
+pub struct SnapshotCache(tokio::sync::Mutex<Option<(std::time::Instant, u64, Arc<Snapshot>)>>);
 
 impl SnapshotCache {
-    /// As [`crate::api::devices::FleetCache::TTL`]: observations change once per sweep anyway.
+    /// As [`crate::api::devices::FleetCache::TTL`]: observations change once per sweep anyway, and a
+    /// state change this process writes (a fault, a run, a drain) makes the snapshot stale at once.
     pub const TTL: std::time::Duration = std::time::Duration::from_secs(1);
 }
 
 /// The snapshot, from the cache or built now.
 pub async fn snapshot(s: &AppState) -> ApiResult<Arc<Snapshot>> {
     let mut cached = s.fleet_states.0.lock().await;
-    if let Some((at, snap)) = cached.as_ref()
+    // Read before building: a change written during the build leaves this generation behind.
+    let generation = s.store.generation();
+    if let Some((at, built_at, snap)) = cached.as_ref()
         && at.elapsed() < SnapshotCache::TTL
+        && *built_at == generation
     {
         return Ok(snap.clone());
     }
     let snap = Arc::new(build(s).await?);
-    *cached = Some((std::time::Instant::now(), snap.clone()));
+    *cached = Some((std::time::Instant::now(), generation, snap.clone()));
     Ok(snap)
 }
 
