@@ -273,3 +273,41 @@ async fn sim_bios_pending_until_the_host_boots_again_and_ipmi_says_unsupported()
     let e = ipmi.bios_show().await.unwrap_err();
     assert!(error_chain(&e).contains("BIOS settings are not supported over IPMI"), "{}", error_chain(&e));
 }
+
+/// sushy-emulator's UpdateService as it is: `SimpleUpdate` does not fetch the image; it bumps the
+/// System's `BiosVersion` minor number (with the versions store the private config gives its fake driver,
+/// as the libvirt driver keeps them) and answers 204 with a `Location` to `Tasks/42`, a fixed document that
+/// says Completed; the `FirmwareInventory` its UpdateService links answers 404. Tested as it is: the
+/// inventory's 404 reported (not an empty fleet), the action accepted, the task link kept and read, the
+/// new version read back from the System (the minor number moved, not the image's version).
+#[tokio::test]
+async fn sushy_simple_update_bumps_the_bios_version_and_nothing_else() {
+    let Some(s) = PrivateSushy::start() else { return };
+    let (pool, _) = pool_with(quick_options());
+    let bmc = pool.bmc(s.target());
+    let e = bmc.firmware_show().await.unwrap_err();
+    assert!(
+        error_chain(&e).contains("FirmwareInventory") && error_chain(&e).contains("404"),
+        "{}",
+        error_chain(&e)
+    );
+    let before = bmc.info().await.unwrap().bios_version.expect("BiosVersion");
+    let r = bmc
+        .firmware_push(lifeline_bmc::firmware::FirmwarePush {
+            target: "/redfish/v1/Systems/node-1".into(),
+            image: lifeline_bmc::firmware::FirmwareImage::Url(format!("http://{}:9/bios-9.9.0.bin", s.ip)),
+            within: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+    assert_eq!((r.method, r.accepted.status), ("SimpleUpdate", 204), "{r:#?}");
+    assert_eq!(r.accepted.task.as_deref(), Some("/redfish/v1/TaskService/Tasks/42"), "{r:#?}");
+    let after = bmc.info().await.unwrap().bios_version.expect("BiosVersion");
+    let minor = |v: &str| v.split('.').nth(1).and_then(|m| m.parse::<u32>().ok()).unwrap();
+    assert_eq!(minor(&after), minor(&before) + 1, "{before} -> {after}: only the minor number moves");
+    assert_ne!(after, "9.9.0", "the image named is not what it installs");
+    // The task is a fixed document: Completed at 100 % whatever was asked, so only the version read back
+    // tells what happened (as Lifeline's apply does).
+    let t = bmc.firmware_task("/redfish/v1/TaskService/Tasks/42".into()).await.unwrap();
+    assert_eq!((t.task.state.as_deref(), t.task.percent), (Some("Completed"), Some(100)), "{t:#?}");
+}
