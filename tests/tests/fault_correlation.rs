@@ -22,11 +22,7 @@ const PASSWORD: &str = "correct horse battery";
 /// gpu-node-01..03 cabled to leaf-a (rails mlx5_0, mlx5_1), gpu-node-04 and -05 to leaf-b; IPMI BMCs, so
 /// every node has a serial-over-LAN console.
 fn fleet(offset: u16) -> SimProcess {
-    let mut t = String::from(
-        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_SWITCH_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r1\"\nsite = \"s\"\n",
-    );
+    let mut t = String::from(common::ONE_RACK_INVENTORY);
     for leaf in ["leaf-a", "leaf-b"] {
         t.push_str(&format!(
             "\n[[device]]\nname = \"{leaf}\"\nrole = \"switch\"\nrack = \"r1\"\nfabric = \"backend\"\ntier = \"leaf\"\n\
@@ -73,24 +69,13 @@ fn serve(sim: &SimProcess) -> ServeProcess {
 }
 
 fn faults(s: &common::Session<'_>) -> Vec<Value> {
-    let (st, v) = s.call("GET", "/api/v1/faults?state=open", None);
-    assert_eq!(st, 200, "{v}");
-    v.as_array().unwrap().clone()
+    s.open_faults()
 }
 
 /// Waits until every node's console is logged (a line printed before would not be seen).
 fn consoles_connected(s: &common::Session<'_>) {
-    wait_until("every node's console logged", Duration::from_secs(60), || {
-        let (st, v) = s.call("GET", "/api/v1/consoles", None);
-        assert_eq!(st, 200, "{v}");
-        let connected: Vec<&str> = v
-            .as_array()?
-            .iter()
-            .filter(|c| c["status"]["state"] == "connected")
-            .filter_map(|c| c["name"].as_str())
-            .collect();
-        nodes().iter().all(|n| connected.contains(&n.as_str())).then_some(())
-    });
+    let nodes = nodes();
+    s.consoles_connected(&nodes.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
 fn power_actions(sim: &SimProcess, device: &str) -> Vec<Value> {

@@ -24,11 +24,7 @@ const NODES: [&str; 4] = ["gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node
 /// gpu-node-01..03's rails on leaf-a, gpu-node-04's on leaf-b: rail mlx5_0 on EthernetN*8 (the
 /// simulator's SONiC ports), mlx5_1 on EthernetN*8+4. IPMI BMCs, so every node's console is logged.
 fn fleet(offset: u16) -> SimProcess {
-    let mut t = String::from(
-        "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n[defaults.bmc]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_BMC_PASSWORD\"\n\n[defaults.management]\nusername = \"admin\"\n\
-         credential = \"env:LIFELINE_SWITCH_PASSWORD\"\n\n[[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r1\"\nsite = \"s\"\n",
-    );
+    let mut t = String::from(common::ONE_RACK_INVENTORY);
     for leaf in ["leaf-a", "leaf-b"] {
         let mgmt = format!("{{ address = \"{}\", port = {} }}", unique_loopback(), 22 + offset);
         t.push_str(&format!(
@@ -75,20 +71,6 @@ fn serve(sim: &SimProcess, server: &str) -> ServeProcess {
     ServeProcess::start_with(sim, &config)
 }
 
-fn open_faults(s: &common::Session<'_>) -> Vec<Value> {
-    let (st, v) = s.call("GET", "/api/v1/faults?state=open", None);
-    assert_eq!(st, 200, "{v}");
-    v.as_array().unwrap().clone()
-}
-
-fn consoles_connected(s: &common::Session<'_>) {
-    wait_until("every node's console logged", Duration::from_secs(60), || {
-        let (_, v) = s.call("GET", "/api/v1/consoles", None);
-        let up = v.as_array()?.iter().filter(|c| c["status"]["state"] == "connected").count();
-        (up >= NODES.len()).then_some(())
-    });
-}
-
 fn no_node_power_actions(sim: &SimProcess) {
     for n in NODES {
         let power: Vec<Value> = sim
@@ -106,13 +88,13 @@ fn a_flapping_leaf_port_is_evidence_on_the_rail_fault_of_the_nodes_cabled_to_it(
     add_user(&sim, "ann", "operator", PASSWORD);
     let srv = serve(&sim, "switch-counters-interval = \"2s\"\nswitch-counters-timeout = \"20s\"\n");
     let s = login(&srv.addr, "ann", PASSWORD);
-    consoles_connected(&s);
+    s.consoles_connected(&NODES);
 
     // gpu-node-01's and -02's rail-0 ports.
     sim.fault("leaf-a", "link-flap=Ethernet8");
     sim.fault("leaf-a", "link-flap=Ethernet16");
     let flap = wait_until("leaf-a's link-flap fault from its counters", Duration::from_secs(60), || {
-        open_faults(&s).into_iter().find(|f| {
+        s.open_faults().into_iter().find(|f| {
             f["device"] == "leaf-a"
                 && f["kind"] == "switch-link-flap"
                 && f["detail"]["ports"].as_array().is_some_and(|p| p.len() == 2)
@@ -120,13 +102,13 @@ fn a_flapping_leaf_port_is_evidence_on_the_rail_fault_of_the_nodes_cabled_to_it(
     });
     assert_eq!(flap["detail"]["ports"], serde_json::json!(["Ethernet8", "Ethernet16"]), "{flap:#}");
     assert!(flap["message"].as_str().unwrap().contains("link-flap on Ethernet8, Ethernet16"), "{flap:#}");
-    assert!(!open_faults(&s).iter().any(|f| f["device"] == "leaf-b"), "leaf-b does not flap");
+    assert!(!s.open_faults().iter().any(|f| f["device"] == "leaf-b"), "leaf-b does not flap");
 
     for n in &NODES[..3] {
         sim.fault(n, "rail-down=mlx5_0");
     }
     let shared = wait_until("the shared rail fault with the flap evidence", Duration::from_secs(60), || {
-        open_faults(&s).into_iter().find(|f| {
+        s.open_faults().into_iter().find(|f| {
             f["device"] == "leaf-a"
                 && f["kind"] == "shared-rail-down"
                 && f["detail"]["evidence"]
@@ -152,7 +134,7 @@ fn a_flapping_leaf_port_is_evidence_on_the_rail_fault_of_the_nodes_cabled_to_it(
     // The flapping stops: the next read in which no flap counter rose resolves the leaf's own fault.
     sim.fault("leaf-a", "clear");
     wait_until("leaf-a's link-flap fault resolved", Duration::from_secs(30), || {
-        (!open_faults(&s).iter().any(|f| f["device"] == "leaf-a" && f["kind"] == "switch-link-flap"))
+        (!s.open_faults().iter().any(|f| f["device"] == "leaf-a" && f["kind"] == "switch-link-flap"))
             .then_some(())
     });
 }
@@ -171,14 +153,14 @@ fn a_backup_seeing_an_mtu_change_on_the_rail_ports_is_evidence_and_offers_a_rest
     let srv =
         serve(&sim, "\n[[backup-schedule]]\ntargets = [\"leaf-a\"]\ncron = \"* * * * *\"\nretries = 1\n");
     let s = login(&srv.addr, "ann", PASSWORD);
-    consoles_connected(&s);
+    s.consoles_connected(&NODES);
     for n in &NODES[..3] {
         sim.fault(n, "rail-down=mlx5_0");
     }
     // The rail fault forms at once; the evidence comes with the next scheduled backup (within a minute
     // and a bit), which re-raises the shared fault with it.
     let shared = wait_until("the shared rail fault with the config change", Duration::from_secs(150), || {
-        open_faults(&s).into_iter().find(|f| {
+        s.open_faults().into_iter().find(|f| {
             f["device"] == "leaf-a"
                 && f["kind"] == "shared-rail-down"
                 && f["detail"]["evidence"]

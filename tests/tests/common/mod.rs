@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 
 pub const ENV: &[(&str, &str)] = &[("LIFELINE_BMC_PASSWORD", "pw")];
 
+/// The head of an inventory with one rack `r1` of site `s`, BMC and switch credentials from
+/// `LIFELINE_BMC_PASSWORD` and `LIFELINE_SWITCH_PASSWORD`: the devices follow.
+pub const ONE_RACK_INVENTORY: &str = "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n\n\
+    [defaults.bmc]\nusername = \"admin\"\ncredential = \"env:LIFELINE_BMC_PASSWORD\"\n\n\
+    [defaults.management]\nusername = \"admin\"\ncredential = \"env:LIFELINE_SWITCH_PASSWORD\"\n\n\
+    [[site]]\nname = \"s\"\n\n[[rack]]\nname = \"r1\"\nsite = \"s\"\n";
+
 /// A switch (`leaf`, IPMI BMC + SONiC SSH) and a head node (`node`, IPMI) on fresh loopback addresses.
 pub fn two_node_sim(offset: u16) -> SimProcess {
     let (sw, bmc, node) = (unique_loopback(), unique_loopback(), unique_loopback());
@@ -96,6 +103,28 @@ impl Session<'_> {
         let h = [("Cookie", self.cookie.as_str()), ("X-CSRF-Token", self.csrf.as_str())];
         let (st, _, b) = request(self.addr, method, path, &h, body.as_ref()).unwrap();
         (st, serde_json::from_str(&b).unwrap_or(Value::String(b)))
+    }
+
+    /// The open faults (`GET /api/v1/faults?state=open`).
+    pub fn open_faults(&self) -> Vec<Value> {
+        let (st, v) = self.call("GET", "/api/v1/faults?state=open", None);
+        assert_eq!(st, 200, "{v}");
+        v.as_array().unwrap().clone()
+    }
+
+    /// Waits until every console of `nodes` is logged (a line printed before would not be seen).
+    pub fn consoles_connected(&self, nodes: &[&str]) {
+        lifeline_test_utils::wait_until("every node's console logged", Duration::from_secs(60), || {
+            let (st, v) = self.call("GET", "/api/v1/consoles", None);
+            assert_eq!(st, 200, "{v}");
+            let connected: Vec<&str> = v
+                .as_array()?
+                .iter()
+                .filter(|c| c["status"]["state"] == "connected")
+                .filter_map(|c| c["name"].as_str())
+                .collect();
+            nodes.iter().all(|n| connected.contains(n)).then_some(())
+        });
     }
 }
 

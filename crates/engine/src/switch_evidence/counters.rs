@@ -59,7 +59,12 @@ impl CounterWatch {
             .map(|(kind, rs)| {
                 let mut ports: Vec<String> = rs.iter().map(|r| r.port.clone()).collect();
                 super::sort_ports(&mut ports);
-                let what: Vec<String> = rs.iter().map(|r| r.describe()).collect();
+                // In the ports' reading order, as the port list is.
+                let what: Vec<String> = ports
+                    .iter()
+                    .flat_map(|p| rs.iter().filter(move |r| &r.port == p))
+                    .map(|r| r.describe())
+                    .collect();
                 PortEvidence {
                     kind: kind.to_owned(),
                     switch: switch.to_owned(),
