@@ -112,6 +112,24 @@ fn the_node_end_is_compared_and_the_scheduled_check_raises_and_resolves_cabling_
     assert_eq!(open[0]["device"], "gpu-node-01");
     let msg = open[0]["message"].as_str().unwrap();
     assert!(msg.contains("leaf1 Ethernet0") && msg.contains("the node hears"), "{msg}");
+    // A fault the scheduled check opened goes through the fault policy like any other: its decision is
+    // recorded beside it, once.
+    let addr = srv.addr.to_string();
+    let api = common::login(&addr, "bot", "agent password 1");
+    let decided = || {
+        let (_, events) = api.call("GET", "/api/v1/events?limit=1000", None);
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["source"] == "policy" && e["data"]["fault"] == open[0]["id"])
+            .count()
+    };
+    let t0 = Instant::now();
+    while decided() == 0 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(decided(), 1, "one policy decision for fault {}", open[0]["id"]);
     let v = verify(&sim, 1);
     let m = v["mismatches"].as_array().unwrap();
     assert_eq!(m.len(), 1, "{v}");

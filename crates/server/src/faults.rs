@@ -25,28 +25,35 @@ pub async fn raise(
 ) -> Result<FaultRow, EngineError> {
     let (f, new) = s.store.fault_raise(kind, device, severity, message, &detail).await?;
     if new {
-        tracing::warn!(%kind, %device, "fault: {message}");
-        let _ = s
-            .store
-            .record_event(&lifeline_store::NewEvent {
-                device: Some(device.into()),
-                source: "lifeline".into(),
-                severity: severity.into(),
-                message: format!("fault {kind}: {message}"),
-                data: serde_json::json!({ "fault": f.id }),
-            })
-            .await;
-        // A node on probation is drained again before the policy decides what answers the fault.
-        crate::probation::on_fault(s, &f).await;
-        let decision = crate::policy::apply(s, &f).await;
-        crate::webhook::notify(
-            s,
-            "fault",
-            serde_json::json!({ "event": "fault", "fault": f, "decision": decision }),
-        );
+        opened(s, &f).await;
     }
     refresh_gauge(s).await;
     Ok(f)
+}
+
+/// A fault record just opened (here, or by an engine operation the server ran, such as the scheduled
+/// cabling check): the event, probation, the fault policy's decision and the webhooks, once.
+pub async fn opened(s: &AppState, f: &FaultRow) {
+    let (kind, device, message) = (&f.kind, &f.device, &f.message);
+    tracing::warn!(%kind, %device, "fault: {message}");
+    let _ = s
+        .store
+        .record_event(&lifeline_store::NewEvent {
+            device: Some(device.clone()),
+            source: "lifeline".into(),
+            severity: f.severity.clone(),
+            message: format!("fault {kind}: {message}"),
+            data: serde_json::json!({ "fault": f.id }),
+        })
+        .await;
+    // A node on probation is drained again before the policy decides what answers the fault.
+    crate::probation::on_fault(s, f).await;
+    let decision = crate::policy::apply(s, f).await;
+    crate::webhook::notify(
+        s,
+        "fault",
+        serde_json::json!({ "event": "fault", "fault": f, "decision": decision }),
+    );
 }
 
 pub async fn resolve(s: &AppState, kind: &str, device: &str) -> Result<(), EngineError> {

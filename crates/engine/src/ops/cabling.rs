@@ -73,6 +73,9 @@ pub struct SwitchRead {
 pub struct FaultChanges {
     pub raised: Vec<String>,
     pub resolved: Vec<String>,
+    /// Ids of the records this run opened (not repeats): what a server hands to its fault policy.
+    #[serde(skip)]
+    pub opened: Vec<i64>,
 }
 
 /// The result of `verify-cabling`.
@@ -232,7 +235,10 @@ impl Lifeline {
         let store = self.store().await?;
         let mut changes = FaultChanges::default();
         for (device, f) in &v.raise {
-            store.fault_raise(CABLING, device, f.severity, &f.message, &f.detail).await?;
+            let (row, new) = store.fault_raise(CABLING, device, f.severity, &f.message, &f.detail).await?;
+            if new {
+                changes.opened.push(row.id);
+            }
             changes.raised.push(device.clone());
         }
         for device in &v.clear {

@@ -31,6 +31,18 @@ pub async fn run_every(s: &AppState, every: Duration) {
         if s.replica.prefers(KEY) {
             match s.base.verify_cabling().await {
                 Ok(r) => {
+                    // The engine wrote the records; what a new fault or a cleared one means for the fault
+                    // policy, the webhooks and waiting runs is the server's, as for every other fault.
+                    for id in &r.faults.opened {
+                        match s.store.fault(*id).await {
+                            Ok(Some(f)) => crate::faults::opened(s, &f).await,
+                            Ok(None) => {}
+                            Err(e) => tracing::warn!("cabling fault {id}: {e}"),
+                        }
+                    }
+                    for device in &r.faults.resolved {
+                        crate::runbooks::withdraw_for_resolved(s, "cabling", device).await;
+                    }
                     if !r.clean() {
                         let unread = r.switches.iter().filter(|x| x.error.is_some()).count();
                         tracing::warn!(
