@@ -195,6 +195,14 @@ pub struct ServeSection {
     pub event_tls_cert: Option<PathBuf>,
     /// The key of `event-tls-cert` (PEM).
     pub event_tls_key: Option<PathBuf>,
+    /// With `events = "push"`: how often each BMC's subscriptions are listed to find Lifeline's gone (a
+    /// BMC reset or firmware update drops them) and re-create it; a duration (default `60s`; at least
+    /// `1s`). After a failed check (the BMC restarting) the next comes within seconds.
+    pub event_check_interval: Option<String>,
+    /// With `events = "push"`: heartbeat events asked for every this many minutes where the BMC offers
+    /// them (`SendHeartbeat`, EventDestination v1_11); none for twice that plus the check interval and
+    /// the subscription is taken as lost and made again (default 5; 0: none asked for).
+    pub event_heartbeat_minutes: Option<u32>,
 }
 
 /// `[[webhook]]`: where notifications are POSTed (JSON, in the background, retried with backoff; a
@@ -215,14 +223,6 @@ pub struct Webhook {
 
 /// `[[fault-policy]]`: what the server does when a fault of `kind` opens. The first matching entry wins.
 ///
-    /// With `events = "push"`: how often each BMC's subscriptions are listed to find Lifeline's gone (a
-    /// BMC reset or firmware update drops them) and re-create it; a duration (default `60s`; at least
-    /// `1s`). After a failed check (the BMC restarting) the next comes within seconds.
-    pub event_check_interval: Option<String>,
-    /// With `events = "push"`: heartbeat events asked for every this many minutes where the BMC offers
-    /// them (`SendHeartbeat`, EventDestination v1_11); none for twice that plus the check interval and
-    /// the subscription is taken as lost and made again (default 5; 0: none asked for).
-    pub event_heartbeat_minutes: Option<u32>,
 /// ```toml
 /// [[fault-policy]]
 /// kind = "health-critical"        # a fault kind (`bmc-unreachable`, `sel-critical`, `agent-report`, …) or "*"

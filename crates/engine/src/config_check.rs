@@ -78,6 +78,12 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     {
         err("server.cabling-interval", "`server.cabling-interval` must be `0s` (off) or at least 1s".into());
     }
+    if let Some(v) = &s.event_check_interval
+        && duration("server.event-check-interval", v, err)
+            .is_some_and(|d| d < std::time::Duration::from_secs(1))
+    {
+        err("server.event-check-interval", "`server.event-check-interval` must be at least 1s".into());
+    }
     if let Some(v) = &s.session_ttl
         && duration("server.session-ttl", v, err).is_some_and(|d| d.is_zero())
     {
@@ -89,12 +95,6 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     if let Some(v) = &s.switch_counters_timeout
         && duration("server.switch-counters-timeout", v, err).is_some_and(|d| d.is_zero())
     {
-    if let Some(v) = &s.event_check_interval
-        && duration("server.event-check-interval", v, err)
-            .is_some_and(|d| d < std::time::Duration::from_secs(1))
-    {
-        err("server.event-check-interval", "`server.event-check-interval` must be at least 1s".into());
-    }
         err(
             "server.switch-counters-timeout",
             "`server.switch-counters-timeout` must be longer than zero".into(),
