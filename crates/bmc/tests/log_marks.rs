@@ -70,10 +70,9 @@ async fn replay_fleet(name: &str, root: std::path::PathBuf) -> lifeline_sim::Run
         "password",
     );
     s.bmc.replay = Some(root);
-    let fleet = Fleet::start(FleetSpec { servers: vec![s], switches: vec![] }, SimOptions::for_tests())
+    Fleet::start(FleetSpec { servers: vec![s], switches: vec![] }, SimOptions::for_tests())
         .await
-        .expect("replay fleet");
-    fleet
+        .expect("replay fleet")
 }
 
 #[tokio::test]
