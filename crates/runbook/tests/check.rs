@@ -10,7 +10,7 @@ use lifeline_test_utils::workspace_root;
 fn the_library_checks_clean_and_files_are_named_after_their_runbook() {
     let lib = Library { dir: workspace_root().join("runbooks") };
     let all = lib.check_all().unwrap();
-    assert_eq!(all.len(), 7, "seven runbooks: {all:?}");
+    assert_eq!(all.len(), 8, "eight runbooks: {all:?}");
     for (path, c) in &all {
         assert!(!c.has_errors(), "{}: {:#?}", path.display(), c.diagnostics);
         let rb = c.runbook.as_ref().unwrap();
@@ -29,6 +29,7 @@ fn the_library_checks_clean_and_files_are_named_after_their_runbook() {
         "reinstall",
         "slurm-controller-reset",
         "switch-boot-loop",
+        "switch-config-restore",
     ] {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
