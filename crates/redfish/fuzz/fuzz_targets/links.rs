@@ -5,7 +5,8 @@
 //!   resolving it again gives the same URL;
 //! - the client's own paging loop (`follow_pages`, what `Client::members` runs) over a chain of fuzzed
 //!   pages: every link it asks for resolves on the BMC, no link is fetched twice (a cycle ends the
-//!   listing), at most `MAX_PAGES` pages are read, and every member of every page read is kept.
+//!   listing), at most `MAX_PAGES` pages are read, and every member of every page read is kept (a page
+//!   that only repeats members already read ends the listing: the service ignored `$skip`).
 //!
 //! Input: `LINK \0 PAGE-JSON \0 PAGE-JSON ...`.
 #![no_main]
@@ -59,10 +60,21 @@ fuzz_target!(|data: &[u8]| {
         }));
         assert!(paged.pages <= MAX_PAGES, "{} pages read", paged.pages);
         assert_eq!(paged.pages, 1 + served, "pages counted and pages served differ");
-        let expected: usize = pages[..paged.pages]
-            .iter()
-            .map(|p| p.get("Members").and_then(Value::as_array).map_or(0, Vec::len))
-            .sum();
+        // Every member of every page read is kept, except a later page that only repeats members already
+        // read (a service ignoring `$skip` serves its first page again): that page ends the listing.
+        let id = |m: &Value| m.get("@odata.id").and_then(Value::as_str).map(str::to_owned);
+        let mut ids = std::collections::HashSet::new();
+        let mut expected = 0;
+        for (i, p) in pages[..paged.pages].iter().enumerate() {
+            let m = p.get("Members").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            let repeat = i > 0 && !m.is_empty() && m.iter().all(|x| id(x).is_some_and(|x| ids.contains(&x)));
+            if repeat {
+                assert_eq!(i + 1, paged.pages, "a page that repeats members ends the listing");
+                break;
+            }
+            ids.extend(m.iter().filter_map(id));
+            expected += m.len();
+        }
         assert_eq!(paged.members.len(), expected, "members lost while paging");
         for m in &paged.members {
             if let Some(id) = m.get("@odata.id").and_then(Value::as_str) {
