@@ -48,8 +48,11 @@ fn login_fleet_power_cycle_audit_and_sel_markup_as_text() {
             .all(|r| matches!(r[1].as_str(), Some("on" | "off")))
             .then_some(())
     });
-    let live = b.js("return document.body.dataset.live || ''", json!([]));
-    assert_eq!(live, "open", "the fleet page holds the SSE stream open");
+    // The rows' first power states may come from the fleet page itself, before the stream's `open`
+    // event: wait for the stream rather than race it (a stream that never opens times out).
+    b.wait("the fleet page to hold the SSE stream open", 30, |b| {
+        (b.js("return document.body.dataset.live || ''", json!([])) == "open").then_some(())
+    });
     if std::env::var_os("LIFELINE_UPDATE_SCREENSHOT").is_some() {
         b.screenshot(&lifeline_test_utils::workspace_root().join("web/screenshot-fleet.png"));
     } else {
