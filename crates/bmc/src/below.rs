@@ -30,6 +30,18 @@ pub struct GpuHealth {
     pub detail: GpuDetail,
     /// XID / SXID numbers among its conditions.
     pub driver_events: Vec<String>,
+    /// The driver events its GPU baseboard's event log holds for it, by kind and number (history: not
+    /// counted in the verdict; see `gpu_logs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logged_events: Vec<lifeline_redfish::gpu_events::GpuEventTally>,
+}
+
+impl GpuHealth {
+    /// Its logged driver events in a line (`XID 45 ×92, XID 149 ×70 (newest XID 149 at ...)`); empty when
+    /// there are none.
+    pub fn logged_summary(&self) -> String {
+        lifeline_redfish::gpu_events::summary_line(&self.logged_events)
+    }
 }
 
 /// The GPUs a BMC lists against the inventory's count.
@@ -173,6 +185,7 @@ pub(crate) fn gpu_health(c: &Component, system: &str) -> Option<GpuHealth> {
             .iter()
             .filter_map(|x| x.gpu_event.as_ref().map(|e| format!("{} {}", e.kind, e.number)))
             .collect(),
+        logged_events: Vec::new(),
         detail,
     })
 }
@@ -192,12 +205,13 @@ pub(crate) async fn below(
     chassis: &[lifeline_redfish::model::Chassis],
 ) -> Below {
     let per_system = futures::future::join_all(systems.iter().map(|s| client.components(s)));
-    let (per_system, managers, firmware, service, devices) = tokio::join!(
+    let (per_system, managers, firmware, service, devices, (gpu_logs, gpu_log_warnings)) = tokio::join!(
         per_system,
         client.manager_components(),
         client.firmware_problems(),
         client.service_conditions(),
-        client.chassis_gpus(chassis)
+        client.chassis_gpus(chassis),
+        crate::gpu_logs::read(client, systems)
     );
     let mut out = Below::default();
     let warn = |w: &lifeline_redfish::FieldWarning| format!("{}: {}", w.at, w.problem);
@@ -244,6 +258,8 @@ pub(crate) async fn below(
         Some(Err(e)) => out.warnings.push(format!("ServiceConditions unreadable: {e}")),
         None => {}
     }
+    out.warnings.extend(gpu_log_warnings);
+    out.warnings.extend(crate::gpu_logs::attach(&gpu_logs, &mut out.gpus));
     // A condition is often listed both on its resource and in ServiceConditions: once each.
     let mut seen = std::collections::HashSet::new();
     out.conditions.retain(|c| {

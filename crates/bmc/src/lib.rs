@@ -28,6 +28,7 @@ pub mod events;
 pub mod fanout;
 pub mod firmware;
 pub mod fru;
+mod gpu_logs;
 pub mod health;
 pub mod hygiene;
 pub mod info;

@@ -153,6 +153,95 @@ fn truth(root: &Path, logs_read: &[String]) -> Truth {
     Truth { systems, logs, partial, bad_parts, gpus }
 }
 
+/// Driver events of one GPU: (kind, number) -> (entries, newest `Created`).
+type Tallies = BTreeMap<(String, u32), (usize, Option<chrono::DateTime<chrono::Utc>>)>;
+
+/// `XID n` / `SXID n` in a text, read here on its own (not through the client's parser).
+fn xid_in(text: &str) -> Option<(String, u32)> {
+    let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == ':' || c == ',').collect();
+    words.windows(2).find_map(|w| {
+        let kind = w[0].to_ascii_uppercase();
+        (kind == "XID" || kind == "SXID").then(|| w[1].parse().ok().map(|n| (kind, n))).flatten()
+    })
+}
+
+/// The oracle for logged GPU driver events: the entries of each GPU baseboard's event log (`EventLog` /
+/// `SEL`) that carry an XID or SXID, on the processor of that baseboard the entry's first message argument
+/// names (`GPU_0 Driver Event Message`): GPU path -> tallies.
+fn driver_events_truth(root: &Path) -> BTreeMap<String, Tallies> {
+    let mut out: BTreeMap<String, Tallies> = BTreeMap::new();
+    for (sys_id, sys) in members(root, "/redfish/v1/Systems") {
+        if !sys_id.trim_end_matches('/').rsplit('/').next().is_some_and(|i| i.starts_with("HGX_Baseboard")) {
+            continue;
+        }
+        let gpus: Vec<(String, String)> = link(&sys, "Processors")
+            .map(|l| members(root, &l))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, p)| p.get("ProcessorType").and_then(Value::as_str) == Some("GPU"))
+            .filter_map(|(path, p)| Some((p.get("Id")?.as_str()?.to_owned(), norm(&path))))
+            .collect();
+        for (_, svc) in link(&sys, "LogServices").map(|l| members(root, &l)).unwrap_or_default() {
+            let id = svc.get("Id").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
+            if !(id.contains("eventlog") || id == "sel") {
+                continue;
+            }
+            for (_, e) in link(&svc, "Entries").map(|l| members(root, &l)).unwrap_or_default() {
+                let args: Vec<&str> = e
+                    .get("MessageArgs")
+                    .and_then(Value::as_array)
+                    .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_str).collect());
+                let msg = e.get("Message").and_then(Value::as_str).unwrap_or("");
+                let Some(x) = xid_in(msg).or_else(|| args.iter().find_map(|a| xid_in(a))) else { continue };
+                let named = args.first().and_then(|a| a.split_whitespace().next()).unwrap_or("");
+                let Some((_, gpu)) = gpus.iter().find(|(id, _)| id == named) else { continue };
+                let t = out.entry(gpu.clone()).or_default().entry(x).or_default();
+                t.0 += 1;
+                t.1 = t.1.max(e.get("Created").and_then(Value::as_str).and_then(parse_time));
+            }
+        }
+    }
+    out
+}
+
+/// NVIDIA GB300 node 2: its baseboard's event log holds 800 XIDs, 200 on each of the four GPUs, each GPU's
+/// also in that GPU's own `XID` log service (`Chassis/HGX_GPU_N/LogServices/XID`, the same entries): the
+/// tallies `health` gives each GPU are that log's, read from the files, and the figures hand-checked from
+/// the capture.
+#[tokio::test]
+async fn nvidia_gb300_node2_xids_per_gpu() {
+    let name = "nvidia-gb300-node2";
+    let Some((_dir, root)) = unpack(name) else { return };
+    let Some(st) = static_mockup(&root) else { return };
+    let (pool, _) = pool_with(quick_options());
+    let h = pool.bmc(http_target(name, &st.1)).health().await.unwrap();
+    let gpus: Vec<_> = h.gpus.iter().filter(|g| g.role == "gpu").collect();
+    assert_eq!(gpus.len(), 4, "{:#?}", h.gpus);
+    let mut total = 0;
+    for g in &gpus {
+        let chassis = doc(&root, &g.resource).and_then(|p| link(&p, "Links/Chassis")).expect("GPU chassis");
+        let mut own: BTreeMap<u32, usize> = BTreeMap::new();
+        for (_, e) in members(&root, &format!("{chassis}/LogServices/XID/Entries")) {
+            let x = xid_in(e.get("Message").and_then(Value::as_str).unwrap_or("")).expect("an XID");
+            *own.entry(x.1).or_default() += 1;
+        }
+        let read: BTreeMap<u32, usize> = g.logged_events.iter().map(|t| (t.number, t.count)).collect();
+        assert_eq!(read, own, "{}: its own XID log", g.name);
+        assert!(g.logged_events.iter().all(|t| t.kind == "XID" && t.severity == Some(Health::Critical)));
+        total += read.values().sum::<usize>();
+    }
+    assert_eq!(total, 800);
+    let of = |id: &str| gpus.iter().find(|g| g.id.as_deref() == Some(id)).expect(id);
+    let figures = |id: &str| of(id).logged_events.iter().map(|t| (t.number, t.count)).collect::<Vec<_>>();
+    assert_eq!(figures("GPU_0"), vec![(45, 92), (149, 70), (94, 15), (145, 14), (137, 9)]);
+    assert_eq!(figures("GPU_1"), vec![(45, 95), (149, 70), (94, 15), (145, 11), (137, 9)]);
+    let newest = of("GPU_0").logged_events.iter().find(|t| t.number == 149).unwrap();
+    assert_eq!(newest.newest.as_deref(), Some("2026-07-08T18:32:27+00:00"));
+    // History, not the verdict: the BMC reports no condition active, every GPU OK.
+    assert!(h.conditions.is_empty(), "{:?}", h.conditions);
+    assert!(!h.reasons.iter().any(|r| r.contains("XID")), "{:?}", h.reasons);
+}
+
 async fn check_tree(name: &str) {
     let Some((_dir, root)) = unpack(name) else { return };
     let Some(st) = static_mockup(&root) else { return };
@@ -238,6 +327,22 @@ async fn check_served(
         .map(|g| (norm(&g.resource), Some(g.health).filter(|h| *h != Health::Unknown)))
         .collect();
     assert_eq!(gpus, t.gpus, "{name}: GPUs");
+    // Every GPU driver event its baseboard's event log holds, on the GPU that entry names.
+    let logged: BTreeMap<String, Tallies> = h
+        .gpus
+        .iter()
+        .filter(|g| !g.logged_events.is_empty())
+        .map(|g| {
+            let t = g
+                .logged_events
+                .iter()
+                .map(|x| ((x.kind.clone(), x.number), (x.count, x.newest.as_deref().and_then(parse_time))))
+                .collect();
+            (norm(&g.resource), t)
+        })
+        .collect();
+    assert_eq!(logged, driver_events_truth(root), "{name}: GPU driver events logged");
+    assert!(!h.warnings.iter().any(|w| w.contains("name no GPU")), "{name}: {:?}", h.warnings);
     // No absent or reading-less sensor counted; the verdict has its reasons.
     for s in &h.sensors {
         if matches!(s.state.as_deref(), Some("Absent" | "Disabled" | "StandbyOffline")) {

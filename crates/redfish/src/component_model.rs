@@ -80,6 +80,10 @@ pub struct GpuDetail {
     pub ecc_uncorrectable: Option<i64>,
     /// Temperature from the metrics (`TemperatureCelsius`), when given.
     pub temperature_celsius: Option<f64>,
+    /// The GPU's own chassis (`Links.Chassis`): NVIDIA's HGX firmware names it as the origin of the
+    /// driver events it logs (`Chassis/HGX_GPU_0` for the processor `GPU_0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chassis: Option<String>,
 }
 
 /// A part below the system, with its own status.
@@ -161,6 +165,7 @@ pub fn component_from_value(
         serial_number: f.str("SerialNumber"),
         firmware_version: f.str("FirmwareVersion"),
         metrics: f.link("Metrics"),
+        chassis: f.sub("Links").and_then(|mut l| l.link("Chassis")),
         ..GpuDetail::default()
     });
     let conditions = conditions_of(v, &odata_id);

@@ -12,6 +12,7 @@ pub mod bios_model;
 pub mod bmc_model;
 pub mod component_model;
 pub mod doc;
+pub mod gpu_events;
 mod log_model;
 pub mod media_model;
 pub mod model;

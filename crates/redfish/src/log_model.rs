@@ -136,6 +136,13 @@ pub struct LogEntry {
     pub entry_code: Option<String>,
     /// `Resolved` (bmcweb) or `Oem.Hpe.Repaired` (iLO IML): the condition was cleared or repaired.
     pub resolved: Option<bool>,
+    /// `Links.OriginOfCondition`: the resource the entry is about (NVIDIA's HGX firmware names the GPU's
+    /// chassis, `Chassis/HGX_GPU_0`, on every XID it logs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// `MessageArgs`, as text (a number served where the schema says string is kept as its digits).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub message_args: Vec<String>,
 }
 
 pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning>) -> LogEntry {
@@ -163,8 +170,28 @@ pub fn log_entry_from_value(v: &Value, at: &str, warnings: &mut Vec<FieldWarning
         oem_record_format: f.str("OemRecordFormat"),
         sensor_type: f.str("SensorType"),
         entry_code: f.str("EntryCode"),
+        origin: f
+            .sub("Links")
+            .and_then(|mut l| l.link("OriginOfCondition"))
+            .or_else(|| f.link("OriginOfCondition")),
+        message_args: message_args(f.raw("MessageArgs")),
         resolved,
     }
+}
+
+/// `MessageArgs` as text, leniently: strings as served, numbers and booleans as written, anything else
+/// (and a non-array) skipped, since an argument is context for a message already read, not a reading.
+fn message_args(v: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(items)) = v else { return Vec::new() };
+    items
+        .iter()
+        .filter_map(|a| match a {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Entries of one log, plus what could not be read.

@@ -196,7 +196,12 @@ pub async fn health(g: &Global, a: BmcArgs) -> CmdResult {
             } else {
                 format!(" {}", x.driver_events.join(", "))
             };
-            outln!("  {} {}: {}{events}", x.role, x.name, x.health);
+            let logged = if x.logged_events.is_empty() {
+                String::new()
+            } else {
+                format!("; logged {}", x.logged_summary())
+            };
+            outln!("  {} {}: {}{events}{logged}", x.role, x.name, x.health);
         }
         for c in &h.conditions {
             let sev = c.severity.map(|s| s.to_string()).unwrap_or_else(|| "?".into());

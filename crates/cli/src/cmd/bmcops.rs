@@ -473,8 +473,18 @@ async fn gpus(g: &Global, l: &lifeline_engine::Lifeline, sel: &lifeline_engine::
         l.close().await;
         return Ok(verdict(failed));
     }
-    let mut t =
-        table(&["bmc", "gpu", "role", "model", "health", "state", "firmware", "ecc uncorr", "events"]);
+    let mut t = table(&[
+        "bmc",
+        "gpu",
+        "role",
+        "model",
+        "health",
+        "state",
+        "firmware",
+        "ecc uncorr",
+        "events",
+        "logged",
+    ]);
     for r in &rows {
         match &r.result {
             Ok(h) if h.gpus.is_empty() => {
@@ -492,6 +502,7 @@ async fn gpus(g: &Global, l: &lifeline_engine::Lifeline, sel: &lifeline_engine::
                         opt(&x.detail.firmware_version),
                         x.detail.ecc_uncorrectable.map(|n| n.to_string()).unwrap_or_default(),
                         x.driver_events.join(", "),
+                        x.logged_summary(),
                     ]);
                 }
             }

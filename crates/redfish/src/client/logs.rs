@@ -149,6 +149,35 @@ impl Client {
         }
         Ok(out)
     }
+    /// The event logs behind one `LogServices` collection (of one system: an HGX baseboard's, where
+    /// NVIDIA's firmware logs the GPUs' driver events), each read up to `max` entries, concurrently; journals,
+    /// dumps and POST codes are not read. What cannot be read is a warning, not an error: the caller reads
+    /// these beside a health read that must not fail for them.
+    pub async fn event_logs_of(&self, log_services: &str, max: usize) -> Listing<LogEntries> {
+        let mut out = Listing { items: Vec::new(), warnings: Vec::new() };
+        let services = match self.log_services(log_services).await {
+            Ok(l) => l,
+            Err(e) => {
+                out.warnings
+                    .push(FieldWarning { at: log_services.to_owned(), problem: format!("unreadable: {e}") });
+                return out;
+            }
+        };
+        out.warnings.extend(services.warnings);
+        let events: Vec<&LogService> =
+            services.items.iter().filter(|s| s.kind() != LogKind::Other && s.entries.is_some()).collect();
+        let reads = futures::future::join_all(events.iter().map(|s| self.log_entries(s, max))).await;
+        for (s, r) in events.into_iter().zip(reads) {
+            match r {
+                Ok(e) => out.items.push(e),
+                Err(e) => out
+                    .warnings
+                    .push(FieldWarning { at: s.odata_id.clone(), problem: format!("unreadable: {e}") }),
+            }
+        }
+        out
+    }
+
     /// [`Client::event_logs`] as a listing (the name predates non-SEL event logs).
     pub async fn sel(&self, max: usize) -> Result<Listing<LogEntries>, RedfishError> {
         let l = self.event_logs(max).await?;
