@@ -241,16 +241,29 @@ pub(crate) async fn open_redfish(
     let creds = Credentials::new(target.username.clone(), target.password.clone());
     let root = known.and_then(RedfishPaths::root_document);
     let mut client_opts = client_opts;
-    // A login refused at the BMC's session limit first deletes what our dead processes left there.
-    if let Some(kept) = &opts.kept
-        && let Some(ledger) = kept.ledger()
-    {
+    // A login refused at the BMC's session limit first deletes what our dead processes left there. A pool
+    // that keeps sessions writes them down when kept; one that does not (a one-shot command) writes each
+    // session down while its client holds it, so a command killed mid-operation leaves none unfindable.
+    let (ledger, close_timeout) = match &opts.kept {
+        Some(kept) => (
+            kept.ledger().or_else(|| opts.ledger.as_ref().map(|l| l.0.clone())),
+            kept.options().close_timeout,
+        ),
+        None => {
+            let ledger = opts.ledger.as_ref().map(|l| l.0.clone());
+            if let Some(l) = &ledger {
+                client_opts.record_sessions = Some(crate::kept_redfish::session_recorder(l.clone()));
+            }
+            (ledger, crate::KeepOptions::default().close_timeout)
+        }
+    };
+    if let Some(ledger) = ledger {
         let free = crate::kept_redfish::stale_session_freer(
             ledger,
             rt.clone(),
             tls_trust(target, &opts.tls),
             client_opts.clone(),
-            kept.options().close_timeout,
+            close_timeout,
         );
         client_opts.free_stale_sessions = Some(free);
     }

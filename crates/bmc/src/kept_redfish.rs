@@ -45,6 +45,35 @@ pub trait SessionLedger: Send + Sync {
     }
 }
 
+/// A [`SessionLedger`] shared by every connection of a pool ([`crate::BmcOptions::ledger`]).
+#[derive(Clone)]
+pub struct SharedLedger(pub Arc<dyn SessionLedger>);
+
+impl std::fmt::Debug for SharedLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedLedger")
+    }
+}
+
+/// The ledger as the Redfish client's [`lifeline_redfish::SessionRecord`]: a one-shot command writes each
+/// session down when its client opens it and strikes it off when the client deletes it, so a command
+/// killed mid-operation (kill -9, a lost terminal) leaves its session findable for the next one.
+struct LedgerRecord(Arc<dyn SessionLedger>);
+
+#[async_trait]
+impl lifeline_redfish::SessionRecord for LedgerRecord {
+    async fn opened(&self, bmc: &str, uri: &str, token: &str) {
+        self.0.kept(bmc, uri, token).await;
+    }
+    async fn closed(&self, bmc: &str, uri: &str) {
+        self.0.closed(bmc, uri).await;
+    }
+}
+
+pub(crate) fn session_recorder(ledger: Arc<dyn SessionLedger>) -> lifeline_redfish::SessionRecorder {
+    lifeline_redfish::SessionRecorder(Arc::new(LedgerRecord(ledger)))
+}
+
 /// The [`lifeline_redfish::StaleSessionFreer`] of one BMC: deletes the stale sessions the ledger hands over
 /// (each DELETE within `limit`, authenticated by the session's own token), striking off each one deleted.
 pub(crate) fn stale_session_freer(

@@ -61,7 +61,7 @@ pub use health::{HealthSummary, ResourceHealth, SensorReading, Thresholds};
 pub use hygiene::{DEFAULT_CREDENTIALS, HygieneOptions, HygieneRow};
 pub use info::{BmcInfo, FirmwareVersion, FruView, SdrList, SdrRow};
 pub use kept::{KeepOptions, KeptSessions, KeptStats};
-pub use kept_redfish::{Reclaimed, SessionLedger};
+pub use kept_redfish::{Reclaimed, SessionLedger, SharedLedger};
 pub use marks::{LogMark, LogWindow, Marks};
 pub use media::{ImageCredentials, MediaReport, MediaRequest, MediaShow, MediaSlot};
 pub use memory::{Discovery, MemoryProtocolMemory, ProtocolMemory, RedfishDiscovery, RedfishResourcePaths};

@@ -87,6 +87,11 @@ pub struct BmcOptions {
     /// Kept IPMI sessions for sweeps (a long-lived process: the server); `None` (the default, one-shot
     /// commands): every operation logs in and closes. Shared by every pool built from these options.
     pub kept: Option<KeptSessions>,
+    /// Where the Redfish sessions of a pool that keeps none (one-shot commands) are written down while
+    /// they are open, and where a BMC at its session limit finds the ones dead processes of ours left
+    /// (see [`crate::SharedLedger`]); `None`: neither. A pool that keeps sessions uses the kept sessions'
+    /// ledger instead (they are written down when kept).
+    pub ledger: Option<crate::SharedLedger>,
 }
 
 impl Default for BmcOptions {
@@ -107,6 +112,7 @@ impl Default for BmcOptions {
             op_timeout: Duration::from_secs(60),
             power: PowerOptions::default(),
             kept: None,
+            ledger: None,
         }
     }
 }

@@ -6,7 +6,10 @@
 //! process lives for the BMC's session timeout (often 30 to 60 minutes); a few crash-restarts in that time
 //! fill the table and the BMC refuses every login, Lifeline's included. With the ledger, the next process
 //! takes a dead owner's session over (kept for its next operation: no login at all) or deletes it, so a
-//! BMC holds at most one Lifeline session whatever the number of crashes.
+//! BMC holds at most one Lifeline session whatever the number of crashes. A one-shot command (no kept
+//! sessions) writes down each session it opens for as long as it holds it, so a command killed mid-operation
+//! leaves its session findable too; a BMC that refuses a login at its session limit has the sessions dead
+//! owners left there deleted first ([`SessionLedger::stale`]), then the login is tried once more.
 //!
 //! The token is sealed in the store (a live token is a credential), with the same key as the sealed BMC
 //! credentials: replicas share it. An owner is dead when its process is gone from this host, or, on another
@@ -29,6 +32,13 @@ use crate::seal::SealedFiles;
 pub fn session_owner() -> &'static str {
     static OWNER: OnceLock<String> = OnceLock::new();
     OWNER.get_or_init(|| holder_name("sessions"))
+}
+
+/// The ledger every BMC pool of the engine gets ([`lifeline_bmc::BmcOptions::ledger`]): a one-shot command
+/// writes each Redfish session down while it holds it, and any process at a BMC's session limit frees the
+/// ones dead processes left (the server's kept sessions use it too, through [`Lifeline::record_kept_sessions`]).
+pub(crate) fn store_ledger(store: Store, sealed: SealedFiles) -> Arc<dyn SessionLedger> {
+    Arc::new(StoreLedger { store, sealed })
 }
 
 /// The store side of the kept sessions.
@@ -152,7 +162,7 @@ impl Lifeline {
         let pool = self.bmc_pool().await?;
         let sealed = SealedFiles::new(&self.paths.data_dir, &self.paths.seal_key);
         if let Some(kept) = &pool.options().kept {
-            kept.set_ledger(Arc::new(StoreLedger { store: store.clone(), sealed: sealed.clone() }));
+            kept.set_ledger(store_ledger(store.clone(), sealed.clone()));
         }
         let now = lifeline_store::now_ms();
         let live: Vec<String> =

@@ -229,8 +229,13 @@ impl Lifeline {
             Some(p) => p.clone(),
             None => {
                 let store = self.store().await?.clone();
+                let sealed = crate::seal::SealedFiles::new(&self.paths.data_dir, &self.paths.seal_key);
                 let opts = BmcOptions {
                     tls: TlsPolicy::Pin(Arc::new(StorePins(store.clone()))),
+                    ledger: Some(lifeline_bmc::SharedLedger(crate::bmc_sessions::store_ledger(
+                        store.clone(),
+                        sealed,
+                    ))),
                     ..self.bmc_options.clone()
                 };
                 let pool = BmcPool::with_memory(opts, sink.clone(), Arc::new(StoreMemory(store)));

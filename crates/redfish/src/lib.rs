@@ -38,7 +38,7 @@ mod session;
 pub mod tls;
 
 #[cfg(feature = "client")]
-pub use client::StaleSessionFreer;
+pub use client::{SessionRecord, SessionRecorder, StaleSessionFreer};
 #[cfg(feature = "client")]
 pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]

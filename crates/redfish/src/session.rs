@@ -58,6 +58,8 @@ pub(crate) struct SessionPool {
     /// answer without asking again. A health read and an event read at once each asked, and each try
     /// counts toward the BMC's lockout of the account (three failed logins per visit, measured).
     rejected: Mutex<Option<(String, u16)>>,
+    /// Told of each session logged in here before its token is lent (`ClientOptions::record_sessions`).
+    record: Option<crate::client::SessionRecorder>,
 }
 
 /// The token lent to one request; many guards share one session.
@@ -89,7 +91,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl SessionPool {
-    pub(crate) fn new(login_url: Url) -> Arc<Self> {
+    pub(crate) fn new(login_url: Url, record: Option<crate::client::SessionRecorder>) -> Arc<Self> {
         Arc::new(SessionPool {
             login_url,
             current: Mutex::new(None),
@@ -99,7 +101,15 @@ impl SessionPool {
             logins: AtomicUsize::new(0),
             first_failure: Mutex::new(None),
             rejected: Mutex::new(None),
+            record,
         })
+    }
+
+    /// Writes a session just opened down (see `record`), before any request carries its token.
+    pub(crate) async fn record_opened(&self, bmc: &str, s: &Session) {
+        if let (Some(r), Some(uri)) = (&self.record, &s.uri) {
+            r.0.opened(bmc, uri.as_str(), &s.token).await;
+        }
     }
 
     pub(crate) fn login_url(&self) -> &Url {
@@ -187,6 +197,7 @@ impl SessionPool {
                 return Err(e);
             }
         };
+        self.record_opened(&t.bmc, &s).await;
         self.logins.fetch_add(1, Ordering::SeqCst);
         self.live.fetch_add(1, Ordering::SeqCst);
         *lock(&self.current) = Some(s.clone());

@@ -148,6 +148,30 @@ pub struct ClientOptions {
     /// Called when the BMC refuses a login at its session limit: deletes sessions of the caller's own that
     /// no live process uses there any more, and the login is tried once more when it deleted any.
     pub free_stale_sessions: Option<StaleSessionFreer>,
+    /// Told of each session this client opens (before any request carries its token) and of each it
+    /// deletes, so that a process killed while it holds one leaves it findable (see [`SessionRecord`]).
+    pub record_sessions: Option<SessionRecorder>,
+}
+
+/// Where a caller writes down the sessions its clients open while they live: a process killed with one
+/// open (kill -9, a crash) cannot delete it, and a later process finds it there and frees the BMC's slot
+/// ([`StaleSessionFreer`]). A record that fails is the implementation's to log: it never fails a request.
+#[async_trait::async_trait]
+pub trait SessionRecord: Send + Sync {
+    /// `bmc`'s session at `uri`, authenticated by `token`, is open (called before the token is used).
+    async fn opened(&self, bmc: &str, uri: &str, token: &str);
+    /// `bmc`'s session at `uri` was deleted: strike it off.
+    async fn closed(&self, bmc: &str, uri: &str);
+}
+
+/// A shared [`SessionRecord`].
+#[derive(Clone)]
+pub struct SessionRecorder(pub Arc<dyn SessionRecord>);
+
+impl std::fmt::Debug for SessionRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionRecorder")
+    }
 }
 
 /// Deletes the caller's own stale sessions on a BMC (its name is the argument) and returns how many it
@@ -180,6 +204,7 @@ impl Default for ClientOptions {
             speculative_login: true,
             first_contact_reads: FIRST_CONTACT_READS,
             free_stale_sessions: None,
+            record_sessions: None,
         }
     }
 }
@@ -224,11 +249,13 @@ impl Drop for Inner {
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
                 let t = self.t.clone();
+                let record = self.opts.record_sessions.clone();
                 tracing::debug!(bmc = %t.bmc, n = left.len(), "client dropped without close(); logging out in background");
                 h.spawn(async move {
                     for s in left {
-                        if let Err(e) = crate::session::logout(&t, &s).await {
-                            tracing::warn!(error = %e, "logout on drop failed");
+                        match crate::session::logout(&t, &s).await {
+                            Ok(()) => record_closed(record.as_ref(), &t.bmc, &s).await,
+                            Err(e) => tracing::warn!(error = %e, "logout on drop failed"),
                         }
                     }
                 });
@@ -237,6 +264,13 @@ impl Drop for Inner {
                 tracing::warn!(bmc = %self.t.bmc, n = left.len(), "client dropped outside a runtime; sessions left to expire")
             }
         }
+    }
+}
+
+/// Strikes a deleted session off the caller's record (see [`SessionRecord`]).
+async fn record_closed(record: Option<&SessionRecorder>, bmc: &str, s: &Session) {
+    if let (Some(r), Some(uri)) = (record, &s.uri) {
+        r.0.closed(bmc, uri.as_str()).await;
     }
 }
 
@@ -395,7 +429,10 @@ impl Client {
         };
         let same_url = *pool.login_url() == s.url;
         match s.outcome().await {
-            Some(Ok(session)) => pool.adopt(session),
+            Some(Ok(session)) => {
+                pool.record_opened(&self.inner.t.bmc, &session).await;
+                pool.adopt(session)
+            }
             // An answer from the BMC (not a broken connection, which a second try may not meet).
             Some(Err(
                 e @ (LoginError::Unsupported(_)
@@ -459,7 +496,7 @@ impl Client {
                 root.session_service.as_ref().map(|s| format!("{}/Sessions", s.trim_end_matches('/')))
             });
             match login {
-                Some(l) => Some(SessionPool::new(t.url(&l)?)),
+                Some(l) => Some(SessionPool::new(t.url(&l)?, opts.record_sessions.clone())),
                 None => None,
             }
         };
@@ -538,7 +575,10 @@ impl Client {
         let mut deleted = 0;
         for s in &sessions {
             match crate::session::logout(&inner.t, s).await {
-                Ok(()) => deleted += 1,
+                Ok(()) => {
+                    record_closed(inner.opts.record_sessions.as_ref(), &inner.t.bmc, s).await;
+                    deleted += 1;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "logout failed");
                     first_err.get_or_insert(e);
