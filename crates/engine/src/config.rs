@@ -182,6 +182,22 @@ pub struct ServeSection {
     pub switch_counters_concurrency: Option<usize>,
     /// How long one switch's counters read may take, connect to close (default `30s`).
     pub switch_counters_timeout: Option<String>,
+    /// How many link flaps (carrier transitions) a port must add between two counters reads to be
+    /// `switch-link-flap` evidence (default 1, at least 1).
+    pub switch_flap_threshold: Option<u64>,
+    /// How much a port's error counters (rx / tx errors, CRC) must rise between two reads to be
+    /// `switch-port-errors` evidence (default 1, at least 1).
+    pub switch_error_threshold: Option<u64>,
+    /// How much a port's drop counters must rise between two reads to be `switch-port-drops` evidence
+    /// (default 1000, at least 1).
+    pub switch_drop_threshold: Option<u64>,
+    /// How many PFC or link-level pause frames a port must add between two reads to be `switch-pfc-storm`
+    /// evidence: a lossless fabric pauses all the time, so only a storm counts (default 100000, at
+    /// least 1).
+    pub switch_pause_threshold: Option<u64>,
+    /// How many PFC watchdog storms a port's queues must add between two reads to be
+    /// `switch-pfc-watchdog` evidence (default 1, at least 1).
+    pub switch_watchdog_threshold: Option<u64>,
     /// How BMC events reach the server: `off` (default; the sweeps still read the event logs), `sse`
     /// (each Redfish BMC's event stream) or `push` (EventService subscriptions to `event-listen`).
     pub events: Option<String>,

@@ -106,6 +106,11 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             "`server.switch-counters-concurrency` must be at least 1".into(),
         );
     }
+    for (key, v) in crate::switch_evidence::counters::threshold_keys(s) {
+        if v == Some(0) {
+            err(&format!("server.{key}"), format!("`server.{key}` must be at least 1"));
+        }
+    }
     if s.backup_failures_fault == Some(0) {
         err("server.backup-failures-fault", "`server.backup-failures-fault` must be at least 1".into());
     }
@@ -265,6 +270,24 @@ mod tests {
         assert_eq!(d.len(), 1, "{d:#?}");
         assert!(d[0].starts_with("l.toml:2:20: `server.cabling-interval` must be"), "{d:#?}");
         assert!(at("often")[0].contains("is not a duration"), "{:#?}", at("often"));
+    }
+
+    #[test]
+    fn the_switch_counter_thresholds_are_at_least_one() {
+        let ok = "[server]\nswitch-flap-threshold = 3\nswitch-error-threshold = 10\nswitch-drop-threshold = 1\n\
+                  switch-pause-threshold = 5000000\nswitch-watchdog-threshold = 2\n";
+        assert_eq!(run(ok), Vec::<String>::new());
+        let d = run("[server]\nswitch-flap-threshold = 0\nswitch-pause-threshold = 0\n");
+        assert_eq!(
+            d,
+            [
+                "l.toml:2:25: `server.switch-flap-threshold` must be at least 1",
+                "l.toml:3:26: `server.switch-pause-threshold` must be at least 1"
+            ],
+            "{d:#?}"
+        );
+        let d = run("[server]\nswitch-error-threshold = -1\n");
+        assert!(d.len() == 1 && d[0].starts_with("l.toml:2:"), "{d:#?}");
     }
 
     #[test]

@@ -22,6 +22,29 @@ use crate::error::EngineError;
 pub const KINDS: [Evidence; 5] =
     [Evidence::LinkFlap, Evidence::Pause, Evidence::PfcWatchdog, Evidence::Errors, Evidence::Drops];
 
+/// The `[server]` threshold keys with their values (none: the default), for `config check`.
+pub fn threshold_keys(s: &crate::config::ServeSection) -> [(&'static str, Option<u64>); 5] {
+    [
+        ("switch-flap-threshold", s.switch_flap_threshold),
+        ("switch-error-threshold", s.switch_error_threshold),
+        ("switch-drop-threshold", s.switch_drop_threshold),
+        ("switch-pause-threshold", s.switch_pause_threshold),
+        ("switch-watchdog-threshold", s.switch_watchdog_threshold),
+    ]
+}
+
+/// The thresholds `[server]` configures, each key not given at its default.
+pub fn thresholds(s: &crate::config::ServeSection) -> Thresholds {
+    let d = Thresholds::default();
+    Thresholds {
+        flaps: s.switch_flap_threshold.unwrap_or(d.flaps),
+        errors: s.switch_error_threshold.unwrap_or(d.errors),
+        drops: s.switch_drop_threshold.unwrap_or(d.drops),
+        pause: s.switch_pause_threshold.unwrap_or(d.pause),
+        watchdog: s.switch_watchdog_threshold.unwrap_or(d.watchdog),
+    }
+}
+
 /// What one read of one switch says.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CounterVerdict {
@@ -83,6 +106,12 @@ impl CounterWatch {
             })
             .collect();
         CounterVerdict { evidence, quiet }
+    }
+
+    /// Sets the read `now` is compared with: the switch's previous read, whichever replica made it
+    /// (kept in the store). Replaces what this watch remembers.
+    pub fn baseline(&mut self, switch: &str, before: Snapshot) {
+        self.last.insert(switch.to_owned(), before);
     }
 
     /// Forgets a switch (it left the inventory): its next read is a first read.
@@ -191,6 +220,35 @@ mod tests {
         let v = w.read("leaf-a", snap(&[("Ethernet8", flaps(), 4)]), 2);
         assert_eq!(v.evidence.len(), 1, "{v:#?}");
         assert!(v.evidence[0].message.contains("(2 -> 4)"), "{}", v.evidence[0].message);
+    }
+
+    fn config(text: &str) -> crate::config::ServerConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    /// The same two reads under the default thresholds and under `[server]`'s: a pause rise of 50,000
+    /// frames and one flap are evidence or not as the configuration says.
+    #[test]
+    fn a_configured_threshold_changes_the_verdict() {
+        let before = snap(&[("Ethernet8", Counter::PfcRx(3), 1_000), ("Ethernet16", flaps(), 4)]);
+        let now = snap(&[("Ethernet8", Counter::PfcRx(3), 51_000), ("Ethernet16", flaps(), 5)]);
+        let verdict = |cfg: &str| {
+            let mut w = CounterWatch::new(thresholds(&config(cfg).server));
+            w.baseline("leaf-a", before.clone());
+            let v = w.read("leaf-a", now.clone(), 0);
+            v.evidence.into_iter().map(|e| (e.kind, e.ports)).collect::<Vec<_>>()
+        };
+        let p = |x: &str| vec![x.to_owned()];
+        // Defaults: a storm is 100,000 pause frames; one flap counts.
+        assert_eq!(verdict(""), [("switch-link-flap".to_owned(), p("Ethernet16"))]);
+        assert_eq!(
+            verdict("[server]\nswitch-pause-threshold = 50000\nswitch-flap-threshold = 2\n"),
+            [("switch-pfc-storm".to_owned(), p("Ethernet8"))]
+        );
+        assert_eq!(verdict("[server]\nswitch-pause-threshold = 50001\nswitch-flap-threshold = 2\n"), []);
+        assert_eq!(thresholds(&config("").server), Thresholds::default());
+        let t = thresholds(&config("[server]\nswitch-error-threshold = 7\nswitch-drop-threshold = 9\nswitch-watchdog-threshold = 4\n").server);
+        assert_eq!((t.errors, t.drops, t.watchdog, t.flaps, t.pause), (7, 9, 4, 1, 100_000));
     }
 
     #[test]

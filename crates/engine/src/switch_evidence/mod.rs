@@ -124,6 +124,12 @@ impl crate::Lifeline {
             }
         };
         let (old, new) = (load(version - 1).await?, load(version).await?);
+        if let Some(v) = self.restored_by_us(switch, &old, &new).await? {
+            // Our own restore (an approved offer, an operator's `backup restore`) is no cause of a fault,
+            // and offering to undo it would offer the change it removed.
+            tracing::info!(%switch, version, restored = v, "config change is Lifeline's restore of v{v}; no evidence");
+            return Ok(None);
+        }
         Ok(config_diff::evidence(
             switch,
             new.record.platform,
@@ -131,6 +137,43 @@ impl crate::Lifeline {
             (new.record.version, &new.normalised),
             new.record.taken_at.timestamp_millis(),
         ))
+    }
+}
+
+impl crate::Lifeline {
+    /// The version Lifeline restored onto `switch` between the two backups when the newer one is that
+    /// version (same normalised config): the change the newer backup saw is that restore.
+    async fn restored_by_us(
+        &self,
+        switch: &str,
+        old: &lifeline_netcfg::restore::LoadedVersion,
+        new: &lifeline_netcfg::restore::LoadedVersion,
+    ) -> crate::error::Result<Option<u32>> {
+        let (from, to) = (old.record.taken_at.timestamp_millis(), new.record.taken_at.timestamp_millis());
+        let rows = self.store().await?.audit_log(Some(switch), 200).await?;
+        let restored = rows.iter().filter(|r| {
+            r.entry.action == "backup.restore"
+                && matches!(r.entry.outcome.as_str(), "ok" | "unverified")
+                && r.entry.detail["from"] == switch
+                && (from..=to).contains(&r.at_ms)
+        });
+        let ctx = self.backup_context(false).await?;
+        let dev = lifeline_types::DeviceName::new(switch)
+            .map_err(|e| crate::EngineError::bad_argument(format!("`{switch}`: {e}")))?;
+        for r in restored {
+            let Some(v) = r.entry.detail["version"].as_u64().and_then(|v| u32::try_from(v).ok()) else {
+                continue;
+            };
+            if v == new.record.version {
+                continue;
+            }
+            match lifeline_netcfg::restore::load_version(&ctx, &dev, Some(v)).await {
+                Ok(x) if x.normalised == new.normalised => return Ok(Some(v)),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(%switch, version = v, "restored version not loaded: {e}"),
+            }
+        }
+        Ok(None)
     }
 }
 

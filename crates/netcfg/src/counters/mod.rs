@@ -20,13 +20,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use lifeline_types::Platform;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use read::{CountersError, Read, read_counters};
 
 /// One counter of a port. Monotonic on the switch until cleared; a value that went down was cleared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Counter {
     RxErrors,
     TxErrors,
@@ -76,6 +76,43 @@ impl From<Counter> for String {
     }
 }
 
+impl TryFrom<String> for Counter {
+    type Error = String;
+
+    /// The name [`fmt::Display`] gives (a stored read is read back by the next replica to compare with).
+    fn try_from(s: String) -> Result<Counter, String> {
+        // A priority as Display writes it (no sign, no leading zero), so a name has one counter.
+        let prio = |rest: &str, suffix: &str| {
+            let digits = rest.strip_suffix(suffix)?;
+            digits.parse::<u8>().ok().filter(|n| n.to_string() == digits)
+        };
+        Ok(match s.as_str() {
+            "rx-errors" => Counter::RxErrors,
+            "tx-errors" => Counter::TxErrors,
+            "rx-drops" => Counter::RxDrops,
+            "tx-drops" => Counter::TxDrops,
+            "crc" => Counter::Crc,
+            "link-flaps" => Counter::LinkFlaps,
+            "pfc-rx" => Counter::PfcRxAll,
+            "pfc-tx" => Counter::PfcTxAll,
+            "pause-rx" => Counter::PauseRx,
+            "pause-tx" => Counter::PauseTx,
+            other => {
+                let rest = other.strip_prefix("pfc").ok_or_else(|| format!("unknown counter `{other}`"))?;
+                if let Some(p) = prio(rest, "-watchdog-storms") {
+                    Counter::PfcWatchdogStorms(p)
+                } else if let Some(p) = prio(rest, "-rx") {
+                    Counter::PfcRx(p)
+                } else if let Some(p) = prio(rest, "-tx") {
+                    Counter::PfcTx(p)
+                } else {
+                    return Err(format!("unknown counter `{other}`"));
+                }
+            }
+        })
+    }
+}
+
 impl Counter {
     /// What a rise of this counter is evidence of.
     pub fn evidence(self) -> Evidence {
@@ -119,12 +156,12 @@ impl Evidence {
 }
 
 /// What one read said about one port.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortCounters {
     pub port: String,
     pub counters: BTreeMap<Counter, u64>,
     /// When the link last went down or changed, as the switch prints it (not parsed: formats vary).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_flap: Option<String>,
 }
 
@@ -219,7 +256,7 @@ pub fn commands(platform: Platform) -> Vec<Command> {
 
 /// One switch's counters from several commands, by port (the port's spelling from the first command
 /// that named it; later spellings of the same port merge into it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub ports: BTreeMap<String, PortCounters>,
 }

@@ -153,7 +153,50 @@ fn every_platform_has_commands_whose_formats_parse() {
     }
 }
 
+fn any_counter() -> impl Strategy<Value = Counter> {
+    prop_oneof![
+        Just(Counter::RxErrors),
+        Just(Counter::TxErrors),
+        Just(Counter::RxDrops),
+        Just(Counter::TxDrops),
+        Just(Counter::Crc),
+        Just(Counter::LinkFlaps),
+        Just(Counter::PfcRxAll),
+        Just(Counter::PfcTxAll),
+        Just(Counter::PauseRx),
+        Just(Counter::PauseTx),
+        any::<u8>().prop_map(Counter::PfcRx),
+        any::<u8>().prop_map(Counter::PfcTx),
+        any::<u8>().prop_map(Counter::PfcWatchdogStorms),
+    ]
+}
+
+#[test]
+fn a_counter_name_that_is_not_one_is_refused() {
+    for bad in ["", "pfc", "pfc-rx3", "pfc03-rx", "pfc256-tx", "pfc+1-rx", "pfc1-watchdog", "crc "] {
+        assert!(Counter::try_from(bad.to_owned()).is_err(), "{bad:?}");
+    }
+}
+
 proptest! {
+    /// A stored read is read back by whichever replica reads the switch next: every counter's name
+    /// parses back to it, and a snapshot survives JSON unchanged.
+    #[test]
+    fn a_snapshot_survives_json(
+        rows in proptest::collection::vec(
+            ("[A-Za-z]{1,8}[0-9]{1,3}", proptest::collection::btree_map(any_counter(), any::<u64>(), 0..6),
+             proptest::option::of("[ -~]{0,20}")),
+            0..6,
+        ),
+    ) {
+        let s = snap(rows.into_iter().map(|(port, counters, last_flap)| PortCounters { port, counters, last_flap }).collect());
+        for c in s.ports.values().flat_map(|p| p.counters.keys()) {
+            prop_assert_eq!(Counter::try_from(c.to_string()), Ok(*c));
+        }
+        let back: Snapshot = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        prop_assert_eq!(back, s);
+    }
+
     #[test]
     fn no_input_panics_and_ports_are_named(pick in 0usize..FORMATS.len(), text in "(?s).{0,600}") {
         for r in parse(FORMATS[pick], &text, Some("swp1")) {
