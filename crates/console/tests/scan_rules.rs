@@ -119,6 +119,7 @@ rule_tests! {
     ib_port_down => "ib-port-down",
     mlx5e_link_down => "mlx5e-link-down",
     kernel_start => "kernel-start",
+    systemd_multi_user => "systemd-multi-user",
 }
 
 #[test]
@@ -138,7 +139,9 @@ fn above_info(text: &str) -> Vec<Finding> {
     let mut s = ConsoleScanner::new(RuleSet::builtin());
     let mut out = Vec::new();
     s.feed(ts(), text.as_bytes(), &mut out);
-    out.into_iter().filter(|f| f.severity > Severity::Info || f.kind != FindingKind::Boot).collect()
+    out.into_iter()
+        .filter(|f| f.severity > Severity::Info || !matches!(f.kind, FindingKind::Boot | FindingKind::Ready))
+        .collect()
 }
 
 #[test]
@@ -148,6 +151,17 @@ fn real_boot_chatter_raises_nothing() {
         let found = above_info(text);
         assert!(found.is_empty(), "{name}: {found:#?}");
     }
+}
+
+#[test]
+fn other_targets_are_not_the_end_of_a_boot() {
+    // S2's boot (systemd reaching its early targets) and S49's `getty.target - Login Prompts`.
+    let mut lines: Vec<String> =
+        BOOT.lines().filter(|l| l.contains("Reached target")).map(String::from).collect();
+    assert!(lines.len() >= 5, "the corpus boot reaches its early targets");
+    lines.push("[  OK  ] Reached target getty.target - Login Prompts.".into());
+    let found = scan(&lines);
+    assert!(found.iter().all(|f| f.kind != FindingKind::Ready), "{found:?}");
 }
 
 #[test]

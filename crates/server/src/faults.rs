@@ -15,6 +15,8 @@ use lifeline_store::{FaultRow, Store};
 
 use crate::state::AppState;
 
+mod boot;
+
 pub async fn raise(
     s: &AppState,
     kind: &str,
@@ -168,12 +170,16 @@ pub async fn console_intake(
     };
     let Ok(inv) = s.base.inventory() else { return };
     let mut c = Correlator::new(Topology::from_inventory(&inv), settings);
+    let mut boots = lifeline_engine::fault_rules::console::BootWatch::default();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             r = findings.recv() => match r {
                 Ok(f) => {
+                    if let Some(clean) = boots.feed(&f) {
+                        boot::clean_boot(&s, &clean).await;
+                    }
                     if let Some(o) = lifeline_engine::fault_rules::console::observation(&f, c.topology()) {
                         c.observe(o);
                     }
@@ -196,8 +202,16 @@ pub async fn console_intake(
             _ = tick.tick() => {
                 for v in c.decide(lifeline_store::now_ms()) {
                     let ev = c.evidence_for(&v);
+                    let own = match &v {
+                        lifeline_engine::correlate::Verdict::Own(o) => {
+                            Some((o.kind.clone(), o.unit.device.clone(), o.at_ms))
+                        }
+                        lifeline_engine::correlate::Verdict::Shared(_) => None,
+                    };
                     if let Err(e) = verdict(&s, v, ev).await {
                         tracing::warn!("console fault: {}", e.chain());
+                    } else if let Some((kind, device, at_ms)) = own {
+                        boot::after_raise(&s, &boots, &kind, &device, at_ms).await;
                     }
                 }
             }

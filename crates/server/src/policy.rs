@@ -91,10 +91,14 @@ impl FaultResponder for RecordOnly {
     }
 }
 
-/// The first `[[fault-policy]]` entry whose kind (or `*`) and targets match the fault.
+/// The first `[[fault-policy]]` entry whose kind (or `*`) and targets match the fault. A shared fault
+/// (`shared-<kind>`, recorded on an OOB switch, a leaf, `rack:NAME`, `pdu:NAME`) is matched only by an
+/// entry naming its kind: `*` is written with node runbooks in mind, and a node's runbook on the part
+/// several nodes share is never the answer.
 pub fn decide(policies: &[FaultPolicy], inv: Option<&Inventory>, fault: &FaultRow) -> Decision {
+    let shared = fault.kind.starts_with(SHARED_PREFIX);
     let matched = policies.iter().enumerate().find(|(_, p)| {
-        (p.kind == fault.kind || p.kind == "*")
+        (p.kind == fault.kind || (p.kind == "*" && !shared))
             && (p.targets.is_empty()
                 || inv.is_some_and(|inv| {
                     lifeline_inventory::select(inv, &p.targets)
@@ -124,6 +128,21 @@ pub fn decide(policies: &[FaultPolicy], inv: Option<&Inventory>, fault: &FaultRo
         vars: Default::default(),
         rung: None,
     }
+}
+
+/// The kind prefix of a fault raised on the part several devices share (`lifeline_engine::correlate`).
+const SHARED_PREFIX: &str = "shared-";
+
+/// Why a human is called for a shared fault no entry answers with a runbook (`None` for other faults).
+fn shared_without_runbook(d: &Decision, fault: &FaultRow) -> Option<String> {
+    if !fault.kind.starts_with(SHARED_PREFIX) || d.runbook.is_some() {
+        return None;
+    }
+    let members = fault.detail.get("members").and_then(|m| m.as_array()).map_or(0, Vec::len);
+    Some(format!(
+        "escalated to a human: no [[fault-policy]] runbook for {} on {} ({members} member(s), none acted on alone)",
+        fault.kind, fault.device
+    ))
 }
 
 /// Applies the matched entry's ladder, if it has one: counts the device's earlier policy runs within the
@@ -191,8 +210,9 @@ pub async fn apply(s: &AppState, fault: &FaultRow) -> Decision {
     let what = match (&d.runbook, d.action) {
         (Some(rb), Action::Run) => format!("run runbook {rb} (auto)"),
         (Some(rb), Action::AwaitApproval) => format!("runbook {rb} awaits approval"),
-        _ => match &d.rung {
-            Some(lifeline_engine::budget::Rung::Human { why }) => format!("notify: {why}"),
+        _ => match (&d.rung, shared_without_runbook(&d, fault)) {
+            (Some(lifeline_engine::budget::Rung::Human { why }), _) => format!("notify: {why}"),
+            (None, Some(why)) => format!("notify: {why}"),
             _ => "notify".to_owned(),
         },
     };
@@ -262,6 +282,29 @@ mod tests {
         assert_eq!((d.action, d.mode, d.rule), (Action::Notify, PolicyMode::Notify, Some(2)));
         let d = decide(&[], None, &fault("sel-critical", "n1"));
         assert_eq!((d.action, d.rule), (Action::Notify, None));
+    }
+
+    #[test]
+    fn a_shared_fault_is_answered_only_by_an_entry_naming_its_kind() {
+        let ps = [p("*", Some("bmc-unreachable"), PolicyMode::Auto)];
+        let mut f = fault("shared-bmc-unreachable", "oob-sw-01");
+        f.detail = serde_json::json!({ "members": [{ "device": "n1" }, { "device": "n2" }] });
+        let d = decide(&ps, None, &f);
+        assert_eq!((d.action, d.runbook.as_deref(), d.rule), (Action::Notify, None, None));
+        assert_eq!(
+            shared_without_runbook(&d, &f).as_deref(),
+            Some(
+                "escalated to a human: no [[fault-policy]] runbook for shared-bmc-unreachable on oob-sw-01 \
+                 (2 member(s), none acted on alone)"
+            )
+        );
+        // The node's own fault still takes the wildcard; the shared kind named takes its runbook.
+        assert_eq!(decide(&ps, None, &fault("bmc-unreachable", "n1")).action, Action::Run);
+        assert_eq!(shared_without_runbook(&decide(&ps, None, &fault("bmc-unreachable", "n1")), &f), None);
+        let ps = [p("shared-bmc-unreachable", Some("oob-switch-recover"), PolicyMode::Approve)];
+        let d = decide(&ps, None, &f);
+        assert_eq!((d.action, d.runbook.as_deref()), (Action::AwaitApproval, Some("oob-switch-recover")));
+        assert_eq!(shared_without_runbook(&d, &f), None);
     }
 
     #[test]

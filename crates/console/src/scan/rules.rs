@@ -30,6 +30,10 @@ pub enum FindingKind {
     LinkDown,
     /// A kernel started (counted for boot loops; info on its own).
     Boot,
+    /// The host finished booting: its init reached the multi-user (or graphical) target. Info on its own;
+    /// after a kernel start with no fault between, it is a clean boot, the evidence that clears the console
+    /// faults of the boot before (the engine's `fault_rules::console`).
+    Ready,
     /// Raised by the scanner, not by a rule: `boot_loop.boots` kernel starts within the window.
     BootLoop,
     /// A rule that raises nothing and remembers its captures for the following lines.
@@ -52,6 +56,7 @@ impl FindingKind {
             FindingKind::StorageError => "storage-error",
             FindingKind::LinkDown => "link-down",
             FindingKind::Boot => "boot",
+            FindingKind::Ready => "ready",
             FindingKind::BootLoop => "boot-loop",
             FindingKind::Context => "context",
         }

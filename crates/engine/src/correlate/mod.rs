@@ -12,6 +12,10 @@
 //!   `fraction >= min_fraction` (default 0.5). Among parts that explain, the one that explains the most
 //!   observations wins, then the higher fraction, then the smaller part (the port group before the leaf).
 //!
+//! Which parts may explain a kind ([`sweep::explaining`]): a sweep's `bmc-unreachable` only its OOB switch,
+//! PDUs and rack (in that order of preference when two explain it equally), `health-critical` and
+//! `sel-critical` only its PDUs and rack; console findings every part their unit depends on.
+//!
 //! Timing: an observation is decided `hold` after it arrived (default 5 s), so that the other members of a
 //! shared failure, which arrive within a second or two, are seen with it. An observation that arrives while
 //! its part's group is open (within `window` of the group's last member) joins it. One decided alone and
@@ -21,6 +25,7 @@
 //! the same way.
 
 mod evidence;
+pub mod sweep;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -191,16 +196,24 @@ impl Correlator {
         self.pending.push(o);
     }
 
+    /// The parts that may explain an observation of `kind` about `unit` ([`sweep::explaining`]).
+    fn parts_for<'a>(&'a self, kind: &str, unit: &Unit) -> impl Iterator<Item = &'a Component> + use<'a> {
+        let allowed = sweep::explaining(kind);
+        self.topology.parts(unit).iter().filter(move |c| allowed.is_none_or(|a| a.contains(&c.kind)))
+    }
+
     fn index_add(&mut self, o: &Observation) {
-        for c in self.topology.parts(&o.unit) {
+        let parts: Vec<Component> = self.parts_for(&o.kind, &o.unit).cloned().collect();
+        for c in parts {
             *self.index.entry((o.kind.clone(), c.clone())).or_default().entry(o.unit.clone()).or_default() +=
                 1;
         }
     }
 
     fn index_remove(&mut self, o: &Observation) {
-        for c in self.topology.parts(&o.unit) {
-            let key = (o.kind.clone(), c.clone());
+        let parts: Vec<Component> = self.parts_for(&o.kind, &o.unit).cloned().collect();
+        for c in parts {
+            let key = (o.kind.clone(), c);
             if let Some(units) = self.index.get_mut(&key) {
                 if let Some(n) = units.get_mut(&o.unit) {
                     *n -= 1;
@@ -217,8 +230,25 @@ impl Correlator {
 
     /// Decides every observation whose hold has passed at `now_ms`.
     pub fn decide(&mut self, now_ms: i64) -> Vec<Verdict> {
-        let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
         let hold = i64::try_from(self.settings.hold.as_millis()).unwrap_or(i64::MAX);
+        self.decide_held(now_ms, hold)
+    }
+
+    /// Decides every pending observation now, without waiting for its hold: for a batch that is already
+    /// complete (one sweep's rows: every member of a shared failure is in it).
+    pub fn flush(&mut self, now_ms: i64) -> Vec<Verdict> {
+        self.decide_held(now_ms, 0)
+    }
+
+    /// Ends the group of member `kind` whose fault is recorded on `device` ([`Component::device`]): its
+    /// shared fault was resolved, so a later failure of the part is a new fault, not a silent addition
+    /// to the resolved one.
+    pub fn close(&mut self, kind: &str, device: &str) {
+        self.groups.retain(|g| !(g.kind == kind && g.component.device() == device));
+    }
+
+    fn decide_held(&mut self, now_ms: i64, hold: i64) -> Vec<Verdict> {
+        let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
         let expired: Vec<Observation>;
         (self.alone, expired) =
             std::mem::take(&mut self.alone).into_iter().partition(|o| now_ms - o.at_ms <= window);
@@ -272,6 +302,7 @@ impl Correlator {
                     let mut members = BTreeMap::new();
                     let mut linked = Vec::new();
                     let topology = &self.topology;
+                    // Same kind, so `component` is one of the parts that may explain it.
                     let shares =
                         |x: &Observation| x.kind == o.kind && topology.parts(&x.unit).contains(&component);
                     let (mine, rest): (Vec<_>, Vec<_>) =
@@ -311,15 +342,14 @@ impl Correlator {
 
     /// The open group `o` belongs to, if any.
     fn open_group(&self, o: &Observation) -> Option<usize> {
-        let parts = self.topology.parts(&o.unit);
-        self.groups.iter().position(|g| g.kind == o.kind && parts.contains(&g.component))
+        let parts: Vec<&Component> = self.parts_for(&o.kind, &o.unit).collect();
+        self.groups.iter().position(|g| g.kind == o.kind && parts.contains(&&g.component))
     }
 
     /// The part that best explains `o` with the observations of its kind in the window, if one does.
     fn best(&self, o: &Observation) -> Option<Component> {
-        self.topology
-            .parts(&o.unit)
-            .iter()
+        let rank = |c: &Component| sweep::preference(&o.kind, c.kind);
+        self.parts_for(&o.kind, &o.unit)
             .filter_map(|c| {
                 let affected = self.index.get(&(o.kind.clone(), c.clone())).map_or(0, HashMap::len);
                 let s = self.scored(c, affected);
@@ -332,6 +362,7 @@ impl Correlator {
                     .cmp(&y.affected)
                     .then(x.fraction.total_cmp(&y.fraction))
                     .then(y.dependents.cmp(&x.dependents))
+                    .then(rank(b).cmp(&rank(a)))
                     .then(b.cmp(a))
             })
             .map(|(c, _)| c.clone())

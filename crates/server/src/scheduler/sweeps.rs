@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use lifeline_engine::ops::sweep::ChangeTracker;
 
+mod correlate;
+
 use crate::state::AppState;
 
 /// The configured interval; `None` when disabled (`0s`) or unparsable (logged).
@@ -33,8 +35,10 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 pub async fn run_every(s: &AppState, every: Duration) {
     let mut tracker = ChangeTracker::default();
     let mut pruned: Option<Instant> = None;
+    // Sweep faults are correlated across sweeps (a part's group stays open while its members stay dark).
+    let Some(mut correlator) = correlator(s) else { return };
     loop {
-        if let Err(e) = sweep_once(s, &mut tracker).await {
+        if let Err(e) = sweep_once(s, &mut tracker, &mut correlator).await {
             tracing::warn!("sweep: {}", e.chain());
         }
         if pruned.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -53,6 +57,26 @@ pub async fn run_every(s: &AppState, every: Duration) {
     }
 }
 
+/// The correlator of sweep faults, from `[correlation]` and the inventory's topology; `None` (the problem
+/// reported) when either is unusable: without it the sweep's faults would be raised one node at a time.
+fn correlator(s: &AppState) -> Option<lifeline_engine::correlate::Correlator> {
+    use lifeline_engine::correlate::{Correlator, Settings, Topology};
+    let settings = match Settings::from_config(&s.base.config.config.correlation) {
+        Ok(x) => x,
+        Err(e) => {
+            s.problem("sweeps", &format!("fault correlation: {}; no sweeps", e.chain()));
+            return None;
+        }
+    };
+    match s.base.inventory() {
+        Ok(inv) => Some(Correlator::new(Topology::from_inventory(&inv), settings)),
+        Err(e) => {
+            s.problem("sweeps", &format!("inventory: {}; no sweeps", e.chain()));
+            None
+        }
+    }
+}
+
 /// The unit of sweep work of one BMC (only its preferred replica sweeps it).
 pub fn sweep_key(device: &str) -> String {
     format!("sweep:{device}")
@@ -61,6 +85,7 @@ pub fn sweep_key(device: &str) -> String {
 pub async fn sweep_once(
     s: &AppState,
     tracker: &mut ChangeTracker,
+    correlator: &mut lifeline_engine::correlate::Correlator,
 ) -> Result<(), lifeline_engine::EngineError> {
     let l = &s.base;
     let (mut sel, problems) = super::each_bmc(s, |_| true)?;
@@ -89,10 +114,8 @@ pub async fn sweep_once(
     for row in &sweep.rows {
         let p = row.protocol.map(|p| p.to_string()).unwrap_or_else(|| "unknown".into());
         *by_proto.entry(p).or_default() += u64::from(row.ok());
-        if let Err(e) = crate::faults::from_sweep_row_known(s, row, Some(&known)).await {
-            tracing::warn!(bmc = %row.name, "fault rules: {}", e.chain());
-        }
     }
+    correlate::from_sweep(s, &sweep.rows, &known, correlator).await;
     for (p, n) in by_proto {
         m.bmc_reachable.set(&[("protocol", &p)], n);
     }
