@@ -58,16 +58,14 @@ pub async fn run_every(s: &AppState, every: Duration) {
 }
 
 /// The correlator of sweep faults, from `[correlation]` and the inventory's topology; `None` (the problem
-/// reported) when either is unusable: without it the sweep's faults would be raised one node at a time.
+/// reported) without an inventory. A bad `[correlation]` value is reported and the defaults are used: the
+/// sweeps (power, health, the fleet's state) matter more than the tuning of their correlation.
 fn correlator(s: &AppState) -> Option<lifeline_engine::correlate::Correlator> {
     use lifeline_engine::correlate::{Correlator, Settings, Topology};
-    let settings = match Settings::from_config(&s.base.config.config.correlation) {
-        Ok(x) => x,
-        Err(e) => {
-            s.problem("sweeps", &format!("fault correlation: {}; no sweeps", e.chain()));
-            return None;
-        }
-    };
+    let settings = Settings::from_config(&s.base.config.config.correlation).unwrap_or_else(|e| {
+        s.problem("sweep correlation", &format!("{}; the defaults are used", e.chain()));
+        Settings::default()
+    });
     match s.base.inventory() {
         Ok(inv) => Some(Correlator::new(Topology::from_inventory(&inv), settings)),
         Err(e) => {
