@@ -257,6 +257,47 @@ fn every_verb_over_replayed_vendor_trees_says_what_the_trees_hold() {
         );
     }
 
+    // Each GPU's logged driver events (`bmc info --gpus`) are those of its own XID log where the tree has one
+    // (NVIDIA GB300: `Chassis/HGX_GPU_N/LogServices/XID`, the entries its baseboard's event log holds too),
+    // and `health` says them in words.
+    let mut checked = 0;
+    for name in TREES {
+        let root = dir.path().join(name);
+        for g in gpus[name]["gpus"].as_array().unwrap() {
+            let resource = g["resource"].as_str().unwrap();
+            let Some(chassis) = doc(&root, resource).and_then(|p| link(&p, "Links/Chassis")) else {
+                continue;
+            };
+            let own = members(&root, &format!("{chassis}/LogServices/XID/Entries"));
+            if own.is_empty() {
+                continue;
+            }
+            let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+            for (_, e) in own {
+                let words: Vec<&str> = e["Message"].as_str().unwrap_or("").split_whitespace().collect();
+                let n = words.windows(2).find(|w| w[0] == "XID").and_then(|w| w[1].parse().ok());
+                *want.entry(n.expect("an XID in the entry")).or_default() += 1;
+            }
+            let logged: BTreeMap<u64, u64> = g["logged_events"]
+                .as_array()
+                .map(|a| {
+                    a.iter().map(|t| (t["number"].as_u64().unwrap(), t["count"].as_u64().unwrap())).collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(logged, want, "{name}: {resource}: logged driver events {g:#}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "the GB300 tray's four GPUs have XID logs");
+    let text = output_text(&run(&["health", "nvidia-gb300-node2"]));
+    assert!(
+        text.contains(
+            "gpu GPU_0: ok; logged XID 45 ×92, XID 149 ×70, XID 94 ×15, XID 145 ×14, XID 137 ×9 \
+             (newest XID 149 at 2026-07-08T18:32:27+00:00)"
+        ),
+        "{text}"
+    );
+
     // A confirmed power cycle of each, with the ResetTypes its tree offers; the host's power-on is then the
     // newest entry of its log, and the verdict is what it was.
     for name in TREES {
