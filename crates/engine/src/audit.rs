@@ -82,7 +82,7 @@ impl AuditService {
         &self.actor
     }
 
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 

@@ -28,12 +28,6 @@ pub enum RunbookError {
     Engine(#[from] EngineError),
 }
 
-impl From<lifeline_store::StoreError> for RunbookError {
-    fn from(e: lifeline_store::StoreError) -> Self {
-        RunbookError::Engine(EngineError::Store(e))
-    }
-}
-
 impl RunbookError {
     pub fn class(&self) -> ErrorClass {
         match self {

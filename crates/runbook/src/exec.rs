@@ -9,9 +9,9 @@ use std::time::Duration;
 use lifeline_engine::audit::Outcome;
 use lifeline_engine::lease::{Acquired, LeaseGuard};
 use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec};
+use lifeline_engine::ops::runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow, now_ms};
 use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
 use lifeline_inventory::Device;
-use lifeline_store::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow, now_ms};
 use serde::Serialize;
 use sha2::Digest;
 
@@ -238,8 +238,7 @@ impl Executor {
     }
 
     async fn guard_now(&self, d: &Device) -> Result<GuardVerdict> {
-        let store = self.base.store().await?;
-        let active = store.runs_in(ACTIVE_RUN_STATES).await?;
+        let active = self.base.runs_in(ACTIVE_RUN_STATES).await?;
         let escalated = self.open_escalations().await?;
         let inv = self.base.inventory()?;
         Ok(guard::evaluate(&self.base.config.config.runbooks.guard, &inv, d, &active, &escalated))
@@ -295,7 +294,6 @@ impl Executor {
         let id = new_run_id();
         let vars = Self::vars(rb, target, &id, opts)?;
         self.check_devices(rb, &vars)?;
-        let store = self.base.store().await?.clone();
         let audit = self.base.audit().await?;
         let leases = self.base.leases().await?.with_wait(Some(Duration::from_secs(60)));
         let admission = match acquire(&leases, ADMISSION, "runbook.admit", &id, &audit).await? {
@@ -343,7 +341,7 @@ impl Executor {
             row.state = "waiting-approval".into();
             row.reason = Some(waiting.clone());
         }
-        let created = store.create_run(&row).await;
+        let created = self.base.run_create(&row).await;
         admission.release().await;
         created?;
         let detail = serde_json::json!({ "run": id, "runbook": rb.name, "vars": vars, "guard": verdict });
@@ -360,8 +358,8 @@ impl Executor {
             return Ok(RunView::build(&row, Some(rb), &[]));
         }
         if approve_first {
-            store
-                .journal(&NewJournal {
+            self.base
+                .run_journal_append(&NewJournal {
                     run_id: id.clone(),
                     step_index: 0,
                     step: rb.steps.first().map(|s| s.name.clone()).unwrap_or_default(),
@@ -379,10 +377,9 @@ impl Executor {
 
     /// Loads a run and its definition.
     pub async fn load(&self, id: &str) -> Result<(RunRow, Runbook, Vec<JournalRow>)> {
-        let store = self.base.store().await?;
-        let run = store.run(id).await?.ok_or_else(|| RunbookError::NoRun { id: id.into() })?;
+        let run = self.base.run_record(id).await?.ok_or_else(|| RunbookError::NoRun { id: id.into() })?;
         let rb = parse_stored(&run.runbook, &run.definition)?;
-        let journal = store.journal_since(id, 0).await?;
+        let journal = self.base.run_journal(id).await?;
         Ok((run, rb, journal))
     }
 
@@ -390,9 +387,8 @@ impl Executor {
         let (run, rb, journal) = self.load(id).await?;
         let mut v = RunView::build(&run, Some(&rb), &journal);
         if run.state == "running" {
-            let store = self.base.store().await?;
             let driven = matches!(
-                store.lease(&run.target).await?,
+                self.base.target_lease(&run.target).await?,
                 Some(l) if l.holder.starts_with(&format!("runbook:{id} ")) && l.expires_at_ms >= now_ms()
             );
             if !driven {
@@ -424,9 +420,8 @@ impl Executor {
         }
         let i = run.next_step;
         let attempt = next_attempt(&journal, i);
-        let store = self.base.store().await?;
-        store
-            .approve_step(&ApprovalRow {
+        self.base
+            .run_approve_step(&ApprovalRow {
                 run_id: id.into(),
                 step_index: i,
                 attempt,
@@ -448,7 +443,7 @@ impl Executor {
                 serde_json::json!({ "step": step, "attempt": attempt, "skip": skip }),
             )
             .await?;
-        if !store.set_run_state(id, "running", i, None).await? {
+        if !self.base.run_set_state(id, "running", i, None).await? {
             return Err(RunbookError::State {
                 id: id.into(),
                 state: "ended".into(),
@@ -461,10 +456,9 @@ impl Executor {
     /// Journals that the process driving a run stopped (`what`: the step in flight, or the boundary it
     /// stopped at); the run stays `running`, for [`Executor::resume`] on the next start.
     pub async fn mark_interrupted(&self, id: &str, what: &str) -> Result<()> {
-        let store = self.base.store().await?;
-        let Some(run) = store.run(id).await? else { return Ok(()) };
+        let Some(run) = self.base.run_record(id).await? else { return Ok(()) };
         let detail = serde_json::json!({ "message": what, "by": self.base.actor() });
-        store.journal(&run_event(id, run.next_step, "interrupted", detail)).await?;
+        self.base.run_journal_append(&run_event(id, run.next_step, "interrupted", detail)).await?;
         Ok(())
     }
 
@@ -472,18 +466,17 @@ impl Executor {
     /// run on the same target succeeded (its post-conditions proved the target back) or an operator
     /// cleared it ([`Executor::clear`]).
     pub async fn open_escalations(&self) -> Result<Vec<RunRow>> {
-        let store = self.base.store().await?;
-        let escalated = store.runs_in(&["escalated"]).await?;
+        let escalated = self.base.runs_in(&["escalated"]).await?;
         if escalated.is_empty() {
             return Ok(escalated);
         }
-        let succeeded = store.runs_in(&["succeeded"]).await?;
+        let succeeded = self.base.runs_in(&["succeeded"]).await?;
         let mut open = Vec::new();
         for r in escalated {
             if succeeded.iter().any(|s| s.target == r.target && s.created_at_ms > r.created_at_ms) {
                 continue;
             }
-            let journal = store.journal_since(&r.id, 0).await?;
+            let journal = self.base.run_journal(&r.id).await?;
             if journal.iter().any(|j| j.phase == "run" && j.state == "cleared") {
                 continue;
             }
@@ -503,20 +496,19 @@ impl Executor {
                 what: "only an escalated run is cleared".into(),
             });
         }
-        let store = self.base.store().await?;
         let detail = serde_json::json!({ "by": self.base.actor(), "reason": why });
-        store.journal(&run_event(id, run.next_step, "cleared", detail.clone())).await?;
+        self.base.run_journal_append(&run_event(id, run.next_step, "cleared", detail.clone())).await?;
         self.base.audit().await?.record("runbook.clear", &run.target, Outcome::Ok, Some(id), &detail).await?;
-        let journal = store.journal_since(id, 0).await?;
+        let journal = self.base.run_journal(id).await?;
         Ok(RunView::build(&run, Some(&rb), &journal))
     }
 
     /// Ends a run: it stops before its next step (a step in flight in another process finishes first).
     pub async fn abort(&self, id: &str) -> Result<RunView> {
         let (run, rb, journal) = self.load(id).await?;
-        let store = self.base.store().await?;
-        if !store
-            .set_run_state(id, "aborted", run.next_step, Some(&format!("aborted by {}", self.base.actor())))
+        if !self
+            .base
+            .run_set_state(id, "aborted", run.next_step, Some(&format!("aborted by {}", self.base.actor())))
             .await?
         {
             return Err(RunbookError::State {
@@ -526,7 +518,7 @@ impl Executor {
             });
         }
         let detail = serde_json::json!({ "by": self.base.actor() });
-        store.journal(&run_event(id, run.next_step, "aborted", detail)).await?;
+        self.base.run_journal_append(&run_event(id, run.next_step, "aborted", detail)).await?;
         self.base
             .audit()
             .await?
@@ -538,15 +530,14 @@ impl Executor {
                 serde_json::json!({ "runbook": run.runbook }),
             )
             .await?;
-        let run = store.run(id).await?.unwrap_or(run);
+        let run = self.base.run_record(id).await?.unwrap_or(run);
         Ok(RunView::build(&run, Some(&rb), &journal))
     }
 
     /// Runs left `running` by a process that stopped (what a restarting server resumes with
     /// [`Executor::resume`]; a run whose process is still alive keeps its target lease and is refused).
     pub async fn interrupted_runs(&self) -> Result<Vec<String>> {
-        let store = self.base.store().await?;
-        Ok(store.runs_in(&["running"]).await?.into_iter().map(|r| r.id).collect())
+        Ok(self.base.runs_in(&["running"]).await?.into_iter().map(|r| r.id).collect())
     }
 
     /// Continues a run that is `running` (its process died) from its journal.
@@ -567,7 +558,7 @@ impl Executor {
     async fn drive(&self, id: &str) -> Result<RunView> {
         let (run, rb, _) = self.load(id).await?;
         // The run's own context shares this process's store (opened once, see `Lifeline::for_actor`).
-        self.base.store().await?;
+        self.base.open_store().await?;
         let mut l = self.base.for_actor(Identity::new(format!("runbook:{id}")));
         // A process without an always-on console logger (the CLI) keeps this run's console open for the
         // run, when a step waits on it: a boot prompt printed while a wait attaches is then not missed.
@@ -682,7 +673,7 @@ enum Next {
 
 impl Driver<'_> {
     async fn journal(&self, row: NewJournal) -> Result<()> {
-        self.l.store().await?.journal(&row).await?;
+        self.l.run_journal_append(&row).await?;
         Ok(())
     }
 
@@ -713,9 +704,8 @@ impl Driver<'_> {
     /// Whether this driver still holds the run's lease (unexpired): checked before each step and before
     /// a step's outcome is written, so a process that lost the run writes nothing for it.
     async fn still_ours(&self) -> Result<bool> {
-        let store = self.l.store().await?;
         let ours = matches!(
-            store.lease(&self.fence.target).await?,
+            self.l.target_lease(&self.fence.target).await?,
             Some(l) if l.holder == self.fence.holder && l.fence == self.fence.fence && l.expires_at_ms >= now_ms()
         );
         if !ours {
@@ -725,14 +715,14 @@ impl Driver<'_> {
     }
 
     async fn go(&self) -> Result<()> {
-        let store = self.l.store().await?.clone();
         let mut visits = vec![0usize; self.rb.steps.len() + self.rb.post.len()];
         loop {
             if !self.still_ours().await? {
                 return Ok(());
             }
-            let run = store
-                .run(self.run_id)
+            let run = self
+                .l
+                .run_record(self.run_id)
                 .await?
                 .ok_or_else(|| RunbookError::NoRun { id: self.run_id.into() })?;
             if run.state != "running" {
@@ -743,7 +733,7 @@ impl Driver<'_> {
                 let what = format!("stopped before step {} (the server is shutting down)", run.next_step);
                 return self.x.mark_interrupted(self.run_id, &what).await;
             }
-            let journal = store.journal_since(self.run_id, 0).await?;
+            let journal = self.l.run_journal(self.run_id).await?;
             let vars: BTreeMap<String, String> = serde_json::from_value(run.vars.clone()).unwrap_or_default();
             let i = usize::try_from(run.next_step).unwrap_or(usize::MAX);
             let Some(step) = self.rb.step_at(i) else {
@@ -808,7 +798,7 @@ impl Driver<'_> {
                 }
                 continue;
             }
-            let approvals = store.approvals(self.run_id).await?;
+            let approvals = self.l.run_approvals(self.run_id).await?;
             let next = self.decide(&ctx, i, &journal, &approvals).await?;
             let (result, attempt) = match next {
                 Next::Pause(why, attempt) => {
@@ -821,7 +811,7 @@ impl Driver<'_> {
                         serde_json::json!({}),
                     ))
                     .await?;
-                    store.set_run_state(self.run_id, "waiting-approval", i as i64, Some(&why)).await?;
+                    self.l.run_set_state(self.run_id, "waiting-approval", i as i64, Some(&why)).await?;
                     return Ok(());
                 }
                 Next::Done(r, attempt) => (r, attempt),
@@ -853,7 +843,7 @@ impl Driver<'_> {
                     ) {
                         tokio::select! {
                             r = run => r,
-                            why = ended_elsewhere(&store, self.run_id) => StepResult::error(format!("interrupted: {why}")),
+                            why = ended_elsewhere(self.l, self.run_id) => StepResult::error(format!("interrupted: {why}")),
                         }
                     } else {
                         run.await
@@ -945,10 +935,9 @@ impl Driver<'_> {
         next: usize,
         reason: Option<&str>,
     ) -> Result<bool> {
-        let store = self.l.store().await?;
         Ok(match row {
-            Some(row) => store.journal_and_set_state(row, state, next as i64, reason).await?,
-            None => store.set_run_state(self.run_id, state, next as i64, reason).await?,
+            Some(row) => self.l.run_journal_and_move(row, state, next as i64, reason).await?,
+            None => self.l.run_set_state(self.run_id, state, next as i64, reason).await?,
         })
     }
 
@@ -1077,14 +1066,13 @@ impl Driver<'_> {
     /// A run that a fault started and that ended `succeeded` has proven that fault gone on a fresh
     /// observation (its post-conditions): the fault record is resolved, audited under the run.
     async fn resolve_cause(&self) {
-        let Ok(store) = self.l.store().await else { return };
-        let Ok(Some(run)) = store.run(self.run_id).await else { return };
+        let Ok(Some(run)) = self.l.run_record(self.run_id).await else { return };
         let kind = run.vars.get("fault-kind").and_then(|v| v.as_str()).unwrap_or_default();
         let fault = run.vars.get("fault").and_then(|v| v.as_str()).unwrap_or_default();
         if kind.is_empty() {
             return;
         }
-        match store.fault_resolve(kind, &self.target).await {
+        match self.l.fault_resolve(kind, &self.target).await {
             Ok(n) if n > 0 => {
                 if let Ok(audit) = self.l.audit().await {
                     let detail = serde_json::json!({ "fault": fault, "kind": kind, "run": self.run_id });
@@ -1100,10 +1088,10 @@ impl Driver<'_> {
 }
 
 /// Resolves once the run is no longer `running` (aborted by an operator, from any process), saying so.
-async fn ended_elsewhere(store: &lifeline_store::Store, id: &str) -> String {
+async fn ended_elsewhere(l: &Lifeline, id: &str) -> String {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        match store.run(id).await {
+        match l.run_record(id).await {
             Ok(Some(r)) if r.state != "running" => {
                 return format!("the run became {} ({})", r.state, r.reason.unwrap_or_default());
             }

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lifeline_engine::config::GuardConfig;
 use lifeline_engine::correlate::Topology;
+use lifeline_engine::ops::runs::RunRow;
 use lifeline_inventory::{Device, Inventory};
-use lifeline_store::RunRow;
 use serde::Serialize;
 
 /// What the guard says about one more run on one target.

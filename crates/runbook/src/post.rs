@@ -103,10 +103,7 @@ pub(crate) async fn wait_boot(
 /// The fault that started the run (or `kind`, or every sweep rule for a run started by hand), evaluated
 /// again on a fresh observation of the target; only entries logged since the run began count.
 pub(crate) async fn fault_cleared(ctx: &StepCtx<'_>, l: &Lifeline, kind: Option<&str>) -> StepResult {
-    let run = match l.store().await {
-        Ok(store) => store.run(ctx.run_id).await.ok().flatten(),
-        Err(_) => None,
-    };
+    let run = l.run_record(ctx.run_id).await.ok().flatten();
     let cause = run
         .as_ref()
         .and_then(|r| r.vars.get("fault-kind").and_then(Value::as_str).map(str::to_owned))

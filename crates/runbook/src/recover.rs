@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
-use lifeline_store::JournalRow;
+use lifeline_engine::ops::runs::JournalRow;
 use lifeline_types::{PowerAction, PowerState};
 use serde_json::json;
 
@@ -55,17 +55,19 @@ pub(crate) async fn recover(ctx: &StepCtx<'_>, request_base: &str, intent: &Jour
     if ctx.step.kind.idempotent(ctx.op) {
         return Found::Repeatable;
     }
-    let Ok(store) = ctx.l.store().await else { return Found::Unknown("the store cannot be read".into()) };
+    if ctx.l.open_store().await.is_err() {
+        return Found::Unknown("the store cannot be read".into());
+    }
     let rid = format!("{request_base}/{}", ctx.target);
-    match store.request(&rid).await {
+    match ctx.l.request_record(&rid).await {
         Ok(Some(r)) if r.state == "done" => return Found::Replay,
         Ok(None) => return Found::NotStarted,
         Ok(Some(_)) => {}
-        Err(e) => return Found::Unknown(format!("the request table cannot be read: {e}")),
+        Err(e) => return Found::Unknown(format!("the request table cannot be read: {}", e.chain())),
     }
     // The engine started the action. Did the BMC get it? The bmc crate writes its intent row just before
     // sending; without one nothing went on the wire.
-    let sent = match store.audit_log(Some(ctx.target), 500).await {
+    let sent = match ctx.l.audit_log(Some(ctx.target), 500).await {
         Ok(rows) => rows.iter().any(|r| {
             r.entry.request_id.as_deref() == Some(rid.as_str())
                 && (r.entry.action.starts_with("power.") || r.entry.action == "bmc.reset")

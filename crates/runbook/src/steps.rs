@@ -695,10 +695,8 @@ pub(crate) async fn escalate(ctx: &StepCtx<'_>, why: &str, evidence: &Value) {
         }
     }
     let mark = json!({ "needs_human": true, "run": ctx.run_id, "runbook": ctx.rb.name, "reason": why, "evidence_digest": evidence.get("digest") });
-    if let Ok(store) = l.store().await
-        && let Err(e) = store.observe(ctx.target, "needs-human", &mark).await
-    {
-        tracing::warn!(target = ctx.target, "escalation: the needs-human mark was not stored: {e}");
+    if let Err(e) = l.record_observation(ctx.target, "needs-human", &mark).await {
+        tracing::warn!(target = ctx.target, "escalation: the needs-human mark was not stored: {}", e.chain());
     }
     if let Ok(audit) = l.audit().await {
         let _ = audit

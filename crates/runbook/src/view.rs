@@ -2,7 +2,7 @@
 //! journal (the journal is the truth; this is a reading of it).
 
 use chrono::{DateTime, TimeZone, Utc};
-use lifeline_store::{JournalRow, RunRow};
+use lifeline_engine::ops::runs::{JournalRow, RunRow};
 use serde::Serialize;
 
 use crate::model::Runbook;

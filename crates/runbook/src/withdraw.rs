@@ -17,14 +17,13 @@ impl Executor {
     /// Withdraws the runs waiting for approval before their first step whose cause was the fault
     /// (`kind` on `device`) just resolved; returns their ids.
     pub async fn withdraw_for_resolved(&self, kind: &str, device: &str) -> Result<Vec<String>> {
-        let store = self.base.store().await?;
         let mut withdrawn = Vec::new();
-        for run in store.runs_in(&["waiting-approval"]).await? {
+        for run in self.base.runs_in(&["waiting-approval"]).await? {
             let cause = run.vars.get("fault-kind").and_then(|v| v.as_str()).unwrap_or_default();
             if run.target != device || cause != kind || run.next_step != 0 {
                 continue;
             }
-            let journal = store.journal_since(&run.id, 0).await?;
+            let journal = self.base.run_journal(&run.id).await?;
             if journal.iter().any(|j| j.phase == "intent") {
                 continue;
             }
@@ -33,11 +32,12 @@ impl Executor {
                 "withdrawn: fault {fault} ({kind}) on {device} cleared before approval; nothing was done"
             );
             // Only from `waiting-approval`: an approval that landed meanwhile wins.
-            if !store.set_run_state_from(&run.id, "waiting-approval", "aborted", 0, Some(&reason)).await? {
+            if !self.base.run_set_state_from(&run.id, "waiting-approval", "aborted", 0, Some(&reason)).await?
+            {
                 continue;
             }
             let detail = serde_json::json!({ "by": self.base.actor(), "reason": reason, "fault": fault });
-            store.journal(&run_event(&run.id, 0, "aborted", detail)).await?;
+            self.base.run_journal_append(&run_event(&run.id, 0, "aborted", detail)).await?;
             self.base
                 .audit()
                 .await?

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use lifeline_engine::config::GuardConfig;
+use lifeline_engine::ops::runs::RunRow;
 use lifeline_runbook::guard::evaluate;
-use lifeline_store::RunRow;
 
 fn inventory() -> lifeline_inventory::Inventory {
     let mut t = String::from(
