@@ -68,21 +68,18 @@ fn strs(v: &Value) -> Vec<&str> {
 
 /// Open `cabling` fault records, by device.
 fn open_cabling_faults(sim: &SimProcess) -> Vec<String> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let store = lifeline_store::Store::open(&sim.data, None).await.unwrap();
-        let mut v: Vec<String> = store
-            .faults(Some("open"), 1000)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|f| f.kind == "cabling")
-            .map(|f| f.device)
-            .collect();
-        store.close().await;
-        v.sort();
-        v
-    })
+    let o = sim.lifeline(&["fault", "list", "--state", "open", "--limit", "1000", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let faults: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut v: Vec<String> = faults
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "cabling")
+        .map(|f| f["device"].as_str().unwrap().to_owned())
+        .collect();
+    v.sort();
+    v
 }
 
 #[test]

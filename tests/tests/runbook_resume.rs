@@ -202,9 +202,10 @@ fn a_run_stopped_after_an_outcome_but_before_moving_on_does_not_act_again() {
     // two writes were separate before they were one transaction): the outcome, and the run at `cycle`.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let store = lifeline_store::Store::open(&sim.data, None).await.unwrap();
-        assert!(store.set_run_state(&id, "running", 0, None).await.unwrap());
-        store.close().await;
+        let settings = lifeline_engine::Settings { data_dir: Some(sim.data.clone()), ..Default::default() };
+        let l = lifeline_engine::Lifeline::new(&settings, lifeline_engine::Identity::new("test")).unwrap();
+        assert!(l.run_set_state(&id, "running", 0, None).await.unwrap());
+        l.close().await;
     });
 
     let o = sim.lifeline(&["runbook", "resume", &id, "--json"]);

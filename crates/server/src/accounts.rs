@@ -1,11 +1,11 @@
 //! Account management shared by the API (`/api/v1/users`, `/api/v1/tokens`) and the CLI (`lifeline user
-//! …`, `lifeline token …`, which work on the store directly, without a running server). Every change is
-//! audited as whoever made it.
+//! …`, `lifeline token …`, which work through the engine's user and token records, without a running
+//! server). Every change is audited as whoever made it.
 
 use std::time::Duration;
 
-use lifeline_engine::{AuditService, EngineError, Outcome};
-use lifeline_store::{Store, TokenRow, UserRow};
+use lifeline_engine::ops::users::{TokenRow, UserRow};
+use lifeline_engine::{AuditService, EngineError, Lifeline, Outcome};
 use serde::Serialize;
 
 use crate::auth::{self, Role};
@@ -33,7 +33,7 @@ async fn hash(pw: &str) -> Result<String, EngineError> {
 }
 
 pub async fn user_add(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     name: &str,
     role: Role,
@@ -46,7 +46,7 @@ pub async fn user_add(
     }
     check_password(password)?;
     let h = hash(password).await?;
-    if !store.user_add(name, role.as_str(), &h).await? {
+    if !l.user_insert(name, role.as_str(), &h).await? {
         audit
             .record("user.add", name, Outcome::Refused, None, serde_json::json!({ "reason": "exists" }))
             .await?;
@@ -56,30 +56,32 @@ pub async fn user_add(
         });
     }
     audit.record("user.add", name, Outcome::Ok, None, serde_json::json!({ "role": role })).await?;
-    store.user(name).await?.ok_or_else(|| EngineError::NotFound { target: name.into(), what: "user".into() })
+    l.user_record(name)
+        .await?
+        .ok_or_else(|| EngineError::NotFound { target: name.into(), what: "user".into() })
 }
 
 pub async fn user_passwd(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     name: &str,
     password: &str,
 ) -> Result<(), EngineError> {
     check_password(password)?;
     let h = hash(password).await?;
-    if !store.user_set_password(name, &h).await? {
+    if !l.user_set_password_hash(name, &h).await? {
         return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
     }
     audit.record("user.passwd", name, Outcome::Ok, None, serde_json::json!({})).await
 }
 
 pub async fn user_disable(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     name: &str,
     disabled: bool,
 ) -> Result<(), EngineError> {
-    if !store.user_set_disabled(name, disabled).await? {
+    if !l.user_set_disabled(name, disabled).await? {
         return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
     }
     let action = if disabled { "user.disable" } else { "user.enable" };
@@ -102,13 +104,13 @@ pub struct CreatedToken {
 
 /// A token for `user` with `role` (default and ceiling: the user's role) expiring after `expires`.
 pub async fn token_create(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     user: &str,
     role: Option<Role>,
     expires: Option<Duration>,
 ) -> Result<CreatedToken, EngineError> {
-    let user_role = token_owner(store, user).await?;
+    let user_role = token_owner(l, user).await?;
     let role = role.unwrap_or(user_role);
     if role > user_role {
         return Err(EngineError::Refused {
@@ -116,32 +118,32 @@ pub async fn token_create(
             reason: format!("a token cannot have more than its user's role ({})", user_role.as_str()),
         });
     }
-    issue(store, audit, user, role, None, expires).await
+    issue(l, audit, user, role, None, expires).await
 }
 
 /// A node's agent token, owned by `user` (at least an operator: the reports it delivers open and close
 /// faults): it may deliver only `node`'s reports (`POST /api/v1/agent/reports`), nothing else, and dies with
 /// its user like any token. `node` must be in the inventory (the caller checks; this crate has no inventory).
 pub async fn agent_token_create(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     user: &str,
     node: &str,
     expires: Option<Duration>,
 ) -> Result<CreatedToken, EngineError> {
-    if token_owner(store, user).await? < Role::Operator {
+    if token_owner(l, user).await? < Role::Operator {
         return Err(EngineError::Refused {
             target: user.into(),
             reason: "an agent token's user must be an operator or an admin".into(),
         });
     }
-    issue(store, audit, user, Role::Viewer, Some(node), expires).await
+    issue(l, audit, user, Role::Viewer, Some(node), expires).await
 }
 
 /// The role of the enabled user a token is made for.
-async fn token_owner(store: &Store, user: &str) -> Result<Role, EngineError> {
-    let u = store
-        .user(user)
+async fn token_owner(l: &Lifeline, user: &str) -> Result<Role, EngineError> {
+    let u = l
+        .user_record(user)
         .await?
         .ok_or_else(|| EngineError::NotFound { target: user.into(), what: "no such user".into() })?;
     if u.disabled {
@@ -152,7 +154,7 @@ async fn token_owner(store: &Store, user: &str) -> Result<Role, EngineError> {
 
 /// Stores and audits a new token: with `role`, or bound to `node`'s agent (stored as `agent:<node>`).
 async fn issue(
-    store: &Store,
+    l: &Lifeline,
     audit: &AuditService,
     user: &str,
     role: Role,
@@ -167,7 +169,7 @@ async fn issue(
     };
     let (row, secret): (TokenRow, String) =
         auth::new_token(user, &stored_role, expires_at.map(|t| t.timestamp_millis()));
-    store.token_create(&row).await?;
+    l.token_insert(&row).await?;
     let detail = match node {
         Some(n) => serde_json::json!({ "id": row.id, "agent": n, "expires_at": expires_at }),
         None => serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
@@ -183,11 +185,11 @@ async fn issue(
     })
 }
 
-pub async fn token_revoke(store: &Store, audit: &AuditService, id: &str) -> Result<(), EngineError> {
-    let t = store
-        .token(id)
+pub async fn token_revoke(l: &Lifeline, audit: &AuditService, id: &str) -> Result<(), EngineError> {
+    let t = l
+        .token_record(id)
         .await?
         .ok_or_else(|| EngineError::NotFound { target: id.into(), what: "no such token".into() })?;
-    store.token_revoke(id).await?;
+    l.token_revoke(id).await?;
     audit.record("token.revoke", &t.username, Outcome::Ok, None, serde_json::json!({ "id": id })).await
 }

@@ -10,8 +10,8 @@
 use std::sync::atomic::Ordering;
 
 use lifeline_bmc::SweepRow;
-use lifeline_engine::{AuditService, EngineError, Outcome};
-use lifeline_store::{FaultRow, Store};
+use lifeline_engine::EngineError;
+use lifeline_store::FaultRow;
 
 use crate::state::AppState;
 
@@ -70,26 +70,6 @@ async fn refresh_gauge(s: &AppState) {
     if let Ok(open) = s.store.faults(Some("open"), 1_000_000).await {
         s.metrics.open_faults.store(open.len() as u64, Ordering::Relaxed);
     }
-}
-
-pub async fn ack(store: &Store, audit: &AuditService, id: i64) -> Result<FaultRow, EngineError> {
-    let f = store
-        .fault(id)
-        .await?
-        .ok_or_else(|| EngineError::NotFound { target: id.to_string(), what: "no such fault".into() })?;
-    if !store.fault_ack(id, audit.actor()).await? {
-        return Err(EngineError::Refused {
-            target: f.device,
-            reason: format!("fault {id} is {}, not open", f.state),
-        });
-    }
-    audit
-        .record("fault.ack", &f.device, Outcome::Ok, None, serde_json::json!({ "fault": id, "kind": f.kind }))
-        .await?;
-    store
-        .fault(id)
-        .await?
-        .ok_or_else(|| EngineError::NotFound { target: id.to_string(), what: "no such fault".into() })
 }
 
 /// The (kind, device) pairs with an open or acknowledged fault: what a clean observation may resolve.

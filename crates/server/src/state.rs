@@ -126,6 +126,6 @@ impl AppState {
     }
 
     pub async fn audit_as(&self, actor: &str) -> ApiResult<lifeline_engine::AuditService> {
-        Ok(lifeline_engine::AuditService::new(self.store.clone(), actor))
+        Ok(self.base.with_identity(Identity::new(actor)).audit().await?)
     }
 }

@@ -21,9 +21,9 @@ fn report(token: &str, node: &str, passed: bool) -> Request<Body> {
 async fn an_agent_token_speaks_for_its_node_only() {
     let f = common::fixture().await;
     let app = lifeline_server::serve::app(f.state.clone());
-    let audit = lifeline_engine::AuditService::new(f.state.store.clone(), "test");
+    let audit = f.state.audit_as("test").await.unwrap();
     let agent = lifeline_server::accounts::agent_token_create(
-        &f.state.store,
+        &f.state.base,
         &audit,
         "operator-user",
         "gpu-node-01",
@@ -60,7 +60,7 @@ async fn an_agent_token_speaks_for_its_node_only() {
 
     // A viewer cannot own one; a demoted or disabled user's agent token stops working.
     let e = lifeline_server::accounts::agent_token_create(
-        &f.state.store,
+        &f.state.base,
         &audit,
         "viewer-user",
         "gpu-node-01",
@@ -68,7 +68,7 @@ async fn an_agent_token_speaks_for_its_node_only() {
     )
     .await;
     assert!(e.is_err(), "a viewer got an agent token");
-    lifeline_server::accounts::user_disable(&f.state.store, &audit, "operator-user", true).await.unwrap();
+    lifeline_server::accounts::user_disable(&f.state.base, &audit, "operator-user", true).await.unwrap();
     let resp = app.clone().oneshot(report(&agent.token, "gpu-node-01", true)).await.unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use lifeline_engine::{AuditService, Identity, Lifeline, Settings};
+use lifeline_engine::{Identity, Lifeline, Settings};
 use lifeline_server::{AppState, Role, SystemClock, accounts};
 
 pub struct Fixture {
@@ -28,12 +28,12 @@ pub async fn fixture() -> Fixture {
     };
     let base = Lifeline::new(&settings, Identity::new("server")).unwrap();
     let state = lifeline_server::serve::state(base, Arc::new(SystemClock), false).await.unwrap();
-    let audit = AuditService::new(state.store.clone(), "test");
+    let audit = state.audit_as("test").await.unwrap();
     let mut tokens = Vec::new();
     for role in [Role::Viewer, Role::Operator, Role::Admin] {
         let name = format!("{}-user", role.as_str());
-        accounts::user_add(&state.store, &audit, &name, role, "correct horse battery").await.unwrap();
-        let t = accounts::token_create(&state.store, &audit, &name, None, None).await.unwrap();
+        accounts::user_add(&state.base, &audit, &name, role, "correct horse battery").await.unwrap();
+        let t = accounts::token_create(&state.base, &audit, &name, None, None).await.unwrap();
         tokens.push((role, t.token));
     }
     Fixture { state, tokens, _dir: dir }

@@ -113,13 +113,13 @@ async fn single_device_routes_refuse_groups_and_group_power_needs_the_count() {
     // Every credential resolves, so a group that got through would be acted on (audited `power.*`).
     let dir = tempfile::tempdir().unwrap();
     let st = state_with("[server]\nsweep-interval = \"0s\"\n", dir.path(), false).await;
-    let audit = lifeline_engine::AuditService::new(st.store.clone(), "test");
+    let audit = st.audit_as("test").await.unwrap();
     let role = lifeline_server::Role::Admin;
-    lifeline_server::accounts::user_add(&st.store, &audit, "ada", role, "correct horse battery")
+    lifeline_server::accounts::user_add(&st.base, &audit, "ada", role, "correct horse battery")
         .await
         .unwrap();
     let admin =
-        &lifeline_server::accounts::token_create(&st.store, &audit, "ada", None, None).await.unwrap().token;
+        &lifeline_server::accounts::token_create(&st.base, &audit, "ada", None, None).await.unwrap().token;
     let app = lifeline_server::serve::app(st.clone());
     let send = |req: Request<Body>| {
         let app = app.clone();

@@ -25,7 +25,7 @@ async fn every_actor_shares_the_process_pool_and_is_audited_as_itself() {
     let bmc = format!("{{ address = \"{}\", port = {}, protocol = \"ipmi\" }}", ep.address, ep.port);
     let settings = common::one_bmc_settings(dir.path(), "node1", &bmc, None);
     let base = Lifeline::new(&settings, Identity::new("server")).unwrap();
-    base.store().await.unwrap();
+    base.open_store().await.unwrap();
     let alice = base.for_actor(Identity::new("web:alice"));
     let bob = base.for_actor(Identity::new("web:bob"));
 

@@ -156,9 +156,9 @@ async fn every_route_times_every_role() {
     assert_eq!(checked, EXPECTED.len() * 4);
 
     // A node's agent token: the intakes and the public routes, nothing else.
-    let audit = lifeline_engine::AuditService::new(f.state.store.clone(), "test");
+    let audit = f.state.audit_as("test").await.unwrap();
     let agent = lifeline_server::accounts::agent_token_create(
-        &f.state.store,
+        &f.state.base,
         &audit,
         "operator-user",
         "gpu-node-01",
@@ -222,8 +222,8 @@ async fn bad_tokens_are_401_and_token_role_is_capped_by_its_user() {
         assert_eq!(app.clone().oneshot(req).await.unwrap().status(), StatusCode::UNAUTHORIZED, "{bad}");
     }
     // Disabling the operator revokes their token.
-    let audit = lifeline_engine::AuditService::new(f.state.store.clone(), "test");
-    lifeline_server::accounts::user_disable(&f.state.store, &audit, "operator-user", true).await.unwrap();
+    let audit = f.state.audit_as("test").await.unwrap();
+    lifeline_server::accounts::user_disable(&f.state.base, &audit, "operator-user", true).await.unwrap();
     let op = &f.tokens.iter().find(|(r, _)| *r == Role::Operator).unwrap().1;
     let req = Request::get("/api/v1/me")
         .header("authorization", format!("Bearer {op}"))
@@ -232,7 +232,7 @@ async fn bad_tokens_are_401_and_token_role_is_capped_by_its_user() {
     assert_eq!(app.clone().oneshot(req).await.unwrap().status(), StatusCode::UNAUTHORIZED);
     // A viewer cannot get an admin token.
     let e = lifeline_server::accounts::token_create(
-        &f.state.store,
+        &f.state.base,
         &audit,
         "viewer-user",
         Some(Role::Admin),

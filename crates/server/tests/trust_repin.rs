@@ -43,9 +43,9 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
     let state = lifeline_server::serve::state(base, std::sync::Arc::new(lifeline_server::SystemClock), false)
         .await
         .unwrap();
-    let audit = lifeline_engine::AuditService::new(state.store.clone(), "test");
+    let audit = state.audit_as("test").await.unwrap();
     lifeline_server::accounts::user_add(
-        &state.store,
+        &state.base,
         &audit,
         "ada",
         lifeline_server::Role::Admin,
@@ -54,9 +54,9 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
     .await
     .unwrap();
     let admin =
-        lifeline_server::accounts::token_create(&state.store, &audit, "ada", None, None).await.unwrap().token;
+        lifeline_server::accounts::token_create(&state.base, &audit, "ada", None, None).await.unwrap().token;
     lifeline_server::accounts::user_add(
-        &state.store,
+        &state.base,
         &audit,
         "olga",
         lifeline_server::Role::Operator,
@@ -64,10 +64,8 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
     )
     .await
     .unwrap();
-    let operator = lifeline_server::accounts::token_create(&state.store, &audit, "olga", None, None)
-        .await
-        .unwrap()
-        .token;
+    let operator =
+        lifeline_server::accounts::token_create(&state.base, &audit, "olga", None, None).await.unwrap().token;
     let app = lifeline_server::serve::app(state.clone());
     let pin = || async {
         state.store.pin(lifeline_store::PinKind::Tls, "node").await.unwrap().map(|p| p.to_string())

@@ -209,7 +209,7 @@ pub struct EventsArgs {
     pub newest: usize,
 }
 
-fn print_event(g: &Global, e: &lifeline_store::EventRow) -> Result<(), crate::exit::Exit> {
+fn print_event(g: &Global, e: &lifeline_engine::ops::event_log::EventRow) -> Result<(), crate::exit::Exit> {
     if g.json {
         outln!("{}", serde_json::to_string(e).unwrap_or_default());
     } else {

@@ -7,8 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use lifeline_engine::EngineError;
-use lifeline_store::{AuditEntry, MigrationState, SchemaStatus, Store, StoreError};
+use lifeline_engine::ops::db::{Database, MigrationState, SchemaStatus};
 use serde_json::json;
 
 use crate::args::Global;
@@ -46,20 +45,18 @@ pub async fn run(g: &Global, cmd: DbCmd) -> CmdResult {
             file.display()
         )));
     }
-    let store = Store::open_unmigrated(&l.paths.data_dir, l.paths.database_url.as_deref())
-        .await
-        .map_err(EngineError::from)?;
+    let db = l.database().await?;
     let result = match cmd {
-        DbCmd::Status => status(g, &store).await,
-        DbCmd::Migrate { to } => migrate(g, &store, to).await,
-        DbCmd::Backup { file } => backup(g, &store, file).await,
+        DbCmd::Status => status(g, &db).await,
+        DbCmd::Migrate { to } => migrate(g, &db, to).await,
+        DbCmd::Backup { file } => backup(g, &db, file).await,
     };
-    store.close().await;
+    db.close().await;
     result
 }
 
-async fn status(g: &Global, store: &Store) -> CmdResult {
-    let s = store.schema_status().await.map_err(EngineError::from)?;
+async fn status(g: &Global, db: &Database) -> CmdResult {
+    let s = db.status().await?;
     if g.json {
         print_json(&s)?;
     } else {
@@ -105,11 +102,11 @@ fn print_status(s: &SchemaStatus) -> Result<(), Exit> {
     Ok(())
 }
 
-async fn migrate(g: &Global, store: &Store, to: Option<i64>) -> CmdResult {
-    let applied = store.migrate_to(to.unwrap_or(i64::MAX)).await.map_err(EngineError::from)?;
-    let s = store.schema_status().await.map_err(EngineError::from)?;
+async fn migrate(g: &Global, db: &Database, to: Option<i64>) -> CmdResult {
+    let applied = db.migrate_to(to.unwrap_or(i64::MAX)).await?;
+    let s = db.status().await?;
     if !applied.is_empty() && s.is_current() {
-        audit(store, "db.migrate", json!({ "applied": applied, "schema": s.database_version })).await;
+        db.record("db.migrate", json!({ "applied": applied, "schema": s.database_version })).await;
     }
     if g.json {
         print_json(&json!({ "applied": applied, "status": s }))?;
@@ -126,15 +123,11 @@ async fn migrate(g: &Global, store: &Store, to: Option<i64>) -> CmdResult {
     Ok(Code::Ok)
 }
 
-async fn backup(g: &Global, store: &Store, file: PathBuf) -> CmdResult {
-    let b = store.backup_to(&file).await.map_err(|e| match e {
-        // The operator named the wrong file or the wrong tool: a usage error, not a broken store.
-        StoreError::BackupExists { .. } | StoreError::BackupUnsupported { .. } => Exit::usage(e),
-        e => EngineError::from(e).into(),
-    })?;
-    if store.schema_status().await.map(|s| s.is_current()).unwrap_or(false) {
-        audit(store, "db.backup", json!({ "file": b.file, "bytes": b.bytes, "audit_rows": b.audit_rows }))
-            .await;
+async fn backup(g: &Global, db: &Database, file: PathBuf) -> CmdResult {
+    // The operator naming the wrong file or the wrong tool is a usage error, not a broken store.
+    let b = db.backup_to(&file).await?;
+    if db.status().await.map(|s| s.is_current()).unwrap_or(false) {
+        db.record("db.backup", json!({ "file": b.file, "bytes": b.bytes, "audit_rows": b.audit_rows })).await;
     }
     if g.json {
         print_json(&b)?;
@@ -149,20 +142,4 @@ async fn backup(g: &Global, store: &Store, file: PathBuf) -> CmdResult {
         );
     }
     Ok(Code::Ok)
-}
-
-/// Who upgraded or copied Lifeline's state goes to the audit log like any other action; a failure to write
-/// the row is logged, not fatal (the work is done).
-async fn audit(store: &Store, action: &str, detail: serde_json::Value) {
-    let entry = AuditEntry {
-        actor: lifeline_engine::cli_actor(),
-        action: action.into(),
-        target: "lifeline-store".into(),
-        outcome: "ok".into(),
-        detail,
-        request_id: None,
-    };
-    if let Err(e) = store.audit(&entry).await {
-        tracing::warn!(error = %e, action, "could not write the audit row");
-    }
 }

@@ -211,14 +211,14 @@ async fn sweep_loop(
                     recent.push(format!("fault rules on {}: {}", row.name, e.chain()));
                 }
             }
-            for e in st.store.events_after(seen_event, 1000).await.map_err(EngineError::from)? {
+            for e in st.base.events_after(seen_event, 1000).await? {
                 seen_event = e.id;
                 if e.event.source == "policy" {
                     let at = chrono::DateTime::from_timestamp_millis(e.at_ms).unwrap_or_default();
                     recent.push(format!("{} {}", at.format("%H:%M:%S"), e.event.message));
                 }
             }
-            faults = st.store.faults(Some("open"), 1000).await.map_err(EngineError::from)?;
+            faults = st.base.faults(Some("open"), 1000).await?;
             if let Err(e) = in_band(st, l, inv, scratch_state(l), &rows).await {
                 recent.push(format!("in-band checks: {}", e.chain()));
             }
@@ -289,8 +289,13 @@ async fn in_band(
     rows: &[lifeline_bmc::SweepRow],
 ) -> Result<(), EngineError> {
     let Some(dir) = dir else { return Ok(()) };
-    let busy: std::collections::HashSet<String> =
-        st.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await?.into_iter().map(|r| r.target).collect();
+    let busy: std::collections::HashSet<String> = st
+        .base
+        .runs_in(lifeline_engine::ops::runs::ACTIVE_RUN_STATES)
+        .await?
+        .into_iter()
+        .map(|r| r.target)
+        .collect();
     let on: std::collections::HashSet<&str> = rows
         .iter()
         .filter(|r| r.power == Some(lifeline_types::PowerState::On))
@@ -326,8 +331,8 @@ async fn second_shell_token(
 ) -> Result<std::path::PathBuf, Exit> {
     use std::os::unix::fs::OpenOptionsExt;
     let st = &running.state;
-    let audit = lifeline_engine::AuditService::new(st.store.clone(), "demo");
-    let made = lifeline_server::accounts::token_create(&st.store, &audit, "admin", None, None).await?;
+    let audit = st.base.with_identity(lifeline_engine::Identity::new("demo")).audit().await?;
+    let made = lifeline_server::accounts::token_create(&st.base, &audit, "admin", None, None).await?;
     let path = scratch.join("token");
     let mut f =
         std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
@@ -342,7 +347,7 @@ async fn run_lines(
     seen: &mut std::collections::HashMap<String, String>,
     approve: Option<&str>,
 ) -> Vec<String> {
-    let Ok(runs) = st.store.runs(50).await else { return Vec::new() };
+    let Ok(runs) = st.base.runs_recent(50).await else { return Vec::new() };
     let mut out = Vec::new();
     for r in runs.iter().rev() {
         if seen.get(&r.id) == Some(&r.state) {
@@ -364,7 +369,7 @@ async fn run_lines(
             state => {
                 let took =
                     r.ended_at_ms.unwrap_or(r.updated_at_ms).saturating_sub(r.created_at_ms) as f64 / 1000.0;
-                let proof = match st.store.journal_since(&r.id, 0).await {
+                let proof = match st.base.run_journal(&r.id).await {
                     Ok(j) => proof_of(&j),
                     Err(_) => String::new(),
                 };
@@ -379,7 +384,7 @@ async fn run_lines(
 
 /// The signals that proved (or disproved) a recovery: the boot wait's signal and each post-condition's
 /// message, from the run's journal.
-fn proof_of(journal: &[lifeline_store::JournalRow]) -> String {
+fn proof_of(journal: &[lifeline_engine::ops::runs::JournalRow]) -> String {
     let mut parts = Vec::new();
     for j in journal.iter().filter(|j| j.phase == "outcome") {
         let msg = j.detail.get("message").and_then(|m| m.as_str()).unwrap_or_default();
@@ -428,7 +433,7 @@ impl Drop for Scratch {
 async fn server_events_start(server: Option<&lifeline_server::AppState>) -> i64 {
     let Some(st) = server else { return 0 };
     let mut after = 0;
-    while let Ok(page) = st.store.events_after(after, 10_000).await {
+    while let Ok(page) = st.base.events_after(after, 10_000).await {
         match page.last() {
             Some(e) => after = e.id,
             None => break,
@@ -651,14 +656,14 @@ async fn start_server(
     let base = lifeline_engine::Lifeline::from_parts(cfg, paths, lifeline_engine::Identity::new("server"))
         .with_inventory(simulated_inventory(inv, fleet, scratch)?)
         .with_bmc_options(|o| o.fanout = 64);
-    let store = base.store().await?.clone();
-    let audit = lifeline_engine::AuditService::new(store.clone(), "demo");
+    base.open_store().await?;
+    let audit = base.with_identity(lifeline_engine::Identity::new("demo")).audit().await?;
     let password = lifeline_server::auth::random_secret(12);
     let role = lifeline_server::Role::Admin;
-    let made = match lifeline_server::accounts::user_add(&store, &audit, "admin", role, &password).await {
+    let made = match lifeline_server::accounts::user_add(&base, &audit, "admin", role, &password).await {
         Ok(_) => Ok(()),
         // A kept data dir (`--data-dir`) already has the admin: a new one-time password replaces the old.
-        Err(_) => lifeline_server::accounts::user_passwd(&store, &audit, "admin", &password).await,
+        Err(_) => lifeline_server::accounts::user_passwd(&base, &audit, "admin", &password).await,
     };
     made?;
     let mut opts = lifeline_server::ServeOptions {

@@ -45,13 +45,13 @@ pub(crate) fn check(replicas: usize, database_url: Option<&str>) -> Result<(), E
 /// One line for the view: live replicas and how many console loggers each holds.
 pub(crate) async fn status_line(st: &lifeline_server::AppState, urls: &[String]) -> String {
     let live = st.replica.live();
-    let held = st.store.work_with_prefix("console:").await.unwrap_or_default();
+    let held = st.base.work_with_prefix("console:").await.unwrap_or_default();
     let per: Vec<String> = live
         .iter()
         .map(|id| {
             let n = held
                 .iter()
-                .filter(|w| &w.holder == id && w.expires_at_ms >= lifeline_store::now_ms())
+                .filter(|w| &w.holder == id && w.expires_at_ms >= lifeline_engine::ops::runs::now_ms())
                 .count();
             let tag = id.rsplit('#').next().unwrap_or(id);
             format!("#{tag}: {n} consoles")

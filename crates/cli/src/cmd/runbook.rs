@@ -246,8 +246,7 @@ pub async fn run(g: &Global, c: RunbookCmd) -> CmdResult {
                     Ok(Code::Ok)
                 }
                 None => {
-                    let store = x.base.store().await?;
-                    let runs = store.runs(50).await.map_err(lifeline_engine::EngineError::from)?;
+                    let runs = x.base.runs_recent(50).await?;
                     if g.json {
                         let views: Vec<RunView> = runs.iter().map(|r| RunView::build(r, None, &[])).collect();
                         print_json(&views)?;
@@ -357,7 +356,7 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
     // One task per target: admission is serialised in the store, the runs proceed side by side. One
     // executor (one store opened once in this process) serves them all.
     let x = std::sync::Arc::new(executor(g, env)?);
-    x.base.store().await?;
+    x.base.open_store().await?;
     let mut tasks = tokio::task::JoinSet::new();
     for (i, t) in names.iter().enumerate() {
         let x = x.clone();
@@ -423,13 +422,12 @@ fn show(g: &Global, v: &RunView) -> Result<(), Exit> {
 
 async fn log(g: &Global, id: &str, follow: bool) -> CmdResult {
     let x = executor(g, Env::default())?;
-    let store = x.base.store().await?.clone();
-    if store.run(id).await.map_err(lifeline_engine::EngineError::from)?.is_none() {
+    if x.base.run_record(id).await?.is_none() {
         return Err(RunbookError::NoRun { id: id.into() }.into());
     }
     let mut after = 0;
     loop {
-        let rows = store.journal_since(id, after).await.map_err(lifeline_engine::EngineError::from)?;
+        let rows = x.base.run_journal_since(id, after).await?;
         for r in &rows {
             after = r.id;
             if g.json {
@@ -445,7 +443,7 @@ async fn log(g: &Global, id: &str, follow: bool) -> CmdResult {
         if !follow {
             return Ok(Code::Ok);
         }
-        let run = store.run(id).await.map_err(lifeline_engine::EngineError::from)?;
+        let run = x.base.run_record(id).await?;
         if run.as_ref().is_none_or(|r| r.state != "running") {
             return Ok(Code::Ok);
         }

@@ -1,5 +1,5 @@
 //! `lifeline serve`, `lifeline user …`, `lifeline token …`, `lifeline fault …`: thin wrappers over the
-//! server crate. Users, tokens and faults are managed on the store directly (no running server needed),
+//! server crate. Users, tokens and faults are managed through the engine (no running server needed),
 //! audited as the Unix user.
 
 use std::io::Read;
@@ -150,12 +150,11 @@ fn read_password() -> Result<String, Exit> {
 
 pub async fn user(g: &Global, c: UserCmd) -> CmdResult {
     let l = lifeline(g)?;
-    let store = l.store().await?.clone();
     let audit = l.audit().await?;
     match c {
         UserCmd::Add { name, role, .. } => {
             let pw = read_password()?;
-            let u = accounts::user_add(&store, &audit, &name, role.into(), &pw).await?;
+            let u = accounts::user_add(&l, &audit, &name, role.into(), &pw).await?;
             if g.json {
                 print_json(&u)?;
             } else {
@@ -164,15 +163,15 @@ pub async fn user(g: &Global, c: UserCmd) -> CmdResult {
         }
         UserCmd::Passwd { name, .. } => {
             let pw = read_password()?;
-            accounts::user_passwd(&store, &audit, &name, &pw).await?;
+            accounts::user_passwd(&l, &audit, &name, &pw).await?;
             println!("password of {name} changed; their sessions ended");
         }
         UserCmd::Disable { name } => {
-            accounts::user_disable(&store, &audit, &name, true).await?;
+            accounts::user_disable(&l, &audit, &name, true).await?;
             println!("{name} disabled; sessions ended, tokens revoked");
         }
         UserCmd::List => {
-            let users = store.users().await.map_err(lifeline_engine::EngineError::from)?;
+            let users = l.users().await?;
             if g.json {
                 print_json(&users)?;
             } else {
@@ -188,7 +187,6 @@ pub async fn user(g: &Global, c: UserCmd) -> CmdResult {
 
 pub async fn token(g: &Global, c: TokenCmd) -> CmdResult {
     let l = lifeline(g)?;
-    let store = l.store().await?.clone();
     let audit = l.audit().await?;
     match c {
         TokenCmd::Create { user, role, agent, expires } => {
@@ -202,9 +200,9 @@ pub async fn token(g: &Global, c: TokenCmd) -> CmdResult {
                     if !l.inventory()?.devices.iter().any(|d| d.name.as_str() == node) {
                         return Err(lifeline_engine::EngineError::UnknownDevice { name: node.clone() }.into());
                     }
-                    accounts::agent_token_create(&store, &audit, &user, node, expires).await?
+                    accounts::agent_token_create(&l, &audit, &user, node, expires).await?
                 }
-                None => accounts::token_create(&store, &audit, &user, role.map(Into::into), expires).await?,
+                None => accounts::token_create(&l, &audit, &user, role.map(Into::into), expires).await?,
             };
             if g.json {
                 print_json(&t)?;
@@ -221,11 +219,11 @@ pub async fn token(g: &Global, c: TokenCmd) -> CmdResult {
             }
         }
         TokenCmd::List => {
-            let tokens = store.tokens(None).await.map_err(lifeline_engine::EngineError::from)?;
+            let tokens = l.tokens(None).await?;
             print_json(&tokens)?;
         }
         TokenCmd::Revoke { id } => {
-            accounts::token_revoke(&store, &audit, &id).await?;
+            accounts::token_revoke(&l, &audit, &id).await?;
             println!("token {id} revoked");
         }
     }
@@ -235,11 +233,9 @@ pub async fn token(g: &Global, c: TokenCmd) -> CmdResult {
 
 pub async fn fault(g: &Global, c: FaultCmd) -> CmdResult {
     let l = lifeline(g)?;
-    let store = l.store().await?.clone();
     match c {
         FaultCmd::List { state, limit } => {
-            let f =
-                store.faults(state.as_deref(), limit).await.map_err(lifeline_engine::EngineError::from)?;
+            let f = l.faults(state.as_deref(), limit).await?;
             if g.json {
                 print_json(&f)?;
             } else {
@@ -252,16 +248,11 @@ pub async fn fault(g: &Global, c: FaultCmd) -> CmdResult {
             }
         }
         FaultCmd::Show { id } => {
-            let f = store
-                .fault(id)
-                .await
-                .map_err(lifeline_engine::EngineError::from)?
-                .ok_or_else(|| Exit::usage(anyhow!("no fault {id}")))?;
+            let f = l.fault_record(id).await?.ok_or_else(|| Exit::usage(anyhow!("no fault {id}")))?;
             print_json(&f)?;
         }
         FaultCmd::Ack { id } => {
-            let audit = l.audit().await?;
-            let f = lifeline_server::faults::ack(&store, &audit, id).await?;
+            let f = l.fault_ack(id).await?;
             if g.json {
                 print_json(&f)?;
             } else {

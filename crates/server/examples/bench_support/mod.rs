@@ -249,11 +249,10 @@ pub fn bench_token(config: &Path, inventory: &Path, data: &Path, database_url: O
             database_url: database_url.map(str::to_owned),
         };
         let l = lifeline_engine::Lifeline::new(&settings, lifeline_engine::Identity::new("bench")).unwrap();
-        let store = l.store().await.unwrap().clone();
-        let audit = lifeline_engine::AuditService::new(store.clone(), "bench");
+        let audit = l.audit().await.unwrap();
         let role = lifeline_server::Role::Operator;
-        lifeline_server::accounts::user_add(&store, &audit, "bench", role, "bench password").await.unwrap();
-        let t = lifeline_server::accounts::token_create(&store, &audit, "bench", None, None).await.unwrap();
+        lifeline_server::accounts::user_add(&l, &audit, "bench", role, "bench password").await.unwrap();
+        let t = lifeline_server::accounts::token_create(&l, &audit, "bench", None, None).await.unwrap();
         l.close().await;
         t.token
     })

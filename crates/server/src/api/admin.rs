@@ -73,7 +73,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 async fn users(State(s): State<AppState>) -> ApiResult<Json<Vec<User>>> {
-    Ok(Json(s.store.users().await?.into_iter().map(User::from_row).collect::<ApiResult<_>>()?))
+    Ok(Json(s.base.users().await?.into_iter().map(User::from_row).collect::<ApiResult<_>>()?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -89,7 +89,7 @@ async fn user_add(
     Json(r): Json<UserCreate>,
 ) -> ApiResult<Json<User>> {
     let audit = s.audit_as(&c.actor()).await?;
-    Ok(Json(User::from_row(accounts::user_add(&s.store, &audit, &r.name, r.role, &r.password).await?)?))
+    Ok(Json(User::from_row(accounts::user_add(&s.base, &audit, &r.name, r.role, &r.password).await?)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -104,7 +104,7 @@ async fn passwd(
     Json(r): Json<PasswordRequest>,
 ) -> ApiResult<Json<PasswordChanged>> {
     let audit = s.audit_as(&c.actor()).await?;
-    accounts::user_passwd(&s.store, &audit, &name, &r.password).await?;
+    accounts::user_passwd(&s.base, &audit, &name, &r.password).await?;
     Ok(Json(PasswordChanged { user: name, password: "changed".into() }))
 }
 
@@ -114,12 +114,12 @@ async fn disable(
     Path(name): Path<String>,
 ) -> ApiResult<Json<UserDisabled>> {
     let audit = s.audit_as(&c.actor()).await?;
-    accounts::user_disable(&s.store, &audit, &name, true).await?;
+    accounts::user_disable(&s.base, &audit, &name, true).await?;
     Ok(Json(UserDisabled { user: name, disabled: true }))
 }
 
 async fn tokens(State(s): State<AppState>) -> ApiResult<Json<Vec<Token>>> {
-    Ok(Json(s.store.tokens(None).await?.into_iter().map(Token::from).collect()))
+    Ok(Json(s.base.tokens(None).await?.into_iter().map(Token::from).collect()))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -153,9 +153,9 @@ async fn token_create(
         if !s.base.inventory()?.devices.iter().any(|d| d.name.as_str() == node) {
             return Err(lifeline_engine::EngineError::UnknownDevice { name: node.clone() }.into());
         }
-        return Ok(Json(accounts::agent_token_create(&s.store, &audit, &r.user, node, expires).await?));
+        return Ok(Json(accounts::agent_token_create(&s.base, &audit, &r.user, node, expires).await?));
     }
-    Ok(Json(accounts::token_create(&s.store, &audit, &r.user, r.role, expires).await?))
+    Ok(Json(accounts::token_create(&s.base, &audit, &r.user, r.role, expires).await?))
 }
 
 async fn token_revoke(
@@ -164,6 +164,6 @@ async fn token_revoke(
     Path(id): Path<String>,
 ) -> ApiResult<Json<TokenRevoked>> {
     let audit = s.audit_as(&c.actor()).await?;
-    accounts::token_revoke(&s.store, &audit, &id).await?;
+    accounts::token_revoke(&s.base, &audit, &id).await?;
     Ok(Json(TokenRevoked { id, revoked: true }))
 }

@@ -64,11 +64,12 @@ async fn list(State(s): State<AppState>, Query(q): Query<FaultQuery>) -> ApiResu
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("state: {e}")))?;
     let limit = q.limit.unwrap_or(500).clamp(1, 100_000);
-    Ok(Json(Fault::from_rows(s.store.faults(state.map(FaultState::as_str), limit).await?)?))
+    Ok(Json(Fault::from_rows(s.base.faults(state.map(FaultState::as_str), limit).await?)?))
 }
 
 async fn show(State(s): State<AppState>, Path(id): Path<i64>) -> ApiResult<Json<Fault>> {
-    let row = s.store.fault(id).await?.ok_or(ApiError::NotFound { what: "fault", name: id.to_string() })?;
+    let row =
+        s.base.fault_record(id).await?.ok_or(ApiError::NotFound { what: "fault", name: id.to_string() })?;
     Ok(Json(Fault::from_row(row)?))
 }
 
@@ -77,8 +78,7 @@ async fn ack(
     Extension(c): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Json<Fault>> {
-    let audit = s.audit_as(&c.actor()).await?;
-    Ok(Json(Fault::from_row(crate::faults::ack(&s.store, &audit, id).await?)?))
+    Ok(Json(Fault::from_row(s.engine_as(&c.actor()).fault_ack(id).await?)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -107,8 +107,8 @@ async fn agent_report(
     if !inv.devices.iter().any(|d| d.name.as_str() == r.node) {
         return Err(lifeline_engine::EngineError::UnknownDevice { name: r.node }.into());
     }
-    s.store
-        .observe(
+    s.base
+        .record_observation(
             &r.node,
             "agent",
             &serde_json::json!({ "passed": r.passed, "report": r.report, "from": c.actor() }),
