@@ -14,13 +14,14 @@ use serde::Serialize;
 use crate::verdict::ComponentHealth;
 
 /// One GPU as the BMC sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct GpuHealth {
     pub resource: String,
     pub id: Option<String>,
     pub name: String,
     /// `gpu`, `nvswitch` or `baseboard`.
-    pub role: &'static str,
+    pub role: std::borrow::Cow<'static, str>,
     /// The system (or, for iLO devices, the chassis) it belongs to (`@odata.id`).
     pub system: String,
     /// `unknown` when the BMC gives no health.
@@ -45,7 +46,8 @@ impl GpuHealth {
 }
 
 /// The GPUs a BMC lists against the inventory's count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct GpuCount {
     pub expected: u32,
     /// GPUs listed (NVSwitches and baseboards are not GPUs).
@@ -176,7 +178,8 @@ pub(crate) fn gpu_health(c: &Component, system: &str) -> Option<GpuHealth> {
             "{} {}",
             c.label(),
             c.model.as_deref().unwrap_or("")
-        )),
+        ))
+        .into(),
         system: system.to_owned(),
         health: c.health().unwrap_or(Health::Unknown),
         state: c.status.state.clone(),

@@ -18,7 +18,8 @@ use crate::conn::{IpmiConn, RedfishConn, ipmi_err, rf_err};
 use crate::error::BmcError;
 
 /// One normalised event. `severity`: `ok` = informational.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct EventEntry {
     pub id: String,
     /// `None` when the BMC clock was not set (IPMI pre-init timestamps) or the time is unreadable.
@@ -35,7 +36,8 @@ pub struct EventEntry {
 }
 
 /// One log that was read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct LogSource {
     /// `SEL` (IPMI), or where the Redfish log lives and its id: `Systems/1/IML`, `Managers/bmc/EventLog`
     /// (what [`EventEntry::log`] says).
@@ -50,7 +52,8 @@ pub struct LogSource {
     pub truncated: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct EventLog {
     pub bmc: String,
     pub protocol: BmcProtocol,
@@ -62,7 +65,7 @@ pub struct EventLog {
     pub read: Vec<EventEntry>,
     /// Every `Critical` entry of the logs read (newest first), also those older than the newest N: a
     /// critical fault must not scroll out of sight behind logins.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub critical: Vec<EventEntry>,
     /// Entries the BMC holds in total (when known).
     pub total: Option<usize>,

@@ -15,7 +15,8 @@ use crate::conn::{IpmiConn, RedfishConn, ipmi_err, rf_err};
 use crate::error::BmcError;
 
 /// Threshold values in the sensor's units; `None` when the BMC does not publish that threshold.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Thresholds {
     pub lower_fatal: Option<f64>,
     pub lower_critical: Option<f64>,
@@ -44,7 +45,8 @@ impl Thresholds {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SensorReading {
     pub name: String,
     /// Temperature, Fan, Voltage, Power Supply, Current, ...
@@ -67,14 +69,16 @@ pub struct SensorReading {
 }
 
 /// A resource's own status as the BMC reports it (Redfish `Status.HealthRollup`, else `Status.Health`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ResourceHealth {
     /// `@odata.id` of the resource (a ComputerSystem or Chassis).
     pub resource: String,
     pub health: Health,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct HealthSummary {
     pub bmc: String,
     pub protocol: BmcProtocol,
@@ -87,19 +91,19 @@ pub struct HealthSummary {
     /// What was read and the BMC's rollup disagree.
     pub disagreement: Option<String>,
     /// Parts below the system that are not OK (Redfish full read).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<crate::verdict::ComponentHealth>,
     /// Conditions the BMC reports (`Status.Conditions`, `ServiceConditions`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<crate::verdict::ConditionEvent>,
     /// Every GPU the BMC lists (Processors of type GPU), with its health.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<crate::below::GpuHealth>,
     /// Fewer GPUs listed than the inventory expects (Redfish full read of a target with an expected count).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_missing: Option<crate::below::GpuCount>,
     /// Every system the BMC lists (Redfish full read): `@odata.id`s.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub systems: Vec<String>,
     /// Every sensor; empty for a rollup-only summary (see [`HealthSummary::rollup_only`]).
     pub sensors: Vec<SensorReading>,

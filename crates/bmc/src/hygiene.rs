@@ -201,6 +201,7 @@ impl Default for HygieneOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum AttemptOutcome {
     Accepted,
@@ -210,6 +211,7 @@ pub enum AttemptOutcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub protocol: BmcProtocol,
     /// Default list id, or `extra`.
@@ -220,6 +222,7 @@ pub struct Attempt {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct IpmiFindings {
     pub ipmi2: bool,
     pub anonymous_login: bool,
@@ -233,6 +236,7 @@ pub struct IpmiFindings {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct CertificateFindings {
     pub fingerprint: String,
     pub subject: String,
@@ -247,6 +251,7 @@ pub struct CertificateFindings {
 
 /// One problem, for the report table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Finding {
     pub severity: Health,
     /// Stable code: `default-credentials`, `ipmi-cipher-zero`, `ipmi-anonymous`, `ipmi-null-user`,
@@ -257,6 +262,7 @@ pub struct Finding {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct HygieneRow {
     pub bmc: String,
     pub address: String,

@@ -14,7 +14,8 @@ use serde::Serialize;
 use crate::events::{EventEntry, EventLog};
 
 /// The newest entry read from one log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct LogMark {
     /// The log's label (`Systems/1/IML`, `Managers/1/IEL`; `SEL` over IPMI), as [`EventEntry::log`].
     pub log: String,
@@ -23,7 +24,8 @@ pub struct LogMark {
 }
 
 /// What is new since the marks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct LogWindow {
     /// Entries new since each log's mark, newest first.
     pub entries: Vec<EventEntry>,

@@ -45,7 +45,8 @@ use crate::error::{BmcError, error_chain};
 use crate::options::PowerOptions;
 
 /// How an action was confirmed (or why not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Confirmation {
     /// Already in the requested state: nothing was sent.
@@ -87,14 +88,16 @@ impl Confirmation {
 }
 
 /// One observed power state change while confirming.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Transition {
     pub after_ms: u64,
     pub state: PowerState,
 }
 
 /// Everything about one power request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct PowerReport {
     pub bmc: String,
     pub protocol: BmcProtocol,

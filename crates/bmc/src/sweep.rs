@@ -62,7 +62,8 @@ impl Default for SweepOptions {
 }
 
 /// One BMC's line in the sweep table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SweepRow {
     pub name: String,
     pub address: String,
@@ -86,10 +87,10 @@ pub struct SweepRow {
     pub elapsed_ms: u64,
     /// The GPUs the BMC lists against the inventory's count (Redfish, a target with an expected count, a
     /// BMC that lists GPUs at all).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<crate::below::GpuCount>,
     /// With [`SweepOptions::marks`]: every entry new since the last read of each log, and the new marks.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<crate::marks::LogWindow>,
 }
 

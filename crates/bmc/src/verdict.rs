@@ -16,7 +16,8 @@ use serde::Serialize;
 use crate::health::{ResourceHealth, SensorReading};
 
 /// A part below the system whose status is not OK (or a GPU, always listed in [`GpuHealth`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ComponentHealth {
     /// `drive`, `storage controller`, `storage`, `processor`, `GPU`, `memory`, `manager`, `firmware`.
     pub kind: String,

@@ -121,6 +121,7 @@ impl ConsoleIo for LinkIo {
 
 /// Named keys (what terminals send for them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Key {
     Enter,
@@ -162,6 +163,7 @@ impl Key {
 
 /// Where a pattern is looked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum On {
     /// The bytes received since the last stream match (consumed up to the end of a match).
@@ -524,6 +526,8 @@ impl<C: ConsoleIo> Expect<C> {
 
 /// A runbook step.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = ConsoleStep))]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Step {
     Expect {

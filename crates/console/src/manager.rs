@@ -78,6 +78,7 @@ impl ManagerConfig {
 
 /// Where a console's BMC session is.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum ConsoleStatus {
     /// No session (nobody attached, not pinned).
@@ -125,6 +126,7 @@ pub struct AttachOptions {
 
 /// Summary for listings.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ConsoleInfo {
     pub name: String,
     pub transport: String,

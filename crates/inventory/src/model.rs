@@ -67,6 +67,7 @@ impl std::fmt::Display for Host {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Device {
     pub name: DeviceName,
     pub role: Role,
@@ -92,7 +93,9 @@ pub struct Device {
     pub oob_switch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oob_port: Option<String>,
-    /// 1-based line of the device's table in the source file, for messages that point back at it.
+    /// 1-based line of the device's table in the source file, for messages that point back at it (not
+    /// part of the device's JSON: its place in one file, not a fact about the device).
+    #[serde(skip)]
     pub line: usize,
 }
 
@@ -125,6 +128,7 @@ impl Device {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SwitchInfo {
     pub fabric: Fabric,
     pub tier: Option<Tier>,
@@ -135,13 +139,17 @@ pub struct SwitchInfo {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Bmc {
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub address: Host,
     /// `None`: the protocol's standard port (623/udp, 443/tcp).
     pub port: Option<u16>,
     pub protocol: BmcProtocol,
     pub username: String,
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub credential: CredentialRef,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub tls_fingerprint: Option<Fingerprint>,
     /// `false` (`tls = false`): Redfish over plain HTTP, allowed explicitly and audited as insecure.
     pub tls: bool,
@@ -149,16 +157,21 @@ pub struct Bmc {
     pub flavor: Option<String>,
     /// Simulator only: the captured Redfish tree (Redfish Mockup Creator output) a `flavor = "replay"` BMC
     /// serves, as written (relative paths are from the inventory file's folder).
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub tree: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Management {
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub address: Host,
     /// `None`: 22.
     pub port: Option<u16>,
     pub username: String,
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub credential: CredentialRef,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub ssh_host_key: Option<Fingerprint>,
     /// Old SSH algorithms explicitly allowed for this switch.
     pub legacy_ssh: bool,
@@ -167,13 +180,16 @@ pub struct Management {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Frontend {
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub address: Option<Host>,
     pub interface: Option<String>,
     pub ssh_user: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Gpus {
     pub count: u32,
     pub model: Option<String>,
@@ -181,6 +197,7 @@ pub struct Gpus {
 
 lifeline_types::kebab_enum! {
     /// What a rail runs over: RoCEv2 on Ethernet or native InfiniBand.
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum LinkLayer {
         Ethernet => "ethernet",
         Infiniband => "infiniband",
@@ -188,13 +205,16 @@ lifeline_types::kebab_enum! {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Rail {
     /// RDMA device name as in `/sys/class/infiniband`, e.g. `mlx5_0`.
     pub hca: String,
     /// Kernel network interface, e.g. `ens1f0np0`.
     pub netdev: Option<String>,
     pub fabric: Fabric,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub subnet: Option<IpNet>,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub address: Option<IpAddr>,
     pub rate_gbps: Option<u32>,
     pub mtu: Option<u32>,

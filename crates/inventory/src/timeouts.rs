@@ -15,20 +15,26 @@ use crate::raw::{RawDuration, RawTimeouts};
 
 /// Per-step limits; `None` keeps the backup driver's default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SshTimeouts {
     /// TCP connect and SSH handshake.
     #[serde(serialize_with = "opt_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub connect: Option<Duration>,
     #[serde(serialize_with = "opt_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub auth: Option<Duration>,
     /// Login to the first CLI prompt.
     #[serde(serialize_with = "opt_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub prompt: Option<Duration>,
     /// One command to its prompt.
     #[serde(serialize_with = "opt_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub command: Option<Duration>,
     /// The whole backup or restore of the device.
     #[serde(serialize_with = "opt_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub total: Option<Duration>,
 }
 

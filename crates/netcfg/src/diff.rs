@@ -6,6 +6,7 @@
 use similar::{ChangeTag, TextDiff};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub enum LineKind {
     Context,
     Added,
@@ -13,6 +14,7 @@ pub enum LineKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Hunk {
     /// 1-based start line and length in the old text (as in `@@ -a,b +c,d @@`).
     pub old_start: usize,

@@ -52,6 +52,7 @@ pub async fn show_version(
 
 /// One line of `backup history --json`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct HistoryEntry {
     pub device: DeviceName,
     pub version: u32,

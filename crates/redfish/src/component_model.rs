@@ -46,7 +46,8 @@ impl std::fmt::Display for ComponentKind {
 }
 
 /// A GPU driver condition as NVIDIA reports it out of band: an XID (GPU) or SXID (NVSwitch) number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct GpuDriverEvent {
     /// `XID` or `SXID`.
     pub kind: String,
@@ -54,7 +55,8 @@ pub struct GpuDriverEvent {
 }
 
 /// One `Status.Conditions` member (or a `ServiceConditions` one): a fault the service knows of now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Condition {
     /// `OriginOfCondition`, else the resource whose status carried it.
     pub origin: String,
@@ -67,7 +69,8 @@ pub struct Condition {
 }
 
 /// GPU details a Processor of `ProcessorType: GPU` carries (and its metrics, when read).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct GpuDetail {
     pub manufacturer: Option<String>,
     pub model: Option<String>,

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 /// What the guard says about one more run on one target.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct GuardVerdict {
     pub allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@ use crate::cond::Cond;
 
 /// One runbook.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Runbook {
     pub name: String,
     pub description: String,
@@ -68,6 +69,7 @@ impl Runbook {
 
 /// A parameter with its default (`--var NAME=VALUE` overrides it).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Param {
     pub name: String,
     pub default: String,
@@ -78,14 +80,20 @@ pub struct Param {
 
 /// One step.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = RunbookStep))]
 pub struct Step {
     pub name: String,
     pub kind: Kind,
     pub op: Op,
+    /// The condition as written (`outputs.NAME == "value" && …`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schema(value_type = Option<String>))]
     pub when: Option<Cond>,
     pub on_failure: OnFailure,
+    /// As written by `humantime` (`5m`, `1h 30m`).
     #[serde(serialize_with = "ser_duration")]
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub timeout: Duration,
     /// `approve = "required"`: the run waits in `waiting-approval` until `lifeline runbook approve`.
     pub approve: bool,
@@ -97,6 +105,7 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 
 /// Step kinds, as spelled in files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     Power,
@@ -199,6 +208,7 @@ impl Kind {
 
 /// Kind-specific arguments (templates: `{{name}}` resolved at run time).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case", tag = "op")]
 pub enum Op {
     Power {
@@ -272,6 +282,7 @@ pub enum Op {
 
 /// What a `wait-for` step waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum WaitWhat {
     /// `power = "on"`.
@@ -301,6 +312,7 @@ pub const LOGIN_PROMPT: &str = r"[A-Za-z0-9._-]+ login: ?";
 
 /// What to do when a step fails.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case", tag = "then", content = "step")]
 pub enum OnFailure {
     /// The run ends `failed`.

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 /// What a parameter's values may be.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case", tag = "type")]
 pub enum ParamType {
     /// One of the listed values (`values = [...]`).

@@ -132,3 +132,45 @@ fn no_handler_returns_untyped_json_or_store_rows() {
     assert!(files >= 10, "read {files} files under {}", dir.display());
     assert!(found.is_empty(), "handlers answering untyped JSON or store rows: {found:#?}");
 }
+
+/// Every object in the document says what it holds: properties, a map's value schema
+/// (`additionalProperties`), a reference or a composition. A bare `{"type": "object"}` (a
+/// `#[schema(value_type = Object)]` over a `serde_json::Value`) is an answer the document does not
+/// describe; a value that is free by nature (a rule's evidence as it recorded it) is declared as any JSON,
+/// with a description saying whose shape it is.
+#[test]
+fn no_schema_is_an_untyped_object() {
+    fn walk(at: String, s: &serde_json::Value, found: &mut Vec<String>) {
+        match s {
+            serde_json::Value::Object(m) => {
+                let is_object = match m.get("type") {
+                    Some(serde_json::Value::String(t)) => t == "object",
+                    Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+                    _ => false,
+                };
+                let described =
+                    m.get("properties").and_then(|p| p.as_object()).is_some_and(|p| !p.is_empty())
+                        || ["additionalProperties", "$ref", "allOf", "oneOf", "anyOf"]
+                            .iter()
+                            .any(|k| m.contains_key(*k));
+                if is_object && !described {
+                    found.push(at.clone());
+                }
+                for (k, v) in m {
+                    walk(format!("{at}/{k}"), v, found);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    walk(format!("{at}/{i}"), v, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let v = lifeline_server::openapi::document_json();
+    let mut found = Vec::new();
+    walk(String::new(), &v["components"], &mut found);
+    walk(String::new(), &v["paths"], &mut found);
+    assert!(found.is_empty(), "untyped objects ({}): {found:#?}", found.len());
+}

@@ -103,6 +103,7 @@ kebab_enum! {
 /// Restricted to what is safe in file names, URLs, Slurm node names and Kubernetes node names:
 /// lowercase ASCII letters, digits, `-`, `_` and `.`; starts with a letter or digit; at most 63 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(try_from = "String", into = "String")]
 pub struct DeviceName(String);
 

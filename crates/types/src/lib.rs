@@ -16,7 +16,7 @@ pub use device::{BmcProtocol, ConfigSource, DeviceName, DeviceNameError, Fabric,
 pub use duration::Human;
 pub use error_chain::error_chain;
 pub use fingerprint::{Fingerprint, FingerprintError};
-pub use lifecycle::{FaultState, RunState};
+pub use lifecycle::{FaultState, RunState, StepState};
 pub use state::{Health, PowerAction, PowerState};
 
 /// Implements `Display`, `FromStr` and the kebab-case names for a fieldless enum, once, so that the CLI,

@@ -29,6 +29,25 @@ kebab_enum! {
     }
 }
 
+kebab_enum! {
+    /// A runbook step's state as a run's view shows it: folded from the step journal (`ok`, `failed`,
+    /// `timeout`, `skipped` are recorded outcomes; `running`, `unknown`, `waiting-approval` follow from
+    /// an intent or a decision without an outcome; `pending` has no journal row yet).
+    #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+    pub enum StepState {
+        Pending => "pending",
+        Running => "running",
+        Ok => "ok",
+        Failed => "failed",
+        Timeout => "timeout",
+        Skipped => "skipped",
+        /// Its intent was journaled but no outcome, and no process drives the run: it may or may not
+        /// have acted.
+        Unknown => "unknown",
+        WaitingApproval => "waiting-approval",
+    }
+}
+
 impl RunState {
     /// Whether the run can still act.
     pub fn in_progress(self) -> bool {
@@ -49,6 +68,11 @@ mod tests {
         for s in FaultState::ALL {
             assert_eq!(s.as_str().parse::<FaultState>(), Ok(*s));
         }
+        for s in StepState::ALL {
+            assert_eq!(s.as_str().parse::<StepState>(), Ok(*s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert!("succeeded".parse::<StepState>().is_err(), "a run's word is not a step's");
         assert!("done".parse::<RunState>().is_err());
     }
 }

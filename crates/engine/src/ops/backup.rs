@@ -19,6 +19,7 @@ use crate::seal::SealedFiles;
 
 /// One switch's backup.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct BackupRun {
     pub switch: String,
     pub platform: Platform,
@@ -29,6 +30,7 @@ pub struct BackupRun {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct BackupDetail {
     pub version: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,6 +59,7 @@ impl Default for BackupOptions {
 
 /// `backup diff`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct BackupDiff {
     pub switch: String,
     pub from: u32,
@@ -67,6 +70,7 @@ pub struct BackupDiff {
 
 /// `backup restore` (dry run or real).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Restore {
     pub switch: String,
     pub to: String,
@@ -105,6 +109,7 @@ pub struct SwitchTrust {
 
 /// One switch's next scheduled backup.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ScheduledBackup {
     pub switch: String,
     pub cron: String,

@@ -18,14 +18,27 @@ pub struct Synced {
     pub summary: SyncSummary,
 }
 
-/// A device as JSON for people and scripts: its fields, its fabrics, no source line.
-pub fn device_json(d: &Device) -> Value {
-    let mut v = serde_json::to_value(d).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert("fabrics".into(), json!(d.fabrics()));
-        m.remove("line");
+/// A device as people and scripts read it (`inventory show --json`, the API): every field of its file
+/// (site, rack, fabrics, rails, BMC and management access), and every fabric it is attached to.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = InventoryDevice))]
+pub struct DeviceView {
+    #[serde(flatten)]
+    pub device: Device,
+    /// Every fabric the device is attached to.
+    pub fabrics: Vec<lifeline_types::Fabric>,
+}
+
+impl DeviceView {
+    pub fn of(d: &Device) -> DeviceView {
+        DeviceView { device: d.clone(), fabrics: d.fabrics() }
     }
-    v
+}
+
+/// [`DeviceView`] as JSON.
+pub fn device_json(d: &Device) -> Value {
+    serde_json::to_value(DeviceView::of(d)).unwrap_or(Value::Null)
 }
 
 pub fn record(d: &Device) -> DeviceRecord {

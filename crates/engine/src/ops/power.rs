@@ -12,7 +12,8 @@ use crate::ops::{Acted, Row};
 use crate::targets::BmcSelection;
 
 /// `power status` for one BMC.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct PowerStatus {
     pub bmc: String,
     pub power: PowerState,

@@ -27,7 +27,8 @@ pub fn health_ok(h: Health) -> bool {
 }
 
 /// A sweep's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Sweep {
     pub rows: Vec<SweepRow>,
     /// Rows that are unreachable, failing, or critical.

@@ -7,7 +7,11 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 
 use crate::access::{Route, operator, route, viewer};
-use crate::api::answers::{BackupDiff, BackupRow, BackupVersion, RestoreAnswer, ScheduledBackup, view};
+use lifeline_engine::ops::{Acted, Row};
+
+use crate::api::answers::{
+    BackupDiff, BackupRow, BackupRun, HistoryEntry, Restore, RestoreAnswer, ScheduledBackup,
+};
 use crate::api::engine;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -42,7 +46,7 @@ pub fn routes() -> Vec<Route> {
             "Versions of a switch's configuration, oldest first.",
             get(history),
         )
-        .returns_list::<BackupVersion>(),
+        .returns_list::<HistoryEntry>(),
         route(
             Method::GET,
             "/api/v1/backups/{switch}/diff",
@@ -66,7 +70,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 async fn schedule(State(s): State<AppState>) -> ApiResult<Json<Vec<ScheduledBackup>>> {
-    Ok(Json(view("backup schedule", &s.base.backup_schedule(s.clock.now())?)?))
+    Ok(Json(s.base.backup_schedule(s.clock.now())?))
 }
 
 async fn run(
@@ -74,7 +78,7 @@ async fn run(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Option<Json<super::devices::TargetsRequest>>,
-) -> ApiResult<Json<Vec<BackupRow>>> {
+) -> ApiResult<Json<Vec<Row<Acted<BackupRun>>>>> {
     let req = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let targets = l.select_switches(&req.targets)?;
@@ -82,15 +86,15 @@ async fn run(
     for r in &rows {
         s.metrics.backups.inc(&[("trigger", "api"), ("result", if r.is_ok() { "ok" } else { "failed" })]);
     }
-    Ok(Json(view("backups", &rows)?))
+    Ok(Json(rows))
 }
 
 async fn history(
     State(s): State<AppState>,
     Path(switch): Path<String>,
-) -> ApiResult<Json<Vec<BackupVersion>>> {
+) -> ApiResult<Json<Vec<HistoryEntry>>> {
     match s.base.backup_history(&switch).await {
-        Ok(v) => Ok(Json(view("backup history", &v)?)),
+        Ok(v) => Ok(Json(v)),
         // A switch of the inventory that was never backed up has an empty history, not a missing one: the
         // web page lists no versions and offers "Run backup now" (the engine's NotFound suits the CLI).
         Err(lifeline_engine::EngineError::NotFound { .. })
@@ -115,7 +119,7 @@ async fn diff(
     Path(switch): Path<String>,
     Query(q): Query<DiffQuery>,
 ) -> ApiResult<Json<BackupDiff>> {
-    Ok(Json(view("backup diff", &s.base.backup_diff(&switch, q.from, q.to).await?)?))
+    Ok(Json(s.base.backup_diff(&switch, q.from, q.to).await?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -137,9 +141,9 @@ async fn restore(
     headers: HeaderMap,
     Path(switch): Path<String>,
     body: Option<Json<RestoreRequest>>,
-) -> ApiResult<Json<RestoreAnswer>> {
+) -> ApiResult<Json<Acted<Restore>>> {
     let r = body.map(|b| b.0).unwrap_or_default();
     let l = engine(&s, &caller, &headers)?;
     let out = l.backup_restore(&switch, r.version, r.to.as_deref(), r.dry_run, r.allow_scrubbed).await?;
-    Ok(Json(view("restore", &out)?))
+    Ok(Json(out))
 }

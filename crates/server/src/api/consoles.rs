@@ -15,7 +15,7 @@ use lifeline_console::{AttachOptions, ViewerEvent, WriteMode};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Route, operator, route, viewer};
-use crate::api::answers::{ConsoleInfo, view};
+use crate::api::answers::ConsoleInfo;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -62,7 +62,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<ConsoleInfo>>> {
-    Ok(Json(view("consoles", &s.consoles.list())?))
+    Ok(Json(s.consoles.list()))
 }
 
 #[derive(Debug, Deserialize)]

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::access::{Route, operator, route, viewer};
 use crate::api::answers::{
-    BmcEventLog, DeviceDetail, HealthReport, HealthRow, PowerAnswer, PowerRow, PowerStatus, PowerStatusRow,
+    DeviceDetail, EventLog, HealthRow, HealthSummary, PowerAnswer, PowerRow, PowerStatus, PowerStatusRow,
     Sweep, view,
 };
 use crate::api::engine;
@@ -30,8 +30,8 @@ pub fn routes() -> Vec<Route> {
     vec![
         route(Method::GET, "/api/v1/devices", viewer(), "devices", "Every inventory device with its last observed power, health and reachability.", get(list)).returns_list::<DeviceSummary>(),
         route(Method::GET, "/api/v1/devices/{name}", viewer(), "devices", "One device: inventory fields and last observations.", get(show)).returns::<DeviceDetail>(),
-        route(Method::GET, "/api/v1/devices/{name}/health", viewer(), "devices", "Read the BMC's sensors and health rollup now.", get(health)).returns::<HealthReport>(),
-        route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)).returns::<BmcEventLog>(),
+        route(Method::GET, "/api/v1/devices/{name}/health", viewer(), "devices", "Read the BMC's sensors and health rollup now.", get(health)).returns::<HealthSummary>(),
+        route(Method::GET, "/api/v1/devices/{name}/sel", viewer(), "devices", "The newest entries of the BMC's event log (`?newest=N`).", get(sel)).returns::<EventLog>(),
         route(Method::GET, "/api/v1/devices/{name}/power", viewer(), "devices", "Read the power state now.", get(power_status)).returns::<PowerStatus>(),
         route(Method::POST, "/api/v1/devices/{name}/power", operator(), "devices", "Power action (`on`, `off`, `cycle`, `reset`, `soft`), audited as the web user; `Idempotency-Key` makes retries safe.", post(power)).body("PowerRequest").returns::<PowerAnswer>(),
         route(Method::GET, "/api/v1/power", viewer(), "devices", "Read the power state of several devices now (`?targets=a,r02,gpu-*`).", get(group_power_status)).returns_list::<PowerStatusRow>(),
@@ -181,7 +181,7 @@ async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<
     }
     let open = s.store.faults(Some("open"), 1_000_000).await?;
     seen.open_faults.insert(name.clone(), open.iter().filter(|f| f.device == name).count());
-    let device = view("device", &lifeline_engine::ops::inventory::device_json(d))?;
+    let device = crate::api::answers::InventoryDevice::of(d);
     Ok(Json(DeviceDetail { device, observed: summary(d, &seen) }))
 }
 
@@ -214,9 +214,9 @@ pub(crate) fn one<T>(rows: Vec<lifeline_engine::Row<T>>, name: &str) -> ApiResul
     Ok(row.result?)
 }
 
-async fn health(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<HealthReport>> {
+async fn health(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<HealthSummary>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(view("health", &one(s.base.health(&sel).await?, &name)?)?))
+    Ok(Json(one(s.base.health(&sel).await?, &name)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,14 +228,14 @@ async fn sel(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SelQuery>,
-) -> ApiResult<Json<BmcEventLog>> {
+) -> ApiResult<Json<EventLog>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(view("event log", &one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?)?))
+    Ok(Json(one(s.base.sel(&sel, q.newest.unwrap_or(20).min(1000)).await?, &name)?))
 }
 
 async fn power_status(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<PowerStatus>> {
     let sel = one_device(&s.base, &name)?;
-    Ok(Json(view("power status", &one(s.base.power_status(&sel).await?, &name)?)?))
+    Ok(Json(one(s.base.power_status(&sel).await?, &name)?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -374,7 +374,7 @@ async fn sweep(
     let l = engine(&s, &caller, &headers)?;
     let sel = l.select_bmcs(&req.targets, &[], true)?;
     let sweep = l.sweep(&sel, &lifeline_bmc::SweepOptions::default(), |_, _| {}).await?;
-    Ok(Json(view("sweep", &sweep)?))
+    Ok(Json(sweep))
 }
 
 #[derive(Debug, Deserialize)]

@@ -33,8 +33,7 @@ pub struct Fault {
     pub severity: String,
     pub state: FaultState,
     pub message: String,
-    /// What the rule saw (its evidence), as it recorded it.
-    #[schema(value_type = Object)]
+    /// What the rule saw (its evidence), as it recorded it: any JSON, its shape is the rule's (`kind`).
     pub detail: Value,
     /// How many times the rule fired while this record was open.
     pub count: i64,
@@ -90,7 +89,7 @@ pub struct AuditRecord {
     /// `started` (the intent, before acting), `ok`, `unchanged`, `failed`, `refused`, `error`,
     /// `interrupted`, `unverified`.
     pub outcome: String,
-    #[schema(value_type = Object)]
+    /// What the action recorded about itself: any JSON, its shape is the action's.
     pub detail: Value,
     pub request_id: Option<String>,
 }
@@ -121,7 +120,7 @@ pub struct Event {
     pub source: String,
     pub severity: String,
     pub message: String,
-    #[schema(value_type = Object)]
+    /// The event as its source gave it: any JSON, its shape is the source's.
     pub data: Value,
 }
 
@@ -153,10 +152,10 @@ pub struct JournalEntry {
     pub state: String,
     pub at_ms: i64,
     pub request_id: Option<String>,
-    #[schema(value_type = Object)]
+    /// The phase's record (`message`, `outputs`, the resolved `operation`): any JSON, its shape is the
+    /// phase's and the step kind's.
     pub detail: Value,
-    /// What the step observed, as it recorded it (its digest is the step's evidence digest).
-    #[schema(value_type = Object)]
+    /// What the step observed, as it recorded it (its digest is the step's evidence digest): any JSON.
     pub evidence: Value,
 }
 
@@ -278,8 +277,8 @@ pub struct RunbookEntry {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Observed {
     pub observed_at: Option<DateTime<Utc>>,
-    /// As the observer recorded it (an agent report, a verification, the scheduler's view).
-    #[schema(value_type = Object)]
+    /// As the observer recorded it (an agent report, a verification, the scheduler's view): any JSON, its
+    /// shape is the observer's.
     pub value: Value,
 }
 
@@ -300,8 +299,36 @@ pub struct OpenApiDocument;
 
 impl utoipa::PartialSchema for OpenApiDocument {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .description(Some("An OpenAPI 3.1 document."))
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, SchemaType, Type};
+        let text = || ObjectBuilder::new().schema_type(Type::String);
+        // Its top level as the OpenAPI 3.1 specification defines it; what lies below `paths` and
+        // `components` is that specification's, not restated here.
+        let map = |what: &str| {
+            ObjectBuilder::new().schema_type(Type::Object).description(Some(what)).additional_properties(
+                Some(AdditionalProperties::RefOr(
+                    ObjectBuilder::new().schema_type(SchemaType::AnyValue).into(),
+                )),
+            )
+        };
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0)."))
+            .property("openapi", text().description(Some("The specification's version: `3.1.0`.")))
+            .required("openapi")
+            .property(
+                "info",
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property("title", text())
+                    .property("version", text())
+                    .property("description", text())
+                    .required("title")
+                    .required("version"),
+            )
+            .required("info")
+            .property("paths", map("Each path's operations (a Path Item Object per path)."))
+            .required("paths")
+            .property("components", map("Reusable objects: `schemas` (every type the operations name)."))
             .build()
             .into()
     }

@@ -13,7 +13,6 @@ use axum::routing::{get, post};
 use axum::{Extension, Json};
 use lifeline_runbook::{RunOptions, RunView, Runbook};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::access::{Route, operator, route, viewer};
 use crate::api::answers::{Plan as PlanView, RunRecord, RunbookDetail, view};
@@ -96,11 +95,7 @@ async fn list(State(s): State<AppState>) -> ApiResult<Json<Vec<RunbookEntry>>> {
 
 async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<RunbookDetail>> {
     let (rb, _) = runner::load(&s, &name)?;
-    let mut v = serde_json::to_value(&rb).unwrap_or_default();
-    if let Value::Object(m) = &mut v {
-        m.insert("admin_only".into(), rb.admin_only().into());
-    }
-    Ok(Json(view("runbook", &v)?))
+    Ok(Json(RunbookDetail { admin_only: rb.admin_only(), runbook: rb }))
 }
 
 /// The request's targets, expanded through the inventory (names, racks, roles, groups, globs).

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Json};
 
 use crate::access::{Route, admin, route, viewer};
-use crate::api::answers::{HygieneRow, InventoryDevice, view};
+use crate::api::answers::{HygieneRow, InventoryDevice};
 use crate::api::devices::TargetsRequest;
 use crate::api::engine;
 use crate::api::model::{Evidence, Observed};
@@ -56,8 +56,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn inventory(State(s): State<AppState>) -> ApiResult<Json<Vec<InventoryDevice>>> {
     let inv = s.base.inventory()?;
-    let devices: Vec<_> = inv.devices.iter().map(lifeline_engine::ops::inventory::device_json).collect();
-    Ok(Json(view("inventory", &devices)?))
+    Ok(Json(inv.devices.iter().map(InventoryDevice::of).collect()))
 }
 
 async fn evidence(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Evidence>> {
@@ -97,5 +96,5 @@ async fn hygiene(
     let l = engine(&s, &caller, &headers)?;
     let sel = l.select_bmcs(&req.targets, &[], true)?;
     let rows = l.bmc_hygiene(&sel, HYGIENE_MAX_ATTEMPTS).await?;
-    Ok(Json(view("hygiene", &rows)?))
+    Ok(Json(rows))
 }
