@@ -288,8 +288,10 @@ fn config_change_is_evidence_and_its_approved_restore_undoes_it(nos: Nos, offset
     let after = left_to_restore(&sim);
     assert!(after.is_empty(), "the MTU change is still on the switch: {after}");
 
-    // The next scheduled backup sees the restore as a change (v3, the same config as v1): Lifeline's own
-    // restore is no evidence, and undoing it (restoring v2) is not offered.
+    // The next scheduled backup sees the restore as a change (v3, the same config as v1): no second run is
+    // offered (undoing the restore would put the change back). Within the correlation's window this holds
+    // even without the engine's own-restore check (evidence on the same ports replaces the held one without
+    // a new report), so this guards the outcome, not that check.
     wait_until("the backup after the restore", Duration::from_secs(90), || {
         let o = sim.lifeline(&["backup", "history", "leaf-a", "--json"]);
         let v = lifeline_test_utils::output_json(&o);
