@@ -495,7 +495,7 @@ async fn gpus(g: &Global, l: &lifeline_engine::Lifeline, sel: &lifeline_engine::
                     t.add_row(vec![
                         h.bmc.clone(),
                         x.name.clone(),
-                        x.role.to_owned(),
+                        x.role.to_string(),
                         opt(&x.detail.model),
                         x.health.to_string(),
                         opt(&x.state),
