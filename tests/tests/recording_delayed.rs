@@ -172,3 +172,50 @@ fn the_server_answers_200_with_a_warning_and_readyz_says_why_it_is_not_ready() {
     assert!(why.contains("actions cannot be recorded") && why.contains("disk is full"), "{why}");
     assert!(why.contains("action outcome(s) wait in"), "{why}");
 }
+
+/// Sent to the server without an `Idempotency-Key`: the warning's hint names a key, and a retry that sends
+/// that key is the same request (its kept outcome, nothing sent), while the store refuses and after a
+/// restart whose store takes writes again. Before, a keyless request was stored as `UUID/TARGET` while the
+/// hinted key was looked up as `ACTOR/UUID/TARGET`, and the retry cycled the node again.
+#[test]
+fn the_servers_hint_for_a_request_without_a_key_names_a_key_that_replays_it() {
+    let mut sim = two_node_sim(43200);
+    add_user(&sim, "ann", "operator", "correct horse battery");
+    sim.set_env(HOOK, "1");
+    let post = |srv: &Server, key: Option<&str>| {
+        let s = login(&srv.addr, "ann", "correct horse battery");
+        let mut h = vec![("Cookie", s.cookie.as_str()), ("X-CSRF-Token", s.csrf.as_str())];
+        if let Some(k) = key {
+            h.push(("Idempotency-Key", k));
+        }
+        let body = Some(json!({"action": "cycle"}));
+        let (st, _, body) =
+            common::request(&srv.addr, "POST", "/api/v1/devices/node/power", &h, body.as_ref()).unwrap();
+        assert_eq!(st, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let srv = Server::start(&sim);
+    let v = post(&srv, None);
+    assert_eq!(v["recording"], "delayed", "{v}");
+    let hinted = v["warning"]
+        .as_str()
+        .and_then(|w| w.split("a retry with request id ").nth(1))
+        .and_then(|r| r.split(" returns it").next())
+        .unwrap_or_else(|| panic!("no retry hint: {v}"))
+        .to_owned();
+    assert!(!hinted.contains('/'), "the hint names the key as a client sends it: {hinted}");
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+
+    let again = post(&srv, Some(&hinted));
+    assert!(again["replay_of"].as_str().is_some_and(|r| r.contains(&hinted)), "{again}");
+    assert_eq!(cycles(&sim), 1, "the hinted key replayed the cycle: {:?}", sim.actions("node"));
+    drop(srv);
+
+    // The store takes writes again: the kept outcome is recorded, and the hinted key still replays it.
+    sim.set_env(HOOK, "");
+    let srv = Server::start(&sim);
+    let later = post(&srv, Some(&hinted));
+    assert!(later["replay_of"].as_str().is_some_and(|r| r.contains(&hinted)), "{later}");
+    assert!(later.get("recording").is_none(), "recorded by now: {later}");
+    assert_eq!(cycles(&sim), 1, "{:?}", sim.actions("node"));
+}

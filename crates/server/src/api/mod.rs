@@ -65,11 +65,14 @@ pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     }
 }
 
-/// The engine context for this request.
+/// The engine context for this request. A request without an `Idempotency-Key` is given a fresh one, so
+/// that the key its answer names (a "recording delayed" warning's retry hint) is one a retry sends as its
+/// `Idempotency-Key` and is found under: the id is scoped to the caller either way (`ACTOR/KEY/TARGET`).
 pub fn engine(
     state: &AppState,
     caller: &Caller,
     headers: &HeaderMap,
 ) -> ApiResult<lifeline_engine::Lifeline> {
-    Ok(state.engine_for(caller, idempotency_key(headers)?))
+    let key = idempotency_key(headers)?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    Ok(state.engine_for(caller, Some(key)))
 }
