@@ -14,6 +14,8 @@ const FABRICS = ['backend', 'storage', 'frontend', 'oob'];
 const cells = new Map();
 const rows = new Map();
 const picked = new Set();
+/** Each node's BIOS drift as the scheduled read last found it (`/api/v1/bios/drift`), by name. */
+let bios = new Map();
 
 function params() {
   const p = new URLSearchParams(location.search);
@@ -27,10 +29,32 @@ function query(f, extra = {}) {
   return p.toString();
 }
 
-function cellTitle(d) { return `${d.name} · ${d.state}${d.why ? ` — ${d.why}` : ''}`; }
+/** The attributes a node's BIOS differs in from its profile, in words (`''`: none known). */
+function biosWords(name) {
+  const b = bios.get(name);
+  return b && b.drifted ? `BIOS drift: ${b.drift.map((x) => x.attribute).join(', ')}` : '';
+}
+
+function cellTitle(d) {
+  const w = biosWords(d.name);
+  return `${d.name} · ${d.state}${d.why ? ` — ${d.why}` : ''}${w ? ` · ${w}` : ''}`;
+}
+
+/** The table's BIOS cell: drift with the attributes (each with what it is and what the profile wants), ok, or why not read. */
+function biosCell(name) {
+  const b = bios.get(name);
+  if (!b) return h('td', { class: 'bios', 'data-bios': 'unread' }, '—');
+  if (b.drifted) {
+    const detail = b.drift.map((x) => `${x.attribute}: ${x.current === null ? 'absent' : JSON.stringify(x.current)} (profile ${JSON.stringify(x.want)}${x.pending !== null ? `, pending ${JSON.stringify(x.pending)}` : ''})`);
+    return h('td', { class: 'bios', 'data-bios': 'drift', title: detail.join('\n') },
+      h('span', { class: 'badge b-warning' }, 'drift'), ' ', b.drift.map((x) => x.attribute).join(', '));
+  }
+  if (b.error) return h('td', { class: 'bios', 'data-bios': 'error', title: b.error }, 'not read');
+  return h('td', { class: 'bios', 'data-bios': 'ok', title: `${b.checked} attribute(s) as the profile` }, badge('ok'));
+}
 
 function cell(d) {
-  const a = h('a', { href: `/ui/node/${enc(d.name)}`, class: `c s-${d.state}${picked.has(d.name) ? ' sel' : ''}`, 'data-device': d.name, title: cellTitle(d), 'aria-label': cellTitle(d) });
+  const a = h('a', { href: `/ui/node/${enc(d.name)}`, class: `c s-${d.state}${picked.has(d.name) ? ' sel' : ''}`, 'data-device': d.name, 'data-bios': bios.get(d.name)?.drifted ? 'drift' : null, title: cellTitle(d), 'aria-label': cellTitle(d) });
   cells.set(d.name, a);
   return a;
 }
@@ -76,7 +100,7 @@ function tableRow(d) {
     h('td', { class: 'name' }, h('a', { href: `/ui/node/${enc(d.name)}`, 'data-nav': '' }, d.name)),
     h('td', {}, d.role), h('td', {}, d.rack), h('td', { class: 'state' }, badge(d.state)),
     h('td', { class: 'power' }, badge(d.power)), h('td', { class: 'health' }, badge(d.health)),
-    h('td', { class: 'why' }, d.why || ''), h('td', { class: 'faults' }, d.open_faults ? h('a', { href: `/ui/faults?device=${enc(d.name)}` }, String(d.open_faults)) : '0'));
+    h('td', { class: 'why' }, d.why || ''), biosCell(d.name), h('td', { class: 'faults' }, d.open_faults ? h('a', { href: `/ui/faults?device=${enc(d.name)}` }, String(d.open_faults)) : '0'));
   tr.dataset.power = d.power || '';
   rows.set(d.name, tr);
   return tr;
@@ -96,7 +120,7 @@ function setState(name, state) {
   const c = cells.get(name);
   if (c && !c.classList.contains(`s-${state}`)) {
     c.className = `c s-${state}${picked.has(name) ? ' sel' : ''}`;
-    c.title = `${name} · ${state}`;
+    c.title = cellTitle({ name, state });
     c.setAttribute('aria-label', c.title);
   }
   const tr = rows.get(name);
@@ -120,11 +144,19 @@ function filterBar(f, page, reload) {
     h('button', { type: 'submit' }, 'Filter'), ' ',
     Object.keys(f).length ? h('a', { href: '/ui/fleet', id: 'clear-filter' }, 'clear') : null, ' ',
     h('span', { id: 'fleet-count', 'data-matched': page.matched, 'data-total': page.total },
-      page.matched === page.total ? `${page.total} devices` : `${page.matched} of ${page.total} devices`));
+      page.matched === page.total ? `${page.total} devices` : `${page.matched} of ${page.total} devices`), ' ',
+    biosSummary(page));
   form.addEventListener('submit', (ev) => { ev.preventDefault(); go(); });
   state.addEventListener('change', go);
   role.addEventListener('change', go);
   return form;
+}
+
+/** How many of the shown nodes drifted from their BIOS profile, named. */
+function biosSummary(page) {
+  const drifted = page.devices.filter((d) => bios.get(d.name)?.drifted).map((d) => d.name);
+  return h('span', { id: 'bios-drifted', 'data-count': drifted.length, title: drifted.join(', ') },
+    drifted.length ? h('span', { class: 'badge b-warning' }, `${drifted.length} with BIOS drift: ${drifted.join(', ')}`) : '');
 }
 
 function actionBar(page) {
@@ -160,9 +192,12 @@ export async function render(main) {
   const load = async () => {
     const f = params();
     filtered = Object.keys(f).length > 0;
-    const page = await api('GET', `/api/v1/fleet?${query(f, { limit: 50000 })}`);
+    // The BIOS drift is a column beside the state: a failure to read it leaves the column empty, not the page.
+    const [page, drift] = await Promise.all([api('GET', `/api/v1/fleet?${query(f, { limit: 50000 })}`),
+      api('GET', '/api/v1/bios/drift').catch(() => ({ nodes: [] }))]);
+    bios = new Map(drift.nodes.map((n) => [n.device, n]));
     cells.clear(); rows.clear();
-    const heads = [...(can('operator') ? [''] : []), 'Device', 'Role', 'Rack', 'State', 'Power', 'Health', 'Why', 'Open faults'];
+    const heads = [...(can('operator') ? [''] : []), 'Device', 'Role', 'Rack', 'State', 'Power', 'Health', 'Why', 'BIOS', 'Open faults'];
     body.replaceChildren(filterBar(f, page, () => load().catch(fail)), actionBar(page),
       page.devices.length ? (TABLE_ONLY ? null : grid(page.devices)) : h('p', { id: 'no-match' }, 'No device matches this filter.'),
       page.devices.length && (TABLE_ONLY || page.devices.length <= TABLE_MAX)
@@ -171,6 +206,20 @@ export async function render(main) {
     document.body.dataset.fleet = String(page.matched);
   };
   await load();
+  // The drift changes only with the scheduled read (minutes apart): looked at again every 15 s, in place.
+  const biosTimer = setInterval(async () => {
+    let drift;
+    try { drift = await api('GET', '/api/v1/bios/drift'); } catch { return; }
+    bios = new Map(drift.nodes.map((n) => [n.device, n]));
+    for (const [name, c] of cells) {
+      c.dataset.bios = bios.get(name)?.drifted ? 'drift' : '';
+      c.title = cellTitle({ name, state: [...c.classList].find((k) => k.startsWith('s-'))?.slice(2) || '' });
+      c.setAttribute('aria-label', c.title);
+    }
+    for (const [name, tr] of rows) tr.querySelector('td.bios').replaceWith(biosCell(name));
+    const sum = document.getElementById('bios-drifted');
+    if (sum) sum.replaceWith(biosSummary({ devices: [...cells.keys()].map((name) => ({ name })) }));
+  }, 15000);
   main.append(h('section', {}, h('h2', {}, 'Events'), events));
   // The grid: a click opens the node, or toggles the device while "Select in grid" is on.
   body.addEventListener('click', (ev) => {
@@ -205,5 +254,5 @@ export async function render(main) {
     events.prepend(h('li', {}, `${time(e.at_ms)} ${e.device || ''} [${e.severity || ''}] ${e.message || ''}`));
     while (events.children.length > 50) events.lastChild.remove();
   });
-  window.addEventListener('pagehide', () => es.close());
+  window.addEventListener('pagehide', () => { es.close(); clearInterval(biosTimer); });
 }

@@ -66,8 +66,9 @@ export async function render(main, { name }) {
       e.fault ? [' ', h('a', { href: `/ui/incident/${enc(e.fault)}`, class: 'incident-link' }, `incident ${e.fault}`)] : null))) : h('li', {}, 'Nothing recorded yet.'));
   main.append(section('Timeline', timeline));
   const summary = h('div'), sensors = h('div'), sel = h('div'), evidence = h('div'), faults = h('div'), audit = h('div');
+  const biosEl = h('div', { id: 'bios' });
   main.append(
-    section('Summary', summary), section('Sensors', sensors), section('System event log (SEL)', sel),
+    section('Summary', summary), section('Sensors', sensors), section('BIOS against its profile', biosEl), section('System event log (SEL)', sel),
     section('Certificate, agent and scheduler', evidence), section('Open faults', faults), section('Audit trail', audit));
   const b = d.bmc || {};
   summary.append(table(['Field', 'Value'], [
@@ -92,6 +93,17 @@ export async function render(main, { name }) {
         { id: 'sel' });
     });
   }
+  // The scheduled read's drift from the role's golden profile (`[server] bios-drift-interval`).
+  load(biosEl, async () => {
+    const v = await api('GET', `/api/v1/bios/drift?device=${enc(name)}`);
+    const b = v.nodes[0];
+    if (!b) return h('p', { 'data-bios': 'unread' }, v.interval ? 'Not read yet.' : 'Not read: [server] bios-drift-interval is off.');
+    const when = `read ${time(b.read_at)}${b.error ? ` — the last read failed: ${b.error}` : ''}`;
+    if (!b.drifted) return h('p', { 'data-bios': b.error ? 'error' : 'ok' }, badge('ok'), ` ${b.checked} attribute(s) as the profile wants, ${when}`);
+    const show = (x) => (x === null || x === undefined ? '—' : JSON.stringify(x));
+    return h('div', { 'data-bios': 'drift' }, h('p', {}, h('span', { class: 'badge b-warning' }, 'drift'), ` ${b.drift.length} of ${b.checked} attribute(s) differ, ${when}`),
+      table(['Attribute', 'In force', 'Profile', 'Pending (next reset)'], b.drift.map((x) => [x.attribute, show(x.current), show(x.want), show(x.pending)]), { id: 'bios-drift' }));
+  });
   load(evidence, async () => {
     const ev = await api('GET', `/api/v1/devices/${enc(name)}/evidence`);
     const obs = ev.observations || {};

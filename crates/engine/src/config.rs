@@ -198,6 +198,12 @@ pub struct ServeSection {
     /// How many PFC watchdog storms a port's queues must add between two reads to be
     /// `switch-pfc-watchdog` evidence (default 1, at least 1).
     pub switch_watchdog_threshold: Option<u64>,
+    /// How often every Redfish BMC's BIOS attributes are read against the `[[bios-profile]]` of its node's
+    /// role and each node's drift kept for the API and the fleet view (docs/media-bios.md); a duration
+    /// (default `0s`: not read).
+    pub bios_drift_interval: Option<String>,
+    /// How many BMCs' BIOS attributes are read at once (default 8, at least 1).
+    pub bios_drift_concurrency: Option<usize>,
     /// How BMC events reach the server: `off` (default; the sweeps still read the event logs), `sse`
     /// (each Redfish BMC's event stream) or `push` (EventService subscriptions to `event-listen`).
     pub events: Option<String>,

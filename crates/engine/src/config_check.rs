@@ -100,6 +100,12 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
             "`server.switch-counters-timeout` must be longer than zero".into(),
         );
     }
+    if let Some(v) = &s.bios_drift_interval {
+        duration("server.bios-drift-interval", v, err);
+    }
+    if s.bios_drift_concurrency == Some(0) {
+        err("server.bios-drift-concurrency", "`server.bios-drift-concurrency` must be at least 1".into());
+    }
     if s.switch_counters_concurrency == Some(0) {
         err(
             "server.switch-counters-concurrency",
@@ -310,5 +316,20 @@ mod tests {
             d.iter().any(|x| x.contains("`server.switch-counters-timeout` must be longer than zero")),
             "{d:#?}"
         );
+    }
+
+    #[test]
+    fn the_bios_drift_keys_are_checked() {
+        assert_eq!(
+            run("[server]\nbios-drift-interval = \"1h\"\nbios-drift-concurrency = 4\n"),
+            Vec::<String>::new()
+        );
+        let d = run("[server]\nbios-drift-interval = \"hourly\"\nbios-drift-concurrency = 0\n");
+        assert_eq!(d.len(), 2, "{d:#?}");
+        assert!(
+            d.iter().any(|x| x.contains("`server.bios-drift-interval`: `hourly` is not a duration")),
+            "{d:#?}"
+        );
+        assert!(d.iter().any(|x| x.contains("`server.bios-drift-concurrency` must be at least 1")), "{d:#?}");
     }
 }

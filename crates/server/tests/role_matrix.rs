@@ -49,6 +49,7 @@ const EXPECTED: &[(&str, &str, Option<Role>, bool)] = &[
     ("POST", "/api/v1/backups/{switch}/restore", Some(Role::Operator), PERSON),
     ("GET", "/api/v1/backups/{switch}/trust", Some(Role::Admin), PERSON),
     ("POST", "/api/v1/backups/{switch}/trust", Some(Role::Admin), PERSON),
+    ("GET", "/api/v1/bios/drift", Some(Role::Viewer), PERSON),
     ("GET", "/api/v1/consoles", Some(Role::Viewer), PERSON),
     ("GET", "/api/v1/consoles/{name}/log", Some(Role::Viewer), PERSON),
     ("GET", "/api/v1/consoles/{name}/attach", Some(Role::Viewer), PERSON),

@@ -8,6 +8,7 @@
 
 mod audit;
 mod backup;
+mod bios_drift;
 mod changes;
 mod credentials;
 mod devices;
@@ -31,6 +32,7 @@ mod users;
 
 pub use audit::{AuditEntry, AuditRow};
 pub use backup::BackupSummary;
+pub use bios_drift::BiosDriftRow;
 pub use credentials::CredentialRow;
 pub use devices::{DeviceRecord, SyncSummary};
 pub use discovery::DiscoveryRow;

@@ -151,7 +151,7 @@ fn role_of(b: &SelectedBmc) -> Option<String> {
     b.role.as_ref().map(|r| r.to_string())
 }
 
-fn diff_of(b: &SelectedBmc, profile: &BiosProfile, s: &BiosShow) -> BiosDiff {
+pub(crate) fn diff_of(b: &SelectedBmc, profile: &BiosProfile, s: &BiosShow) -> BiosDiff {
     let role = role_of(b);
     let want = profile.for_role(role.as_deref());
     BiosDiff { bmc: s.bmc.clone(), role, checked: want.len(), drift: drift(&want, &s.attributes, &s.pending) }

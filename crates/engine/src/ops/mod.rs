@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod audit_log;
 pub mod backup;
 pub mod bios;
+pub mod bios_drift;
 pub mod bmc;
 pub mod bmc_info;
 pub mod bmc_reset;

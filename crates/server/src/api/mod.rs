@@ -6,6 +6,7 @@ pub mod admin;
 pub mod answers;
 pub mod audit;
 pub mod backups;
+pub mod bios;
 pub mod consoles;
 pub mod devices;
 pub mod faults;
@@ -37,6 +38,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(overview::routes());
     r.extend(timeline::routes());
     r.extend(backups::routes());
+    r.extend(bios::routes());
     r.extend(trust::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());

@@ -5,6 +5,7 @@
 //! membership heartbeat starts first, so that every job sees this replica in the live set.
 
 pub mod backups;
+pub mod bios_drift;
 pub mod cabling;
 pub mod consoles;
 pub mod event_keep;
@@ -62,6 +63,9 @@ pub async fn start(state: &AppState, jobs: &mut JoinSet<()>) {
     if let Some(every) = sweeps::interval(state) {
         let s = state.clone();
         jobs.spawn(async move { sweeps::run_every(&s, every).await });
+    }
+    if let Some(every) = bios_drift::interval(state) {
+        jobs.spawn(bios_drift::run_every(state.clone(), every));
     }
     if let Some(every) = switch_counters::interval(state) {
         jobs.spawn(switch_counters::run_every(state.clone(), every, evidence_tx));
