@@ -1,7 +1,7 @@
 //! `lifeline media insert TARGET... --serve FILE` against a `lifeline sim` process: Lifeline serves the
 //! image over HTTPS on the configured address with a token per BMC, the simulated BMCs mount it by range
-//! requests (as a real BMC reads an ISO), `curl --range` reads the same bytes, a wrong token and an
-//! expired one get 404 and nothing, and the audit names the token's id and what was served, never the
+//! requests (as a real BMC reads an ISO), `curl --range` from the BMC's address reads the same bytes, a
+//! wrong token, an expired one and the right one from another address get 404 and nothing, and the audit names the token's id and what was served, never the
 //! token.
 
 use std::io::{BufRead, BufReader, Read};
@@ -24,11 +24,13 @@ fn iso(dir: &std::path::Path) -> std::path::PathBuf {
     p
 }
 
-fn curl(url: &str, range: &str) -> (u16, Vec<u8>) {
+/// curl's status and body for a range of `url`, its request from the source address `from` (a BMC's
+/// requests come from its own address: the image server answers a token from that BMC's only).
+fn curl(url: &str, range: &str, from: &str) -> (u16, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("b");
     let o = Command::new("curl")
-        .args(["-sk", "--max-time", "10", "--range", range, "-w", "%{http_code}", "-o"])
+        .args(["-sk", "--max-time", "10", "--interface", from, "--range", range, "-w", "%{http_code}", "-o"])
         .arg(&body)
         .arg(url)
         .output()
@@ -90,15 +92,19 @@ fn served_image_is_mounted_by_range_requests_and_a_wrong_or_expired_token_gets_n
     let token = urls[0].split('/').nth(4).unwrap().to_owned();
     assert_eq!(token.len(), 64);
 
-    // curl reads the range a BMC reads first, byte for byte.
-    let (code, body) = curl(&urls[0], "32768-34815");
+    // curl from n1's address reads the range a BMC reads first, byte for byte.
+    let (n1, n2) = (bmc_address(&sim, "n1"), bmc_address(&sim, "n2"));
+    let (code, body) = curl(&urls[0], "32768-34815", &n1);
     assert_eq!(code, 206);
     assert_eq!(&body[1..6], b"CD001");
     assert_eq!(&body[2048 - 10..], &(34806..34816u32).map(|i| (i % 251) as u8).collect::<Vec<_>>()[..]);
     // A token one digit off: 404 and nothing.
     let wrong = urls[0]
         .replace(&token, &format!("{}{}", if token.starts_with('0') { "1" } else { "0" }, &token[1..]));
-    assert_eq!(curl(&wrong, "0-2047"), (404, Vec::new()));
+    assert_eq!(curl(&wrong, "0-2047", &n1), (404, Vec::new()));
+    // n1's URL from n2's address, or from the jump host: 404 and nothing (the token is n1's).
+    assert_eq!(curl(&urls[0], "0-2047", &n2), (404, Vec::new()));
+    assert_eq!(curl(&urls[0], "0-2047", "127.0.0.1"), (404, Vec::new()));
 
     // Each simulated BMC mounted its image with range requests (the volume descriptor read).
     let mut mounted = Vec::new();
@@ -131,8 +137,8 @@ fn served_image_is_mounted_by_range_requests_and_a_wrong_or_expired_token_gets_n
     assert!(status.success(), "{err}");
     assert!(started.elapsed() >= Duration::from_secs(7), "served until the tokens expired");
     assert!(err.contains("stopped serving"), "{err}");
-    assert!(err.contains("5 requests (5 ranges), 10240 bytes, 2 refused"), "{err}");
-    let (code, body) = curl(&urls[0], "0-2047");
+    assert!(err.contains("5 requests (5 ranges), 10240 bytes, 4 refused"), "{err}");
+    let (code, body) = curl(&urls[0], "0-2047", &n1);
     assert!(code == 0 || code == 404, "{code}");
     assert!(body.is_empty());
 
@@ -142,7 +148,7 @@ fn served_image_is_mounted_by_range_requests_and_a_wrong_or_expired_token_gets_n
     let log = json(&o);
     let rows = log.as_array().unwrap();
     let served = rows.iter().find(|r| r["action"] == "media.serve").expect("media.serve audited");
-    assert_eq!(served["detail"]["refused"], 2, "{served:#}");
+    assert_eq!(served["detail"]["refused"], 4, "{served:#}");
     assert_eq!(served["detail"]["served"].as_array().unwrap().len(), 2, "{served:#}");
     let inserts: Vec<_> =
         rows.iter().filter(|r| r["action"] == "media.insert" && r["outcome"] == "started").collect();
@@ -151,9 +157,21 @@ fn served_image_is_mounted_by_range_requests_and_a_wrong_or_expired_token_gets_n
     assert_eq!(inserts.iter().filter(|r| !r["detail"]["served"].is_null()).count(), 2);
     for r in inserts.iter().filter(|r| !r["detail"]["served"].is_null()) {
         let id = r["detail"]["served"]["token"].as_str().unwrap();
+        // Each token names the one BMC address it answers.
+        let from = r["detail"]["served"]["from"].clone();
+        assert!(from == serde_json::json!([n1]) || from == serde_json::json!([n2]), "{r:#}");
         assert_eq!(id.len(), 12);
         assert!(r["detail"]["image"].as_str().unwrap().contains(&format!("/image/token:{id}/")), "{r:#}");
     }
+}
+
+/// The BMC address of `node` in the simulator's inventory.
+fn bmc_address(sim: &lifeline_test_utils::SimProcess, node: &str) -> String {
+    let text = std::fs::read_to_string(&sim.inventory).unwrap();
+    let at = text.find(&format!("name = \"{node}\"")).unwrap();
+    let rest = &text[at..];
+    let a = rest.find("address = \"").unwrap() + "address = \"".len();
+    rest[a..a + rest[a..].find('"').unwrap()].to_owned()
 }
 
 /// The `Oem.Lifeline.Mount` of each Redfish BMC's CD, read from the simulator over Redfish.

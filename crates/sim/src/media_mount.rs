@@ -24,13 +24,16 @@ pub struct Mount {
 /// The first blocks a reader asks for, then the primary volume descriptor (sector 16 of 2 KiB).
 const READS: [(u64, u64); 2] = [(0, 2047), (32768, 34815)];
 
-/// Reads `url` as a BMC mounting it does; why not, in words.
-pub async fn mount(url: &str) -> Result<Mount, String> {
+/// Reads `url` as a BMC mounting it does, from the BMC's own address `from` (as a real BMC's requests come
+/// from its management address: Lifeline's image server answers a token from that address only); why
+/// not, in words.
+pub async fn mount(url: &str, from: std::net::IpAddr) -> Result<Mount, String> {
     // reqwest's own rustls configuration takes the process's provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .tls_danger_accept_invalid_certs(true)
         .connect_timeout(Duration::from_secs(3))
+        .local_address(from)
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| format!("no HTTP client: {e}"))?;

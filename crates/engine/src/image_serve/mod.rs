@@ -3,13 +3,14 @@
 //! Why its own listener and not the API's: it is bound to the jump host's OOB address (`[image-server]
 //! listen`, never every address by default), it answers only `GET`/`HEAD` of one path shape, and what it
 //! answers depends on nothing but a token: `/image/TOKEN/NAME`, one image per token, each token made for
-//! one insert, expiring, kept hashed ([`tokens`]). An unknown, expired or revoked token, or another name,
-//! gets 404 and not a byte of any image. Ranges (a BMC mounts an ISO by reading ranges of it), `HEAD`
+//! one insert, expiring, kept hashed ([`tokens`]), answering only requests from the BMC's own addresses.
+//! An unknown, expired or revoked token, another name, or a request from another source address gets 404
+//! and not a byte of any image. Ranges (a BMC mounts an ISO by reading ranges of it), `HEAD`
 //! and conditional requests are tower-http's `ServeFile`; TLS is rustls.
 
 pub mod tokens;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,6 +61,8 @@ pub enum ImageServeError {
     Image { path: PathBuf, why: String },
     #[error("no random bytes for a token")]
     Random,
+    #[error("no address of the BMC to tie the image's token to")]
+    NoSource,
 }
 
 /// `[image-server]` checked: what [`ImageServer::start`] needs. One check for the server start and
@@ -178,10 +181,15 @@ impl ImageServer {
         &self.fingerprint
     }
 
-    /// Offers `file` under a fresh token: the URL for one BMC, and the offer (its token's id and expiry).
-    pub fn offer(&self, file: &Path) -> Result<(String, Offer), ImageServeError> {
+    /// Offers `file` under a fresh token to the BMC whose requests come from `from` (its addresses): the
+    /// URL for that BMC, and the offer (its token's id and expiry).
+    pub fn offer(&self, file: &Path, from: &[IpAddr]) -> Result<(String, Offer), ImageServeError> {
         let (path, name) = image_file(file)?;
-        let o = self.shared.tokens.issue(&path, &name, self.ttl).map_err(|_| ImageServeError::Random)?;
+        if from.is_empty() {
+            return Err(ImageServeError::NoSource);
+        }
+        let o =
+            self.shared.tokens.issue(&path, &name, from, self.ttl).map_err(|_| ImageServeError::Random)?;
         Ok((format!("https://{}/image/{}/{}", self.addr, o.token, o.name), o))
     }
 
@@ -264,8 +272,8 @@ async fn fetch(
     req: Request,
 ) -> Response {
     let peer = req.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let Some((path, id)) = s.tokens.lookup(&token, &name, Instant::now()) else {
-        tracing::info!(?peer, "image server: refused a request (no such token, or expired)");
+    let Some((path, id)) = s.tokens.lookup(&token, &name, peer.map(|p| p.ip()), Instant::now()) else {
+        tracing::info!(?peer, "image server: refused a request (no such token, expired, or another source)");
         return StatusCode::NOT_FOUND.into_response();
     };
     if req.method() != Method::GET && req.method() != Method::HEAD {

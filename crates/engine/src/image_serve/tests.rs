@@ -1,8 +1,12 @@
-//! The image server against curl: ranges, HEAD, and nothing served for a wrong, expired or revoked token.
+//! The image server against curl: ranges, HEAD, and nothing served for a wrong, expired or revoked token,
+//! nor to a request from another source address than the BMC's.
 
 use std::process::Command;
 
 use super::*;
+
+/// The address curl's requests come from by default (the tests' stand-in BMC).
+const CURL: [IpAddr; 1] = [IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)];
 
 fn settings(ttl: Duration) -> Settings {
     Settings { listen: "127.0.0.1:0".parse().unwrap(), tls: None, ttl }
@@ -40,7 +44,7 @@ async fn ranges_are_served_and_a_wrong_or_expired_token_gets_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = image(dir.path());
     let server = ImageServer::start(&settings(Duration::from_secs(60))).await.unwrap();
-    let (url, offer) = server.offer(&file).unwrap();
+    let (url, offer) = server.offer(&file, &CURL).unwrap();
     assert!(url.starts_with(&format!("https://127.0.0.1:{}/image/", server.addr().port())), "{url}");
     assert!(url.ends_with("/installer-24.04.iso"), "{url}");
 
@@ -88,11 +92,41 @@ async fn an_expired_token_answers_404() {
     let dir = tempfile::tempdir().unwrap();
     let file = image(dir.path());
     let server = ImageServer::start(&settings(Duration::from_millis(400))).await.unwrap();
-    let (url, _) = server.offer(&file).unwrap();
+    let (url, _) = server.offer(&file, &CURL).unwrap();
     assert_eq!(curl(&url, &["--range", "0-9"]).await.0, 206);
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (code, _, body) = curl(&url, &["--range", "0-9"]).await;
     assert_eq!((code, body.len()), (404, 0));
+}
+
+#[tokio::test]
+async fn a_token_answers_only_its_bmc_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = image(dir.path());
+    let server = ImageServer::start(&settings(Duration::from_secs(60))).await.unwrap();
+    // Two BMCs on loopback addresses of their own; curl binds each as its source, as a BMC's requests
+    // come from its management address.
+    let (a, b): (IpAddr, IpAddr) = ("127.83.0.1".parse().unwrap(), "127.83.0.2".parse().unwrap());
+    let (url_a, _) = server.offer(&file, &[a]).unwrap();
+    let (url_b, _) = server.offer(&file, &[b]).unwrap();
+    let from = |ip: IpAddr| ["--interface".to_owned(), ip.to_string()];
+    let get = |url: String, ip: IpAddr| async move {
+        let f = from(ip);
+        curl(&url, &[f[0].as_str(), f[1].as_str(), "--range", "0-2047"]).await
+    };
+    let (code, _, body) = get(url_a.clone(), a).await;
+    assert_eq!((code, body.len()), (206, 2048));
+    assert_eq!((get(url_b.clone(), b).await.0), 206);
+    // Each BMC's URL from the other BMC, or from the jump host itself: 404 and not a byte.
+    for (url, ip) in [(&url_a, b), (&url_b, a), (&url_a, CURL[0])] {
+        let (code, _, body) = get(url.clone(), ip).await;
+        assert_eq!((code, body.len()), (404, 0), "{url} from {ip}");
+    }
+    let (served, refused) = server.served();
+    assert_eq!(refused, 3);
+    assert_eq!(served.iter().map(|s| s.requests).sum::<u64>(), 2);
+    // An offer to no address is refused before a token is made.
+    assert!(server.offer(&file, &[]).unwrap_err().to_string().contains("no address of the BMC"));
 }
 
 #[test]

@@ -1,8 +1,11 @@
 //! The per-insert tokens of the image server: one image per token, unguessable (256 random bits), expiring,
 //! and kept only as their SHA-256 (a token is a capability: a copy of the table, a log line or an audit
-//! record must not hand it out). What was fetched with each is counted for the audit.
+//! record must not hand it out). Each token answers only requests from the addresses of the BMC it was
+//! made for: a URL copied from a BMC's page (which shows it to anyone who may read the slot) opens nothing
+//! from anywhere else. What was fetched with each is counted for the audit.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -21,6 +24,8 @@ pub struct Offer {
     /// The file name the URL ends with (the only name the token answers for).
     pub name: String,
     pub expires: chrono::DateTime<chrono::Utc>,
+    /// The source addresses whose requests the token answers (the BMC's).
+    pub from: Vec<IpAddr>,
 }
 
 /// What a token served, for the audit.
@@ -36,11 +41,14 @@ pub struct Served {
     /// Bytes of the image sent.
     pub bytes: u64,
     pub expires: String,
+    /// The source addresses the token answers (the BMC's).
+    pub from: Vec<IpAddr>,
 }
 
 struct Entry {
     path: PathBuf,
     name: String,
+    from: Vec<IpAddr>,
     deadline: Instant,
     served: Served,
 }
@@ -86,9 +94,21 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// The same address, an IPv4 one also as IPv6 sees it (`::ffff:a.b.c.d`, a dual-stack listener's peer).
+fn same_ip(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
+}
+
 impl Tokens {
-    /// A fresh token for `path`, answering for `name` only, until `ttl` from now.
-    pub fn issue(&self, path: &Path, name: &str, ttl: Duration) -> Result<Offer, ring::error::Unspecified> {
+    /// A fresh token for `path`, answering for `name` only, to requests from `from` only, until `ttl` from
+    /// now. With no address in `from` it answers nobody.
+    pub fn issue(
+        &self,
+        path: &Path,
+        name: &str,
+        from: &[IpAddr],
+        ttl: Duration,
+    ) -> Result<Offer, ring::error::Unspecified> {
         let mut raw = [0u8; 32];
         SystemRandom::new().fill(&mut raw)?;
         let token = hex::encode(raw);
@@ -99,24 +119,41 @@ impl Tokens {
             token: id.clone(),
             file: path.to_owned(),
             expires: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            from: from.to_vec(),
             ..Served::default()
         };
-        let entry =
-            Entry { path: path.to_owned(), name: name.to_owned(), deadline: Instant::now() + ttl, served };
+        let entry = Entry {
+            path: path.to_owned(),
+            name: name.to_owned(),
+            from: from.to_vec(),
+            deadline: Instant::now() + ttl,
+            served,
+        };
         self.lock().insert(h, entry);
-        Ok(Offer { token, id, name: name.to_owned(), expires })
+        Ok(Offer { token, id, name: name.to_owned(), expires, from: from.to_vec() })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Entry>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The file behind `token` when it is live and answers for `name`, with the token's id; `None` (and
-    /// the refusal counted) otherwise.
-    pub fn lookup(&self, token: &str, name: &str, now: Instant) -> Option<(PathBuf, String)> {
+    /// The file behind `token` when it is live, answers for `name` and for a request from `peer`, with the
+    /// token's id; `None` (and the refusal counted) otherwise. A request whose source is unknown is refused.
+    pub fn lookup(
+        &self,
+        token: &str,
+        name: &str,
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Option<(PathBuf, String)> {
         let h = hash(token);
-        let found =
-            self.lock().get(&h).filter(|e| e.name == name && now < e.deadline).map(|e| e.path.clone());
+        let from_bmc = |e: &&Entry| peer.is_some_and(|p| e.from.iter().any(|f| same_ip(*f, p)));
+        let found = self
+            .lock()
+            .get(&h)
+            .filter(|e| e.name == name && now < e.deadline)
+            .filter(from_bmc)
+            .map(|e| e.path.clone());
         if found.is_none() {
             *self.refused.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         }
@@ -159,23 +196,33 @@ mod tests {
     #[test]
     fn a_token_answers_for_its_one_name_until_it_expires_or_is_revoked() {
         let t = Tokens::default();
-        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", Duration::from_secs(60)).unwrap();
-        let b = t.issue(Path::new("/srv/b.iso"), "b.iso", Duration::from_secs(60)).unwrap();
+        let (bmc_a, bmc_b): (IpAddr, IpAddr) = ("10.1.0.11".parse().unwrap(), "10.1.0.12".parse().unwrap());
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", &[bmc_a], Duration::from_secs(60)).unwrap();
+        let b = t.issue(Path::new("/srv/b.iso"), "b.iso", &[bmc_b], Duration::from_secs(60)).unwrap();
         assert_ne!(a.token, b.token);
         assert_eq!(a.token.len(), 64);
         assert_eq!(a.id, hex::encode(&hash(&a.token)[..6]));
         let now = Instant::now();
-        assert_eq!(t.lookup(&a.token, "a.iso", now), Some((PathBuf::from("/srv/a.iso"), a.id.clone())));
+        let found = Some((PathBuf::from("/srv/a.iso"), a.id.clone()));
+        assert_eq!(t.lookup(&a.token, "a.iso", Some(bmc_a), now), found);
+        // The same address as a dual-stack listener sees it.
+        assert_eq!(t.lookup(&a.token, "a.iso", Some("::ffff:10.1.0.11".parse().unwrap()), now), found);
+        // Only from the BMC it was made for: not from b's BMC, nor from a source unknown.
+        assert_eq!(t.lookup(&a.token, "a.iso", Some(bmc_b), now), None);
+        assert_eq!(t.lookup(&a.token, "a.iso", None, now), None);
         // One image per token: a's token does not open b's image, nor any other name.
-        assert_eq!(t.lookup(&a.token, "b.iso", now), None);
-        assert_eq!(t.lookup(&b.token[..63], "b.iso", now), None);
-        assert_eq!(t.lookup(&a.token, "a.iso", now + Duration::from_secs(61)), None);
+        assert_eq!(t.lookup(&a.token, "b.iso", Some(bmc_a), now), None);
+        assert_eq!(t.lookup(&b.token[..63], "b.iso", Some(bmc_b), now), None);
+        assert_eq!(t.lookup(&a.token, "a.iso", Some(bmc_a), now + Duration::from_secs(61)), None);
+        // A token made for no address answers nobody.
+        let c = t.issue(Path::new("/srv/c.iso"), "c.iso", &[], Duration::from_secs(60)).unwrap();
+        assert_eq!(t.lookup(&c.token, "c.iso", Some(bmc_a), now), None);
         t.record(&a.id, true, 2048);
         t.record(&a.id, false, 10);
         t.revoke_all();
-        assert_eq!(t.lookup(&b.token, "b.iso", Instant::now()), None);
+        assert_eq!(t.lookup(&b.token, "b.iso", Some(bmc_b), Instant::now()), None);
         let (served, refused) = t.served();
-        assert_eq!(refused, 4);
+        assert_eq!(refused, 7);
         let sa = served.iter().find(|s| s.token == a.id).unwrap();
         assert_eq!((sa.requests, sa.ranges, sa.bytes), (2, 1, 2058));
         // The secret itself is nowhere in what is audited.
@@ -185,7 +232,7 @@ mod tests {
     #[test]
     fn redact_names_the_token_of_every_image_url() {
         let t = Tokens::default();
-        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", Duration::from_secs(60)).unwrap();
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", &[], Duration::from_secs(60)).unwrap();
         let url = format!("https://10.0.0.5:8443/image/{}/a.iso", a.token);
         let text = format!("was {url}, now {url}; /image/short/x and /image/");
         let r = redact(&text);

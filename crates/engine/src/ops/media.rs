@@ -28,6 +28,22 @@ fn redact(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// The addresses a BMC's requests come from: its address, or what its name resolves to (a BMC fetches an
+/// image from its own management address; one behind NAT needs an image URL of its own, `media insert URL`).
+async fn bmc_sources(address: &str) -> std::io::Result<Vec<std::net::IpAddr>> {
+    if let Ok(ip) = address.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        return Ok(vec![ip]);
+    }
+    let found =
+        tokio::time::timeout(std::time::Duration::from_secs(10), tokio::net::lookup_host((address, 0)))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "name lookup timed out"))??;
+    let mut ips: Vec<std::net::IpAddr> = found.map(|a| a.ip()).collect();
+    ips.sort();
+    ips.dedup();
+    Ok(ips)
+}
+
 impl Lifeline {
     /// The virtual media slots as each BMC reports them.
     pub async fn media_show(&self, sel: &BmcSelection) -> Result<Vec<Row<MediaShow>>> {
@@ -68,7 +84,12 @@ impl Lifeline {
     ) -> Result<Vec<Row<Acted<MediaReport>>>> {
         let mut per_bmc = HashMap::new();
         for b in &sel.bmcs {
-            let (url, offer) = server.offer(file).map_err(|e| EngineError::Failed {
+            let from = bmc_sources(&b.target.address).await.map_err(|e| EngineError::Failed {
+                target: b.target.name.clone(),
+                what: format!("cannot tie the image's token to the BMC's address `{}`", b.target.address),
+                source: Some(Box::new(e)),
+            })?;
+            let (url, offer) = server.offer(file, &from).map_err(|e| EngineError::Failed {
                 target: b.target.name.clone(),
                 what: "cannot serve the image".into(),
                 source: Some(Box::new(e)),
@@ -82,7 +103,7 @@ impl Lifeline {
                 "write_protected": template.write_protected,
                 "served": {
                     "file": file, "server": server.addr().to_string(), "tls_sha256": server.fingerprint(),
-                    "token": offer.id, "expires": offer.expires,
+                    "token": offer.id, "expires": offer.expires, "from": offer.from,
                 },
             });
             let req = MediaRequest { image, ..template.clone() };

@@ -192,8 +192,9 @@ fn insert(bmc: &RedfishBmc, l: &Layout, k: SlotKind, body: &Bytes) -> Response {
             // The BMC mounts the image after answering (as bmcweb and iDRAC do): ranges over HTTP(S).
             if image.starts_with("http://") || image.starts_with("https://") {
                 let (host, image, n) = (bmc.host.clone(), image.to_owned(), bmc.host.media().slot(k).inserts);
+                let from = bmc.addr;
                 tokio::spawn(async move {
-                    let m = crate::media_mount::mount(&image).await;
+                    let m = crate::media_mount::mount(&image, from).await;
                     tracing::info!(image = %image, mount = ?m, "virtual media mounted");
                     host.media().mounted(k, n, m);
                 });
