@@ -76,16 +76,16 @@ const RUNS_WATCHED: i64 = 100;
 impl RunWatch {
     /// The runs that changed since the last look (none on the first look: the page reads them itself).
     async fn changed(&mut self, s: &AppState, first: bool) -> Vec<Event> {
-        let Ok(rows) = s.store.runs(RUNS_WATCHED).await else { return Vec::new() };
+        let Ok(rows) = s.base.runs_recent(RUNS_WATCHED).await else { return Vec::new() };
         let mut out = Vec::new();
         for r in rows {
             let key = (r.state.clone(), r.next_step, r.updated_at_ms);
             let (old_key, old_journal) =
                 self.seen.get(&r.id).cloned().unwrap_or(((String::new(), -1, -1), 0));
-            let active = lifeline_store::ACTIVE_RUN_STATES.contains(&r.state.as_str());
+            let active = lifeline_engine::ops::runs::ACTIVE_RUN_STATES.contains(&r.state.as_str());
             // Journal rows appear while the state stays `running` (a step's intent): look at active runs.
             let newest = if active || key != old_key || first {
-                match s.store.journal_since(&r.id, old_journal).await {
+                match s.base.run_journal_since(&r.id, old_journal).await {
                     Ok(j) => j.last().map_or(old_journal, |j| j.id),
                     Err(_) => old_journal,
                 }
@@ -93,7 +93,7 @@ impl RunWatch {
                 old_journal
             };
             if !first && (key != old_key || newest != old_journal) {
-                let journal = s.store.journal_since(&r.id, 0).await.unwrap_or_default();
+                let journal = s.base.run_journal(&r.id).await.unwrap_or_default();
                 let rb = lifeline_runbook::library::parse_stored(&r.runbook, &r.definition).ok();
                 let v = lifeline_runbook::RunView::build(&r, rb.as_ref(), &journal);
                 out.push(Event::default().event("run").data(serde_json::to_string(&v).unwrap_or_default()));
@@ -113,7 +113,7 @@ async fn live(
     // then brings what is new.
     let mut after = 0;
     let mut history = std::collections::VecDeque::new();
-    while let Ok(rows) = s.store.events_after(after, 10_000).await {
+    while let Ok(rows) = s.base.events_after(after, 10_000).await {
         match rows.last() {
             Some(r) => after = r.id,
             None => break,
@@ -194,7 +194,7 @@ async fn live(
                     c.last_summary = key;
                 }
             }
-            if let Ok(rows) = c.s.store.events_after(c.after, 200).await {
+            if let Ok(rows) = c.s.base.events_after(c.after, 200).await {
                 for r in rows {
                     c.after = c.after.max(r.id);
                     let data = serde_json::to_string(&r).unwrap_or_default();

@@ -1,6 +1,6 @@
 //! Reading the audit log: who did what, when, and how it ended.
 
-use lifeline_store::AuditRow;
+pub use lifeline_store::{AuditEntry, AuditRow};
 
 use crate::context::Lifeline;
 use crate::error::Result;

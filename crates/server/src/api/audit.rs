@@ -5,7 +5,7 @@ use axum::extract::{Query, State};
 use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use lifeline_store::AuditRow;
+use lifeline_engine::ops::audit_log::AuditRow;
 use serde::Deserialize;
 
 use crate::access::{Route, route, viewer};
@@ -51,7 +51,7 @@ async fn rows(s: &AppState, q: &AuditQuery) -> ApiResult<Vec<AuditRow>> {
     // Filters other than the target are applied here over a wider window (the store indexes by target).
     let filtered = q.actor.is_some() || q.action.is_some() || q.outcome.is_some();
     let fetch = if filtered { (limit * 20).min(200_000) } else { limit };
-    let rows = s.store.audit_log(q.target.as_deref(), fetch).await?;
+    let rows = s.base.audit_log(q.target.as_deref(), fetch).await?;
     Ok(rows
         .into_iter()
         .filter(|r| q.actor.as_deref().is_none_or(|a| r.entry.actor == a))
@@ -122,7 +122,7 @@ mod tests {
         let r = AuditRow {
             id: 7,
             at_ms: 0,
-            entry: lifeline_store::AuditEntry {
+            entry: lifeline_engine::ops::audit_log::AuditEntry {
                 actor: "web:ann".into(),
                 action: "power.cycle".into(),
                 target: "n1".into(),

@@ -147,7 +147,7 @@ async fn start(
 
 async fn runs(State(s): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Vec<RunRecord>>> {
     let limit = q.limit.unwrap_or(200).clamp(1, 10_000);
-    let rows = s.store.runs(if q.target.is_some() { 10_000 } else { limit }).await?;
+    let rows = s.base.runs_recent(if q.target.is_some() { 10_000 } else { limit }).await?;
     let views: Vec<RunView> = rows
         .iter()
         .filter(|r| q.target.as_ref().is_none_or(|t| &r.target == t))

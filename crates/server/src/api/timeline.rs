@@ -89,7 +89,7 @@ async fn timeline(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
         ApiError::Engine(lifeline_engine::EngineError::UnknownDevice { name: name.clone() })
     })?;
     let mut out: Vec<(i64, Entry)> = Vec::new();
-    for f in s.store.faults(None, 100_000).await?.into_iter().filter(|f| f.device == name) {
+    for f in s.base.faults(None, 100_000).await?.into_iter().filter(|f| f.device == name) {
         let mut e = entry(f.opened_at_ms, "fault", format!("fault opened: {} ({})", f.kind, f.severity));
         (e.detail, e.full) = summarized(Some(&f.message));
         e.fault = Some(f.id);
@@ -104,7 +104,7 @@ async fn timeline(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
             out.push((at, e));
         }
     }
-    let runs: Vec<_> = s.store.runs(10_000).await?.into_iter().filter(|r| r.target == name).collect();
+    let runs: Vec<_> = s.base.runs_recent(10_000).await?.into_iter().filter(|r| r.target == name).collect();
     for (i, r) in runs.iter().enumerate() {
         let mut e = entry(r.created_at_ms, "run", format!("run {} started by {}", r.runbook, r.actor));
         e.run = Some(r.id.clone());
@@ -118,7 +118,7 @@ async fn timeline(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
         if i >= RUNS_DETAILED {
             continue;
         }
-        for j in s.store.journal_since(&r.id, 0).await? {
+        for j in s.base.run_journal(&r.id).await? {
             if j.phase != "outcome" {
                 continue;
             }
@@ -129,7 +129,7 @@ async fn timeline(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
             out.push((j.at_ms, e));
         }
     }
-    for a in s.store.audit_log(Some(&name), 500).await? {
+    for a in s.base.audit_log(Some(&name), 500).await? {
         let mut e =
             entry(a.at_ms, "action", format!("{} {} by {}", a.entry.action, a.entry.outcome, a.entry.actor));
         let why =
