@@ -38,8 +38,6 @@ mod session;
 pub mod tls;
 
 #[cfg(feature = "client")]
-pub use client::{SessionRecord, SessionRecorder, StaleSessionFreer};
-#[cfg(feature = "client")]
 pub use client::accounts::Account as ManagerAccount;
 #[cfg(feature = "client")]
 pub use client::since::EntryMark;
@@ -49,6 +47,8 @@ pub use client::{
     HeldSession, Listing, MediaCollection, PowerOutcome, Probe, ServiceConditions, TaskPoll, TrustOutcome,
     UpdateAccepted, presented_certificate, probe_certificate, probe_service_root, trust,
 };
+#[cfg(feature = "client")]
+pub use client::{SessionRecord, SessionRecorder, StaleSessionFreer};
 pub use doc::FieldWarning;
 #[cfg(feature = "client")]
 pub use error::RedfishError;
