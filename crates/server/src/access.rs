@@ -214,7 +214,7 @@ async fn enforce(State((state, rules)): State<(AppState, Rules)>, mut req: Reque
         Some((Access::Public, _)) => next.run(req).await,
         Some((Access::AtLeast(min), intake)) => {
             let addr = req.extensions().get::<ConnectInfo<Peer>>().map(|c| c.0.0.ip());
-            match auth::authenticate(&state.store, req.headers(), addr).await {
+            match auth::authenticate(&state.base, req.headers(), addr).await {
                 Ok(Some(caller)) => match allowed(&caller, min, intake, &method, req.headers()) {
                     Ok(()) => {
                         req.extensions_mut().insert(caller);

@@ -9,7 +9,9 @@ use std::net::IpAddr;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::http::HeaderMap;
 use base64::Engine as _;
-use lifeline_store::{Store, TokenRow};
+use lifeline_engine::Lifeline;
+use lifeline_engine::ops::runs::now_ms;
+use lifeline_engine::ops::users::TokenRow;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -134,7 +136,7 @@ pub fn new_token(username: &str, role: &str, expires_at_ms: Option<i64>) -> (Tok
         token_hash: sha256_hex(&secret),
         username: username.into(),
         role: role.into(),
-        created_at_ms: lifeline_store::now_ms(),
+        created_at_ms: now_ms(),
         expires_at_ms,
         revoked_at_ms: None,
     };
@@ -152,9 +154,10 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// Resolves the caller from a bearer token or the session cookie; `None` when neither is present.
+/// Resolves the caller from a bearer token or the session cookie; `None` when neither is present. `l`:
+/// the server's own context (the records are read through it; the caller is not known yet).
 pub async fn authenticate(
-    store: &Store,
+    l: &Lifeline,
     headers: &HeaderMap,
     addr: Option<IpAddr>,
 ) -> ApiResult<Option<Caller>> {
@@ -165,29 +168,30 @@ pub async fn authenticate(
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or(ApiError::Unauthenticated)?;
-        return token_caller(store, token, addr).await.map(Some);
+        return token_caller(l, token, addr).await.map(Some);
     }
     let Some(sid) = cookie(headers, SESSION_COOKIE) else { return Ok(None) };
-    let Some(s) = store.session(&sha256_hex(sid)).await? else { return Err(ApiError::Unauthenticated) };
-    let user = store.user(&s.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
+    let Some(s) = l.web_session(&sha256_hex(sid)).await? else { return Err(ApiError::Unauthenticated) };
+    let user = l.user_record(&s.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
     let role = Role::parse(&user.role).ok_or(ApiError::Unauthenticated)?;
     Ok(Some(Caller { user: user.name, role, via: Via::Session { csrf: s.csrf }, addr, node: None }))
 }
 
-async fn token_caller(store: &Store, token: &str, addr: Option<IpAddr>) -> ApiResult<Caller> {
+async fn token_caller(l: &Lifeline, token: &str, addr: Option<IpAddr>) -> ApiResult<Caller> {
     let id = token
         .strip_prefix(TOKEN_PREFIX)
         .and_then(|r| r.split_once('_'))
         .map(|(id, _)| id)
         .ok_or(ApiError::Unauthenticated)?;
-    let row = store.token(id).await?.ok_or(ApiError::Unauthenticated)?;
-    let now = lifeline_store::now_ms();
+    let row = l.token_record(id).await?.ok_or(ApiError::Unauthenticated)?;
+    let now = now_ms();
     // Constant-time comparison of the hashes (the id lookup already leaked only the public part).
     let same = constant_time_eq(row.token_hash.as_bytes(), sha256_hex(token).as_bytes());
     if !same || row.revoked_at_ms.is_some() || row.expires_at_ms.is_some_and(|e| e <= now) {
         return Err(ApiError::Unauthenticated);
     }
-    let user = store.user(&row.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
+    let user =
+        l.user_record(&row.username).await?.filter(|u| !u.disabled).ok_or(ApiError::Unauthenticated)?;
     if let Some(node) = row.role.strip_prefix(AGENT_ROLE_PREFIX) {
         // Dead with its user (disabled above, or no longer an operator) like any token. The lowest role,
         // so a rule that forgot the node binding still lets it do nothing that matters.
@@ -224,7 +228,7 @@ pub const MAX_PASSWORD: usize = 1024;
 
 /// Checks a username and password; the limiter sees every failure.
 pub async fn login(
-    store: &Store,
+    l: &Lifeline,
     limiter: &LoginLimiter,
     user: &str,
     password: &str,
@@ -235,7 +239,7 @@ pub async fn login(
         limiter.failed(user, addr);
         return Err(ApiError::Unauthenticated);
     }
-    let row = store.user(user).await?;
+    let row = l.user_record(user).await?;
     let hash = row.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| dummy_hash().to_owned());
     let password = password.to_owned();
     let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.unwrap_or(false);

@@ -18,6 +18,7 @@ pub mod events;
 pub mod fault_records;
 pub mod firmware;
 mod firmware_plan;
+pub mod fleet_view;
 pub mod gauges;
 pub mod incident;
 pub mod inventory;
@@ -33,6 +34,7 @@ pub mod sweep;
 pub mod trust;
 pub mod users;
 pub mod wait;
+pub mod web_sessions;
 
 use std::future::Future;
 

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, Method};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Extension, Json};
+use lifeline_engine::ops::fleet_view::FleetObservations;
 use lifeline_types::PowerAction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,31 +65,7 @@ fn ms(v: i64) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::from_timestamp_millis(v)
 }
 
-/// The last observations the fleet list shows, fetched once for every device.
-#[derive(Default)]
-pub(crate) struct Observed {
-    sweep: std::collections::HashMap<String, lifeline_store::Observation>,
-    health: std::collections::HashMap<String, lifeline_store::Observation>,
-    open_faults: std::collections::HashMap<String, usize>,
-}
-
-impl Observed {
-    pub(crate) async fn load(s: &AppState) -> ApiResult<Observed> {
-        let by_device =
-            |v: Vec<lifeline_store::Observation>| v.into_iter().map(|o| (o.device.clone(), o)).collect();
-        let mut open_faults = std::collections::HashMap::new();
-        for f in s.store.faults(Some("open"), 1_000_000).await? {
-            *open_faults.entry(f.device).or_default() += 1;
-        }
-        Ok(Observed {
-            sweep: by_device(s.store.latest_observations("sweep").await?),
-            health: by_device(s.store.latest_observations("health").await?),
-            open_faults,
-        })
-    }
-}
-
-pub(crate) fn summary(d: &lifeline_inventory::Device, seen: &Observed) -> DeviceSummary {
+pub(crate) fn summary(d: &lifeline_inventory::Device, seen: &FleetObservations) -> DeviceSummary {
     let name = d.name.to_string();
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     let (mut power, mut h, mut reachable, mut at) = (None, None, None, None);
@@ -126,7 +103,8 @@ pub struct FleetCache(tokio::sync::Mutex<Option<(std::time::Instant, u64, bytes:
 
 impl FleetCache {
     /// How stale the list may be; observations change once per sweep (a minute) anyway, and a fault
-    /// this process writes makes the list stale at once (its [`generation`](lifeline_store::Store::generation)).
+    /// this process writes makes the list stale at once (its
+    /// [`state_generation`](lifeline_engine::Lifeline::state_generation)).
     pub const TTL: std::time::Duration = std::time::Duration::from_secs(1);
 }
 
@@ -140,14 +118,14 @@ async fn list(State(s): State<AppState>) -> ApiResult<axum::response::Response> 
 /// The fleet list as JSON, from the shared cache (the API route and the live SSE stream both read it).
 pub(crate) async fn list_json(s: &AppState) -> ApiResult<bytes::Bytes> {
     let mut cached = s.fleet_list.0.lock().await;
-    let generation = s.store.generation();
+    let generation = s.base.state_generation().await?;
     let body = match cached.as_ref() {
         Some((at, built_at, body)) if at.elapsed() < FleetCache::TTL && *built_at == generation => {
             body.clone()
         }
         _ => {
             let inv = s.base.inventory()?;
-            let seen = Observed::load(s).await?;
+            let seen = s.base.fleet_observations().await?;
             let rows: Vec<DeviceSummary> = inv.devices.iter().map(|d| summary(d, &seen)).collect();
             // Strings, numbers and timestamps only: serialising cannot fail.
             let body = bytes::Bytes::from(serde_json::to_vec(&rows).unwrap_or_default());
@@ -173,14 +151,7 @@ async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<
     let inv = s.base.inventory()?;
     let d = device(&inv, &name)?;
     let name = d.name.to_string();
-    let mut seen = Observed::default();
-    for (kind, map) in [("sweep", &mut seen.sweep), ("health", &mut seen.health)] {
-        if let Some(o) = s.store.latest_observation(&name, kind).await? {
-            map.insert(name.clone(), o);
-        }
-    }
-    let open = s.store.faults(Some("open"), 1_000_000).await?;
-    seen.open_faults.insert(name.clone(), open.iter().filter(|f| f.device == name).count());
+    let seen = s.base.device_observations(&name).await?;
     let device = crate::api::answers::InventoryDevice::of(d);
     Ok(Json(DeviceDetail { device, observed: summary(d, &seen) }))
 }
@@ -384,6 +355,6 @@ pub struct EventsQuery {
 }
 
 async fn events(State(s): State<AppState>, Query(q): Query<EventsQuery>) -> ApiResult<Json<Vec<Event>>> {
-    let rows = s.store.events_after(q.after.unwrap_or(0), q.limit.unwrap_or(500).clamp(1, 10_000)).await?;
+    let rows = s.base.events_after(q.after.unwrap_or(0), q.limit.unwrap_or(500).clamp(1, 10_000)).await?;
     Ok(Json(rows.into_iter().map(Event::from).collect()))
 }

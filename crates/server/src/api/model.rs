@@ -1,5 +1,5 @@
-//! The API's answers that are not the engine's own result types: views of store rows (so a new column
-//! in the store is not a new field in the API by accident, and hashes never serialize), and the small
+//! The API's answers that are not the engine's own result types: views of the records the engine reads
+//! (so a new column in the store is not a new field in the API by accident, and hashes never serialize), and the small
 //! acknowledgements of account actions. Field names and shapes are the contract the web console and the
 //! CLI's `--server` mode read: each view serializes exactly as the row it replaced did. Every type here
 //! derives `utoipa::ToSchema`, so the OpenAPI document says what each route returns.
@@ -44,7 +44,7 @@ pub struct Fault {
 }
 
 impl Fault {
-    pub fn from_row(r: lifeline_store::FaultRow) -> ApiResult<Fault> {
+    pub fn from_row(r: lifeline_engine::ops::fault_records::FaultRow) -> ApiResult<Fault> {
         Ok(Fault {
             state: stored("fault state", &r.state, r.state.parse().ok())?,
             id: r.id,
@@ -61,7 +61,7 @@ impl Fault {
         })
     }
 
-    pub fn from_rows(rows: Vec<lifeline_store::FaultRow>) -> ApiResult<Vec<Fault>> {
+    pub fn from_rows(rows: Vec<lifeline_engine::ops::fault_records::FaultRow>) -> ApiResult<Vec<Fault>> {
         rows.into_iter().map(Fault::from_row).collect()
     }
 }
@@ -94,8 +94,8 @@ pub struct AuditRecord {
     pub request_id: Option<String>,
 }
 
-impl From<lifeline_store::AuditRow> for AuditRecord {
-    fn from(r: lifeline_store::AuditRow) -> Self {
+impl From<lifeline_engine::ops::audit_log::AuditRow> for AuditRecord {
+    fn from(r: lifeline_engine::ops::audit_log::AuditRow) -> Self {
         let e = r.entry;
         AuditRecord {
             id: r.id,
@@ -124,8 +124,8 @@ pub struct Event {
     pub data: Value,
 }
 
-impl From<lifeline_store::EventRow> for Event {
-    fn from(r: lifeline_store::EventRow) -> Self {
+impl From<lifeline_engine::ops::event_log::EventRow> for Event {
+    fn from(r: lifeline_engine::ops::event_log::EventRow) -> Self {
         let e = r.event;
         Event {
             id: r.id,
@@ -159,8 +159,8 @@ pub struct JournalEntry {
     pub evidence: Value,
 }
 
-impl From<lifeline_store::JournalRow> for JournalEntry {
-    fn from(r: lifeline_store::JournalRow) -> Self {
+impl From<lifeline_engine::ops::runs::JournalRow> for JournalEntry {
+    fn from(r: lifeline_engine::ops::runs::JournalRow) -> Self {
         JournalEntry {
             id: r.id,
             run_id: r.run_id,
@@ -188,7 +188,7 @@ pub struct User {
 }
 
 impl User {
-    pub fn from_row(r: lifeline_store::UserRow) -> ApiResult<User> {
+    pub fn from_row(r: lifeline_engine::ops::users::UserRow) -> ApiResult<User> {
         Ok(User {
             role: stored("user role", &r.role, Role::parse(&r.role))?,
             name: r.name,
@@ -212,8 +212,8 @@ pub struct Token {
     pub revoked_at_ms: Option<i64>,
 }
 
-impl From<lifeline_store::TokenRow> for Token {
-    fn from(r: lifeline_store::TokenRow) -> Self {
+impl From<lifeline_engine::ops::users::TokenRow> for Token {
+    fn from(r: lifeline_engine::ops::users::TokenRow) -> Self {
         Token {
             id: r.id,
             username: r.username,

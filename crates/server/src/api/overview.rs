@@ -13,7 +13,8 @@ use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
-use lifeline_store::{FaultRow, RunRow};
+use lifeline_engine::ops::fault_records::FaultRow;
+use lifeline_engine::ops::runs::{ACTIVE_RUN_STATES, RunRow};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Route, route, viewer};
@@ -159,7 +160,7 @@ pub struct Snapshot {
 }
 
 /// The shared [`Snapshot`] (single flight: concurrent callers wait for the one build in progress), with
-/// the store's [`generation`](lifeline_store::Store::generation) it was built at.
+/// the [`state_generation`](lifeline_engine::Lifeline::state_generation) it was built at.
 #[derive(Debug, Default)]
 pub struct SnapshotCache(tokio::sync::Mutex<Option<(std::time::Instant, u64, Arc<Snapshot>)>>);
 
@@ -173,7 +174,7 @@ impl SnapshotCache {
 pub async fn snapshot(s: &AppState) -> ApiResult<Arc<Snapshot>> {
     let mut cached = s.fleet_states.0.lock().await;
     // Read before building: a change written during the build leaves this generation behind.
-    let generation = s.store.generation();
+    let generation = s.base.state_generation().await?;
     if let Some((at, built_at, snap)) = cached.as_ref()
         && at.elapsed() < SnapshotCache::TTL
         && *built_at == generation
@@ -222,18 +223,18 @@ fn brief(r: &RunRow, step_started: Option<i64>) -> RunBrief {
 
 /// When the step the run is at began: its newest intent row, if any.
 async fn step_started(s: &AppState, r: &RunRow) -> Option<i64> {
-    let journal = s.store.journal_since(&r.id, 0).await.ok()?;
+    let journal = s.base.run_journal(&r.id).await.ok()?;
     journal.iter().rev().find(|j| j.step_index == r.next_step && j.phase == "intent").map(|j| j.at_ms)
 }
 
 async fn build(s: &AppState) -> ApiResult<Snapshot> {
     let inv = s.base.inventory()?;
-    let seen = crate::api::devices::Observed::load(s).await?;
-    let mut faults: Vec<FaultRow> = s.store.faults(Some("open"), 1_000_000).await?;
-    faults.extend(s.store.faults(Some("acked"), 1_000_000).await?);
-    let active = s.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await?;
+    let seen = s.base.fleet_observations().await?;
+    let mut faults: Vec<FaultRow> = s.base.faults(Some("open"), 1_000_000).await?;
+    faults.extend(s.base.faults(Some("acked"), 1_000_000).await?);
+    let active = s.base.runs_in(ACTIVE_RUN_STATES).await?;
     let escalations = s.runbooks.executor(s.engine_as("server")).open_escalations().await?;
-    let drains = s.store.latest_audit_per_target(READMIT_ACTIONS, READMIT_DONE).await?;
+    let drains = s.base.latest_audit_per_target(READMIT_ACTIONS, READMIT_DONE).await?;
 
     let mut briefs: HashMap<String, RunBrief> = HashMap::new();
     for r in active.iter().chain(&escalations) {

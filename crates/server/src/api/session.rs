@@ -68,7 +68,7 @@ async fn login(
     Json(req): Json<LoginRequest>,
 ) -> ApiResult<Response> {
     let ip = addr.map(|c| (c.0).0.0.ip());
-    let res = auth::login(&s.store, &s.limiter, &req.username, &req.password, ip).await;
+    let res = auth::login(&s.base, &s.limiter, &req.username, &req.password, ip).await;
     s.metrics.logins.inc(&[("result", if res.is_ok() { "ok" } else { "failed" })]);
     let (user, role) = match res {
         Ok(v) => v,
@@ -86,7 +86,7 @@ async fn login(
     let csrf = auth::random_secret(24);
     let ttl = s.session_ttl;
     let expires = chrono::Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default();
-    s.store.session_create(&auth::sha256_hex(&sid), &user, &csrf, expires.timestamp_millis()).await?;
+    s.base.web_session_create(&auth::sha256_hex(&sid), &user, &csrf, expires.timestamp_millis()).await?;
     audit
         .record("login", "server", lifeline_engine::Outcome::Ok, None, serde_json::json!({ "from": ip }))
         .await?;
@@ -115,7 +115,7 @@ async fn logout(
             .find(|(k, _)| *k == SESSION_COOKIE)
             .map(|(_, v)| v.to_owned())
     {
-        s.store.session_end(&auth::sha256_hex(&sid)).await?;
+        s.base.web_session_end(&auth::sha256_hex(&sid)).await?;
     }
     let mut resp = Json(LoggedOut { logged_out: caller.user }).into_response();
     resp.headers_mut().append(header::SET_COOKIE, cookie(SESSION_COOKIE, "", true, 0, s.secure_cookies));
@@ -126,8 +126,17 @@ async fn logout(
 /// Writes refused-login rows (each a first refusal from a source, or a window's summary): actor `server`,
 /// since the name an attacker typed is not an identity.
 pub async fn audit_refused(s: &AppState, rows: Vec<crate::login_limit::RefusalRow>) {
+    if rows.is_empty() {
+        return;
+    }
+    let audit = match s.engine_as("server").audit().await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!("refused login not audited: {}", e.chain());
+            return;
+        }
+    };
     for detail in rows {
-        let audit = lifeline_engine::AuditService::new(s.store.clone(), "server");
         if let Err(e) = audit.record("login", "server", lifeline_engine::Outcome::Refused, None, detail).await
         {
             tracing::warn!("refused login not audited: {}", e.chain());

@@ -64,16 +64,12 @@ async fn evidence(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
     let d = inv.devices.iter().find(|d| d.name.as_str() == name).ok_or_else(|| {
         ApiError::Engine(lifeline_engine::EngineError::UnknownDevice { name: name.clone() })
     })?;
-    // The Redfish client pins by the BMC's name as the engine knows it; try the address too.
-    let mut pin = s.store.pin(lifeline_store::PinKind::Tls, &name).await?;
-    if pin.is_none()
-        && let Some(b) = &d.bmc
-    {
-        pin = s.store.pin(lifeline_store::PinKind::Tls, &b.address.to_string()).await?;
-    }
+    // The Redfish client pins by the BMC's name as the engine knows it; the address too.
+    let address = d.bmc.as_ref().map(|b| b.address.to_string());
+    let pin = s.base.bmc_tls_pin(&name, address.as_deref()).await?;
     let mut observations = std::collections::BTreeMap::new();
     for kind in ["agent", "verify", "scheduler", "drain"] {
-        if let Some(o) = s.store.latest_observation(&name, kind).await? {
+        if let Some(o) = s.base.latest_observation(&name, kind).await? {
             let observed_at = chrono::DateTime::from_timestamp_millis(o.observed_at_ms);
             observations.insert(kind.to_owned(), Observed { observed_at, value: o.value });
         }
