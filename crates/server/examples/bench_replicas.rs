@@ -121,7 +121,7 @@ fn round(dir: &Path, inventory: &Path, admin: &str, n: usize, every: u64, k: usi
     // Observations are written when a replica's sweep ends, so one period can fall between two bursts.
     let slowest = durations.iter().copied().fold(0.0, f64::max);
     let window = (Duration::from_secs(every) + Duration::from_secs_f64(slowest)) * 2 + Duration::from_secs(2);
-    let t0 = lifeline_store::now_ms();
+    let t0 = lifeline_engine::ops::runs::now_ms();
     std::thread::sleep(window);
     let t1 = t0 + i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
     let rows = lifeline_test_utils::pg_text_rows(

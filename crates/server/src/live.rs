@@ -1,13 +1,13 @@
 //! Live updates for the web console over Server-Sent Events: the fleet page keeps one `EventSource` open
 //! instead of polling. The server looks at its own store as soon as this process writes a change to a
-//! device's state (the store's [`changes`](lifeline_store::Store::changes): a fault, a run, a drain), and
-//! once a second otherwise (what other replicas and sweeps write); each look is a few indexed reads, the
-//! shared snapshots built once for any number of browsers, none of them reaching a BMC. It pushes only
-//! what changed: the device list when
-//! a row differs from the last one sent, each new event row (SEL entries, sweep changes), and each runbook
-//! run whose state or journal moved (`run`, the run as `GET /api/v1/runs/{id}` shows it), so the runbook
-//! pages follow a run without polling; and the overview (`summary`, as `GET /api/v1/summary`) and every
-//! device's state (`states`, `{name: state}`) when they change, for the overview and the rack grid.
+//! device's state (the engine's [`state_changes`](lifeline_engine::Lifeline::state_changes): a fault, a
+//! run, a drain), and once a second otherwise (what other replicas and sweeps write); each look is a few
+//! indexed reads, the shared snapshots built once for any number of browsers, none of them reaching a BMC.
+//! It pushes only what changed: the device list when a row differs from the last one sent, each new event
+//! row (SEL entries, sweep changes), and each runbook run whose state or journal moved (`run`, the run as
+//! `GET /api/v1/runs/{id}` shows it), so the runbook pages follow a run without polling; and the overview
+//! (`summary`, as `GET /api/v1/summary`) and every device's state (`states`, `{name: state}`) when they
+//! change, for the overview and the rack grid.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -131,7 +131,7 @@ async fn live(
         .collect();
     let mut runs = RunWatch::default();
     runs.changed(&s, true).await;
-    let changes = s.store.changes();
+    let changes = s.base.state_changes().await?;
     let cur = Cursor {
         s,
         _slot: slot,

@@ -150,7 +150,7 @@ pub fn render_operator(o: &mut String, g: &lifeline_engine::ops::gauges::Operato
         "# HELP lifeline_backup_age_seconds Age of each switch's newest stored configuration backup.\n\
          # TYPE lifeline_backup_age_seconds gauge"
     );
-    for (device, newest) in &g.store.newest_backup_ms {
+    for (device, newest) in &g.fleet.newest_backup_ms {
         let age = (now_ms - newest).max(0) as f64 / 1000.0;
         let _ = writeln!(o, "lifeline_backup_age_seconds{{device=\"{}\"}} {age}", escape(device));
     }
@@ -158,14 +158,14 @@ pub fn render_operator(o: &mut String, g: &lifeline_engine::ops::gauges::Operato
         o,
         "# HELP lifeline_runbook_runs Runbook runs in the store, by state.\n# TYPE lifeline_runbook_runs gauge"
     );
-    for (state, n) in &g.store.runs_by_state {
+    for (state, n) in &g.fleet.runs_by_state {
         let _ = writeln!(o, "lifeline_runbook_runs{{state=\"{}\"}} {n}", escape(state));
     }
     let _ = writeln!(
         o,
         "# HELP lifeline_console_log_bytes Bytes of console log files kept on disk.\n\
          # TYPE lifeline_console_log_bytes gauge\nlifeline_console_log_bytes {}",
-        g.store.console_log_bytes
+        g.fleet.console_log_bytes
     );
     let _ = writeln!(
         o,
@@ -187,7 +187,7 @@ mod tests {
 
     fn operator_sample() -> lifeline_engine::ops::gauges::OperatorGauges {
         lifeline_engine::ops::gauges::OperatorGauges {
-            store: lifeline_store::FleetGauges {
+            fleet: lifeline_engine::ops::gauges::FleetGauges {
                 runs_by_state: vec![("escalated".into(), 1), ("running".into(), 2)],
                 newest_backup_ms: vec![("leaf-01".into(), 1_000), ("spine\"x".into(), 9_500)],
                 console_log_bytes: 4096,

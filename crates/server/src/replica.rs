@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use lifeline_engine::lease::{holder_is_dead_here, holder_name};
-use lifeline_store::{Store, StoreError, WorkClaim, WorkRow};
+use lifeline_engine::ops::replica_work::{WorkClaim, WorkRow};
+use lifeline_engine::ops::runs::now_ms;
+use lifeline_engine::{EngineError, Lifeline};
 
 /// How long a replica counts as alive, and a unit of work as owned, without renewal: the takeover time
 /// after a replica dies on another host (goal: ≤ 30 s). On this host a dead process's work is taken at once.
@@ -69,7 +71,8 @@ fn ttl_ms() -> i64 {
 #[derive(Debug)]
 pub struct Replica {
     id: String,
-    store: Store,
+    /// The engine context whose store the replicas share (the server's own).
+    engine: Arc<Lifeline>,
     /// The live set at the last heartbeat with each member's expiry (ms), sorted; always contains this
     /// replica. A member whose expiry passed since is left out by [`Replica::live`] and
     /// [`Replica::prefers`] at once, not at the next heartbeat.
@@ -80,9 +83,9 @@ pub struct Replica {
 }
 
 impl Replica {
-    pub fn new(store: Store) -> Replica {
+    pub fn new(engine: Arc<Lifeline>) -> Replica {
         let id = holder_name("server");
-        Replica { live: RwLock::new(vec![(id.clone(), i64::MAX)]), id, store, expiries: Mutex::default() }
+        Replica { live: RwLock::new(vec![(id.clone(), i64::MAX)]), id, engine, expiries: Mutex::default() }
     }
 
     /// `server (pid PID on HOST) #TAG`: also the holder name of this replica's work.
@@ -91,11 +94,11 @@ impl Replica {
     }
 
     /// Renews membership and reads the live set back.
-    pub async fn heartbeat(&self, info: &serde_json::Value) -> Result<Vec<String>, StoreError> {
-        self.store.replica_heartbeat(&self.id, info, ttl_ms()).await?;
-        let now = lifeline_store::now_ms();
+    pub async fn heartbeat(&self, info: &serde_json::Value) -> Result<Vec<String>, EngineError> {
+        self.engine.replica_heartbeat(&self.id, info, ttl_ms()).await?;
+        let now = now_ms();
         let mut live: Vec<(String, i64)> = self
-            .store
+            .engine
             .replicas()
             .await?
             .into_iter()
@@ -108,13 +111,13 @@ impl Replica {
         }
         *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = live;
         // Rows long dead (an hour past their expiry) are forgotten; recent ones stay visible for status.
-        let _ = self.store.replicas_prune(now - 3_600_000).await;
+        let _ = self.engine.replicas_prune(now - 3_600_000).await;
         Ok(self.live())
     }
 
     /// The live set at the last heartbeat, less the members whose membership expired since.
     pub fn live(&self) -> Vec<String> {
-        let now = lifeline_store::now_ms();
+        let now = now_ms();
         let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         live.iter().filter(|(_, at)| *at >= now).map(|(id, _)| id.clone()).collect()
     }
@@ -147,9 +150,9 @@ impl Replica {
             if now >= end {
                 return;
             }
-            let now_ms = lifeline_store::now_ms();
-            let wake = match self.next_expiry(now_ms) {
-                Some(at) => now + Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0)),
+            let at_ms = now_ms();
+            let wake = match self.next_expiry(at_ms) {
+                Some(at) => now + Duration::from_millis(u64::try_from(at - at_ms).unwrap_or(0)),
                 None => end,
             };
             if wake <= now {
@@ -165,31 +168,31 @@ impl Replica {
 
     /// Leaves the membership (clean shutdown): the others take the share at their next tick.
     pub async fn leave(&self) {
-        if let Err(e) = self.store.replica_leave(&self.id).await {
-            tracing::warn!("leaving the replica set: {e}");
+        if let Err(e) = self.engine.replica_leave(&self.id).await {
+            tracing::warn!("leaving the replica set: {}", e.chain());
         }
     }
 
     /// Claims `key` for this replica: `Some` when it was free, expired, or held by a dead process on
     /// this host (then [`WorkLease::previous`] names the interrupted holder); `None` when a live holder
     /// has it or it is done.
-    pub async fn claim(&self, key: &str) -> Result<Option<WorkLease>, StoreError> {
+    pub async fn claim(&self, key: &str) -> Result<Option<WorkLease>, EngineError> {
         Ok(self
             .claim_row(key)
             .await?
-            .map(|(work, previous)| WorkLease::start(self.store.clone(), work, previous)))
+            .map(|(work, previous)| WorkLease::start(self.engine.clone(), work, previous)))
     }
 
     /// [`Replica::claim`] without a renewal task of its own: the caller renews all its claims under a
     /// prefix at once with [`Replica::renew_held`] (thousands of units, one statement per tick).
     /// `Some((work, previous))` as [`Replica::claim`].
-    pub async fn claim_row(&self, key: &str) -> Result<Option<(WorkRow, Option<WorkRow>)>, StoreError> {
-        let (work, previous) = match self.store.claim_work(key, &self.id, ttl_ms()).await? {
+    pub async fn claim_row(&self, key: &str) -> Result<Option<(WorkRow, Option<WorkRow>)>, EngineError> {
+        let (work, previous) = match self.engine.work_claim(key, &self.id, ttl_ms()).await? {
             WorkClaim::Claimed { work, previous } => (work, previous),
             WorkClaim::Done(_) => return Ok(None),
             WorkClaim::Held(held) if held.holder == self.id => return Ok(None),
             WorkClaim::Held(held) if holder_is_dead_here(&held.holder) => {
-                match self.store.take_over_work(key, held.fence, &self.id, ttl_ms()).await? {
+                match self.engine.work_take_over(key, held.fence, &self.id, ttl_ms()).await? {
                     Some(work) => (work, Some(held)),
                     None => return Ok(None),
                 }
@@ -206,14 +209,14 @@ impl Replica {
     pub async fn renew_held(
         &self,
         prefix: &str,
-    ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
-        Ok(self.store.renew_held_work(&self.id, prefix, ttl_ms()).await?.into_iter().collect())
+    ) -> Result<std::collections::HashMap<String, i64>, EngineError> {
+        Ok(self.engine.work_renew_held(&self.id, prefix, ttl_ms()).await?.into_iter().collect())
     }
 
     /// Gives back a claim taken with [`Replica::claim_row`] (unless it is no longer ours).
     pub async fn release(&self, key: &str, fence: i64) {
-        if let Err(e) = self.store.release_work(key, &self.id, fence).await {
-            tracing::warn!(work = %key, "releasing work: {e}");
+        if let Err(e) = self.engine.work_release(key, &self.id, fence).await {
+            tracing::warn!(work = %key, "releasing work: {}", e.chain());
         }
     }
 }
@@ -241,7 +244,7 @@ fn weight(key: &str, replica: &str) -> u64 {
 /// A unit of work held by this replica, renewed every [`HEARTBEAT`] until finished, released or lost.
 #[derive(Debug)]
 pub struct WorkLease {
-    store: Store,
+    engine: Arc<Lifeline>,
     work: WorkRow,
     previous: Option<WorkRow>,
     lost: Arc<AtomicBool>,
@@ -249,13 +252,13 @@ pub struct WorkLease {
 }
 
 impl WorkLease {
-    fn start(store: Store, work: WorkRow, previous: Option<WorkRow>) -> WorkLease {
+    fn start(engine: Arc<Lifeline>, work: WorkRow, previous: Option<WorkRow>) -> WorkLease {
         let lost = Arc::new(AtomicBool::new(false));
-        let (s, w, flag) = (store.clone(), work.clone(), lost.clone());
+        let (e, w, flag) = (engine.clone(), work.clone(), lost.clone());
         let renew = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(HEARTBEAT).await;
-                match s.renew_work(&w.key, &w.holder, w.fence, ttl_ms()).await {
+                match e.work_renew(&w.key, &w.holder, w.fence, ttl_ms()).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(work = %w.key, "work lost (this replica was paused past its expiry?)");
@@ -263,11 +266,11 @@ impl WorkLease {
                         return;
                     }
                     // Transient: the next tick comes well before the expiry.
-                    Err(e) => tracing::warn!(work = %w.key, "renewing work: {e}"),
+                    Err(err) => tracing::warn!(work = %w.key, "renewing work: {}", err.chain()),
                 }
             }
         });
-        WorkLease { store, work, previous, lost, renew: Some(renew) }
+        WorkLease { engine, work, previous, lost, renew: Some(renew) }
     }
 
     pub fn key(&self) -> &str {
@@ -295,7 +298,7 @@ impl WorkLease {
         if self.lost() {
             return false;
         }
-        match self.store.renew_work(&self.work.key, &self.work.holder, self.work.fence, ttl_ms()).await {
+        match self.engine.work_renew(&self.work.key, &self.work.holder, self.work.fence, ttl_ms()).await {
             Ok(true) => true,
             Ok(false) => {
                 self.lost.store(true, Ordering::SeqCst);
@@ -303,7 +306,7 @@ impl WorkLease {
             }
             // Unknown: do not act on a guess.
             Err(e) => {
-                tracing::warn!(work = %self.work.key, "checking work ownership: {e}");
+                tracing::warn!(work = %self.work.key, "checking work ownership: {}", e.chain());
                 false
             }
         }
@@ -312,10 +315,10 @@ impl WorkLease {
     /// Marks the work done (never claimable again); `false` when it was lost before (fenced out).
     pub async fn finish(mut self, outcome: &str) -> bool {
         self.stop_renewing();
-        match self.store.finish_work(&self.work.key, &self.work.holder, self.work.fence, outcome).await {
+        match self.engine.work_finish(&self.work.key, &self.work.holder, self.work.fence, outcome).await {
             Ok(done) => done,
             Err(e) => {
-                tracing::warn!(work = %self.work.key, "marking work done: {e}");
+                tracing::warn!(work = %self.work.key, "marking work done: {}", e.chain());
                 false
             }
         }
@@ -324,7 +327,7 @@ impl WorkLease {
     /// Gives the work back unfinished: another replica may claim it at once.
     pub async fn release(mut self) {
         self.stop_renewing();
-        let _ = self.store.release_work(&self.work.key, &self.work.holder, self.work.fence).await;
+        let _ = self.engine.work_release(&self.work.key, &self.work.holder, self.work.fence).await;
     }
 
     fn stop_renewing(&mut self) {
@@ -350,12 +353,15 @@ mod tests {
     #[tokio::test]
     async fn a_nap_ends_at_the_expiry_of_a_claim_seen_held_elsewhere() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), None).await.unwrap();
-        let (a, b) = (Replica::new(store.clone()), Replica::new(store));
+        let settings = lifeline_engine::Settings { data_dir: Some(dir.path().into()), ..Default::default() };
+        let config = lifeline_engine::LoadedConfig::default();
+        let paths = lifeline_engine::Paths::resolve(&settings, &config);
+        let engine = Arc::new(Lifeline::from_parts(config, paths, lifeline_engine::Identity::new("server")));
+        let (a, b) = (Replica::new(engine.clone()), Replica::new(engine));
         assert_ne!(a.id(), b.id());
         let held = a.claim("run:x").await.unwrap().expect("free work is claimed");
         assert!(b.claim_row("run:x").await.unwrap().is_none(), "a live holder keeps it");
-        let now = lifeline_store::now_ms();
+        let now = now_ms();
         let expiry = store_expiry(&b, "run:x");
         assert!(
             expiry > now + 14_000 && expiry <= now + 15_000,
@@ -370,11 +376,7 @@ mod tests {
         b.nap(Duration::from_secs(5)).await;
         let took = t.elapsed();
         assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(3), "nap took {took:?}");
-        assert_eq!(
-            b.next_expiry(lifeline_store::now_ms()),
-            Some(expiry + WAKE_MARGIN_MS),
-            "run:y met, forgotten"
-        );
+        assert_eq!(b.next_expiry(now_ms()), Some(expiry + WAKE_MARGIN_MS), "run:y met, forgotten");
         held.release().await;
     }
 

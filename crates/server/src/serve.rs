@@ -57,11 +57,12 @@ pub async fn state(
     clock: Arc<dyn Clock>,
     secure_cookies: bool,
 ) -> Result<AppState, EngineError> {
-    let store = base.store().await?.clone();
+    // Opened (and migrated) now: a store that cannot open fails the start, not the first request.
+    base.open_store().await?;
     let consoles = base.console_manager().await?;
     // Every engine context of the server (API, runbooks, fault policy) attaches to the always-on consoles
     // instead of opening a second SOL session on a BMC that allows one.
-    let base = base.with_console_manager(consoles.clone());
+    let base = Arc::new(base.with_console_manager(consoles.clone()));
     let ttl = base
         .config
         .config
@@ -73,8 +74,10 @@ pub async fn state(
         .map_err(|e| EngineError::bad_argument(format!("[server] session-ttl: {e}")))?
         .unwrap_or(Duration::from_secs(12 * 3600));
     Ok(AppState(Arc::new(Inner {
-        base: Arc::new(base),
-        store: store.clone(),
+        store: base.store().await?.clone(),
+        // The replica set shares the server's own context (its store and actor).
+        replica: Arc::new(crate::replica::Replica::new(base.clone())),
+        base,
         consoles,
         metrics: Default::default(),
         limiter: Default::default(),
@@ -88,7 +91,6 @@ pub async fn state(
         fleet_states: Default::default(),
         responder: std::sync::RwLock::new(Arc::new(crate::policy::RecordOnly)),
         runbooks: Default::default(),
-        replica: Arc::new(crate::replica::Replica::new(store)),
         problems: Default::default(),
         streams: Default::default(),
     })))

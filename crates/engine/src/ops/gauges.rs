@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lifeline_store::FleetGauges;
+pub use lifeline_store::FleetGauges;
 
 use crate::context::Lifeline;
 use crate::error::Result;
@@ -12,7 +12,8 @@ use crate::error::Result;
 /// [`FleetGauges`] and the sweep's coverage over the inventory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorGauges {
-    pub store: FleetGauges,
+    /// Runs by state, each switch's newest backup, console log bytes.
+    pub fleet: FleetGauges,
     /// BMCs the inventory names.
     pub bmcs: usize,
     /// Of those, the ones with a sweep observation within the window.
@@ -37,6 +38,6 @@ impl Lifeline {
         let bmcs: Vec<&str> =
             inv.devices.iter().filter(|d| d.bmc.is_some()).map(|d| d.name.as_str()).collect();
         let covered = bmcs.iter().filter(|n| swept.contains(**n)).count();
-        Ok(OperatorGauges { store: gauges, bmcs: bmcs.len(), swept: covered })
+        Ok(OperatorGauges { fleet: gauges, bmcs: bmcs.len(), swept: covered })
     }
 }

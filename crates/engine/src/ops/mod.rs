@@ -11,6 +11,7 @@ pub mod bmc_info;
 pub mod bmc_reset;
 pub mod boot;
 pub mod cabling;
+pub mod changes;
 pub mod console;
 pub mod db;
 pub mod event_log;

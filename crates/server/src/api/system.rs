@@ -63,8 +63,9 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     if !s.ready.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "starting\n".to_owned());
     }
-    if let Err(e) = s.store.user("").await {
-        return (StatusCode::SERVICE_UNAVAILABLE, format!("store: {}\n", lifeline_engine::error_chain(&e)));
+    // One indexed read: the store answers.
+    if let Err(e) = s.base.user_record("").await {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("store: {}\n", e.chain()));
     }
     if let Err(e) = s.base.inventory() {
         return (StatusCode::SERVICE_UNAVAILABLE, format!("inventory: {}\n", e.chain()));
@@ -92,7 +93,7 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     // A sweep counts for coverage while it is at most three intervals old (one missed sweep is not an alert).
     let window = crate::scheduler::sweeps::interval(&s).unwrap_or(std::time::Duration::from_secs(60)) * 3;
     match s.base.operator_gauges(window).await {
-        Ok(g) => crate::metrics::render_operator(&mut text, &g, lifeline_store::now_ms()),
+        Ok(g) => crate::metrics::render_operator(&mut text, &g, lifeline_engine::ops::runs::now_ms()),
         // The in-memory figures still go out; the store's absence shows on /readyz.
         Err(e) => tracing::warn!("/metrics: fleet gauges: {}", e.chain()),
     }

@@ -60,7 +60,7 @@ pub async fn run(s: AppState) {
                     held.insert(name.clone(), (lease, task));
                 }
                 Ok(None) => {}
-                Err(e) => tracing::warn!(console = %name, "cannot claim the console logger: {e}"),
+                Err(e) => tracing::warn!(console = %name, "cannot claim the console logger: {}", e.chain()),
             }
         }
         tokio::select! {

@@ -75,7 +75,7 @@ pub async fn run(s: AppState, sel: BmcSelection, how: Receive) {
                     });
                 }
                 // Transient: the next tick comes well before the expiry.
-                Err(e) => tracing::warn!("renewing BMC event claims: {e}"),
+                Err(e) => tracing::warn!("renewing BMC event claims: {}", e.chain()),
             }
         }
         for b in &sel.bmcs {
@@ -101,7 +101,7 @@ pub async fn run(s: AppState, sel: BmcSelection, how: Receive) {
                     held.insert(name.to_owned(), Held { fence: work.fence, task });
                 }
                 Ok(None) => {}
-                Err(e) => tracing::warn!(bmc = %name, "cannot claim the BMC's events: {e}"),
+                Err(e) => tracing::warn!(bmc = %name, "cannot claim the BMC's events: {}", e.chain()),
             }
         }
         tokio::select! {

@@ -117,6 +117,6 @@ async fn heartbeat(s: &AppState) {
     match s.replica.heartbeat(&info).await {
         Ok(live) => s.metrics.replicas.store(live.len() as u64, std::sync::atomic::Ordering::Relaxed),
         // Keeps the last live set: a store hiccup does not reshuffle the work.
-        Err(e) => tracing::warn!("replica heartbeat: {e}"),
+        Err(e) => tracing::warn!("replica heartbeat: {}", e.chain()),
     }
 }
