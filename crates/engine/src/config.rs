@@ -85,9 +85,10 @@ pub struct BiosProfileEntry {
     pub attributes: std::collections::BTreeMap<String, String>,
 }
 
-/// `[image-server]`: `lifeline media insert TARGET... --serve FILE` serves FILE over HTTPS from the jump
-/// host, with range requests (a BMC mounts an ISO by reading ranges of it), at a URL with a per-insert
-/// token (unguessable, expiring, one image per token); see docs/media-bios.md.
+/// `[image-server]`: `lifeline media insert TARGET... --serve FILE` serves FILE, and `lifeline serve` the
+/// images of `images` by name, over HTTPS from the jump host, with range requests (a BMC mounts an ISO by
+/// reading ranges of it), at a URL with a per-insert token (unguessable, expiring, one image per token);
+/// see docs/media-bios.md.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ImageServerConfig {
@@ -104,6 +105,10 @@ pub struct ImageServerConfig {
     /// How long a token (and so the URL handed to a BMC) is good for, from the insert (default `2h`; at
     /// most `7d`). After it the URL answers 404 and nothing is served.
     pub token_ttl: Option<String>,
+    /// The directory of the images `lifeline serve` serves by name (the API's `served_image`, a runbook's
+    /// `served-image` parameter), e.g. `/var/lib/lifeline/images`; relative to the configuration file's
+    /// directory. Only regular files directly in it are served: a name with `/` or `..` is refused.
+    pub images: Option<PathBuf>,
 }
 
 /// `[probation]`: after Lifeline re-admits a node, the node is on probation (docs/faults.md): a fault of the

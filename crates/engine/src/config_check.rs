@@ -173,7 +173,11 @@ fn values(cfg: &ServerConfig, err: &mut impl FnMut(&str, String)) {
     }
     // Only a section that is there is checked: without one, `--serve` says what to add.
     let i = &cfg.image_server;
-    if (i.listen.is_some() || i.tls_cert.is_some() || i.tls_key.is_some() || i.token_ttl.is_some())
+    if (i.listen.is_some()
+        || i.tls_cert.is_some()
+        || i.tls_key.is_some()
+        || i.token_ttl.is_some()
+        || i.images.is_some())
         && let Err(e) = crate::image_serve::Settings::from_config(i)
     {
         err("image-server", e.to_string());

@@ -64,6 +64,9 @@ pub struct Lifeline {
     /// The process's console manager when it has one (the server's always-on logger): console operations
     /// attach to it instead of opening a second SOL session, which the BMC would refuse or steal.
     consoles: Option<lifeline_console::ConsoleManager>,
+    /// The process's image server when it runs one (`lifeline serve` with `[image-server]`): served images
+    /// are offered by it, under tokens of its own, to every context derived from this one.
+    image_server: Option<Arc<crate::image_serve::ImageServer>>,
 }
 
 impl std::fmt::Debug for Lifeline {
@@ -94,7 +97,18 @@ impl Lifeline {
             bmc_pool: OnceLock::new(),
             shared_pool: Arc::default(),
             consoles: None,
+            image_server: None,
         }
+    }
+
+    /// Served images are offered by `server` (kept by every context derived from this one).
+    pub fn with_image_server(mut self, server: Arc<crate::image_serve::ImageServer>) -> Self {
+        self.image_server = Some(server);
+        self
+    }
+
+    pub fn image_server(&self) -> Option<&Arc<crate::image_serve::ImageServer>> {
+        self.image_server.as_ref()
     }
 
     /// Console operations attach to this manager (kept by the caller) instead of opening their own.
@@ -136,6 +150,7 @@ impl Lifeline {
             bmc_pool: self.bmc_pool.clone(),
             shared_pool: self.shared_pool.clone(),
             consoles: self.consoles.clone(),
+            image_server: self.image_server.clone(),
         }
     }
 
@@ -153,6 +168,7 @@ impl Lifeline {
         l.inventory = self.inventory.clone();
         l.shared_pool = self.shared_pool.clone();
         l.consoles = self.consoles.clone();
+        l.image_server = self.image_server.clone();
         l
     }
 

@@ -8,6 +8,7 @@
 //! and not a byte of any image. Ranges (a BMC mounts an ISO by reading ranges of it), `HEAD`
 //! and conditional requests are tower-http's `ServeFile`; TLS is rustls.
 
+pub mod library;
 pub mod tokens;
 
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::config::ImageServerConfig;
+pub use library::{ImageInfo, Images};
 pub use tokens::{Offer, Served, Tokens, redact};
 
 /// The default life of a token.
@@ -63,6 +65,23 @@ pub enum ImageServeError {
     Random,
     #[error("no address of the BMC to tie the image's token to")]
     NoSource,
+    #[error("served image `{name}`: {why} (images directory {})", dir.display())]
+    NotServed { name: String, dir: PathBuf, why: String },
+    #[error("images directory {}", dir.display())]
+    ImagesDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "no images directory: set `[image-server] images` to the directory whose files are served by name"
+    )]
+    NoImages,
+    #[error(
+        "the image server is not running: served images are served by `lifeline serve` with `[image-server] \
+         listen` set"
+    )]
+    NotRunning,
 }
 
 /// `[image-server]` checked: what [`ImageServer::start`] needs. One check for the server start and
@@ -183,14 +202,29 @@ impl ImageServer {
 
     /// Offers `file` under a fresh token to the BMC whose requests come from `from` (its addresses): the
     /// URL for that BMC, and the offer (its token's id and expiry).
-    pub fn offer(&self, file: &Path, from: &[IpAddr]) -> Result<(String, Offer), ImageServeError> {
+    /// `owner`: the BMC's name, whose tokens [`ImageServer::revoke`] ends (its eject, its run's end).
+    pub fn offer(
+        &self,
+        file: &Path,
+        owner: &str,
+        from: &[IpAddr],
+    ) -> Result<(String, Offer), ImageServeError> {
         let (path, name) = image_file(file)?;
+        self.shared.tokens.forget_expired(Instant::now());
         if from.is_empty() {
             return Err(ImageServeError::NoSource);
         }
-        let o =
-            self.shared.tokens.issue(&path, &name, from, self.ttl).map_err(|_| ImageServeError::Random)?;
+        let o = self
+            .shared
+            .tokens
+            .issue(&path, &name, owner, from, self.ttl)
+            .map_err(|_| ImageServeError::Random)?;
         Ok((format!("https://{}/image/{}/{}", self.addr, o.token, o.name), o))
+    }
+
+    /// Ends the live tokens made for `owner` (its media ejected, its run ended): what they served.
+    pub fn revoke(&self, owner: &str) -> Vec<Served> {
+        self.shared.tokens.revoke_owner(owner)
     }
 
     /// What each token served so far, and how many requests were refused.

@@ -44,7 +44,7 @@ async fn ranges_are_served_and_a_wrong_or_expired_token_gets_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = image(dir.path());
     let server = ImageServer::start(&settings(Duration::from_secs(60))).await.unwrap();
-    let (url, offer) = server.offer(&file, &CURL).unwrap();
+    let (url, offer) = server.offer(&file, "n1", &CURL).unwrap();
     assert!(url.starts_with(&format!("https://127.0.0.1:{}/image/", server.addr().port())), "{url}");
     assert!(url.ends_with("/installer-24.04.iso"), "{url}");
 
@@ -92,7 +92,7 @@ async fn an_expired_token_answers_404() {
     let dir = tempfile::tempdir().unwrap();
     let file = image(dir.path());
     let server = ImageServer::start(&settings(Duration::from_millis(400))).await.unwrap();
-    let (url, _) = server.offer(&file, &CURL).unwrap();
+    let (url, _) = server.offer(&file, "n1", &CURL).unwrap();
     assert_eq!(curl(&url, &["--range", "0-9"]).await.0, 206);
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (code, _, body) = curl(&url, &["--range", "0-9"]).await;
@@ -107,8 +107,8 @@ async fn a_token_answers_only_its_bmc_address() {
     // Two BMCs on loopback addresses of their own; curl binds each as its source, as a BMC's requests
     // come from its management address.
     let (a, b): (IpAddr, IpAddr) = ("127.83.0.1".parse().unwrap(), "127.83.0.2".parse().unwrap());
-    let (url_a, _) = server.offer(&file, &[a]).unwrap();
-    let (url_b, _) = server.offer(&file, &[b]).unwrap();
+    let (url_a, _) = server.offer(&file, "n1", &[a]).unwrap();
+    let (url_b, _) = server.offer(&file, "n2", &[b]).unwrap();
     let from = |ip: IpAddr| ["--interface".to_owned(), ip.to_string()];
     let get = |url: String, ip: IpAddr| async move {
         let f = from(ip);
@@ -126,7 +126,24 @@ async fn a_token_answers_only_its_bmc_address() {
     assert_eq!(refused, 3);
     assert_eq!(served.iter().map(|s| s.requests).sum::<u64>(), 2);
     // An offer to no address is refused before a token is made.
-    assert!(server.offer(&file, &[]).unwrap_err().to_string().contains("no address of the BMC"));
+    assert!(server.offer(&file, "n1", &[]).unwrap_err().to_string().contains("no address of the BMC"));
+}
+
+#[tokio::test]
+async fn revoking_a_bmcs_tokens_closes_its_urls_and_leaves_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = image(dir.path());
+    let server = ImageServer::start(&settings(Duration::from_secs(60))).await.unwrap();
+    let (url_1, o1) = server.offer(&file, "n1", &CURL).unwrap();
+    let (url_2, _) = server.offer(&file, "n2", &CURL).unwrap();
+    assert_eq!(curl(&url_1, &["--range", "0-99"]).await.0, 206);
+    let revoked = server.revoke("n1");
+    assert_eq!(revoked.len(), 1);
+    assert_eq!((revoked[0].token.as_str(), revoked[0].requests, revoked[0].bytes), (o1.id.as_str(), 1, 100));
+    let (code, _, body) = curl(&url_1, &["--range", "0-99"]).await;
+    assert_eq!((code, body.len()), (404, 0), "n1's URL after its revocation");
+    assert_eq!(curl(&url_2, &["--range", "0-99"]).await.0, 206, "n2's URL still answers");
+    assert!(server.revoke("n1").is_empty(), "nothing left to revoke");
 }
 
 #[test]

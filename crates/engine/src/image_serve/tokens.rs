@@ -48,6 +48,8 @@ pub struct Served {
 struct Entry {
     path: PathBuf,
     name: String,
+    /// The BMC the token was made for (by name).
+    owner: String,
     from: Vec<IpAddr>,
     deadline: Instant,
     served: Served,
@@ -106,6 +108,7 @@ impl Tokens {
         &self,
         path: &Path,
         name: &str,
+        owner: &str,
         from: &[IpAddr],
         ttl: Duration,
     ) -> Result<Offer, ring::error::Unspecified> {
@@ -125,6 +128,7 @@ impl Tokens {
         let entry = Entry {
             path: path.to_owned(),
             name: name.to_owned(),
+            owner: owner.to_owned(),
             from: from.to_vec(),
             deadline: Instant::now() + ttl,
             served,
@@ -176,6 +180,20 @@ impl Tokens {
         }
     }
 
+    /// Ends the live tokens of `owner` and drops them from the table: what they served.
+    pub fn revoke_owner(&self, owner: &str) -> Vec<Served> {
+        let mut map = self.lock();
+        let hashes: Vec<[u8; 32]> = map.iter().filter(|(_, e)| e.owner == owner).map(|(h, _)| *h).collect();
+        let mut out: Vec<Served> = hashes.iter().filter_map(|h| map.remove(h)).map(|e| e.served).collect();
+        out.sort_by(|a, b| a.token.cmp(&b.token));
+        out
+    }
+
+    /// Drops the tokens that expired (a long-running server's table does not grow with every insert).
+    pub fn forget_expired(&self, now: Instant) {
+        self.lock().retain(|_, e| now < e.deadline);
+    }
+
     /// What each token served so far, and the refused requests.
     pub fn served(&self) -> (Vec<Served>, u64) {
         let mut v: Vec<Served> = self.lock().values().map(|e| e.served.clone()).collect();
@@ -197,8 +215,8 @@ mod tests {
     fn a_token_answers_for_its_one_name_until_it_expires_or_is_revoked() {
         let t = Tokens::default();
         let (bmc_a, bmc_b): (IpAddr, IpAddr) = ("10.1.0.11".parse().unwrap(), "10.1.0.12".parse().unwrap());
-        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", &[bmc_a], Duration::from_secs(60)).unwrap();
-        let b = t.issue(Path::new("/srv/b.iso"), "b.iso", &[bmc_b], Duration::from_secs(60)).unwrap();
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", "n1", &[bmc_a], Duration::from_secs(60)).unwrap();
+        let b = t.issue(Path::new("/srv/b.iso"), "b.iso", "n2", &[bmc_b], Duration::from_secs(60)).unwrap();
         assert_ne!(a.token, b.token);
         assert_eq!(a.token.len(), 64);
         assert_eq!(a.id, hex::encode(&hash(&a.token)[..6]));
@@ -215,7 +233,7 @@ mod tests {
         assert_eq!(t.lookup(&b.token[..63], "b.iso", Some(bmc_b), now), None);
         assert_eq!(t.lookup(&a.token, "a.iso", Some(bmc_a), now + Duration::from_secs(61)), None);
         // A token made for no address answers nobody.
-        let c = t.issue(Path::new("/srv/c.iso"), "c.iso", &[], Duration::from_secs(60)).unwrap();
+        let c = t.issue(Path::new("/srv/c.iso"), "c.iso", "n3", &[], Duration::from_secs(60)).unwrap();
         assert_eq!(t.lookup(&c.token, "c.iso", Some(bmc_a), now), None);
         t.record(&a.id, true, 2048);
         t.record(&a.id, false, 10);
@@ -232,7 +250,7 @@ mod tests {
     #[test]
     fn redact_names_the_token_of_every_image_url() {
         let t = Tokens::default();
-        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", &[], Duration::from_secs(60)).unwrap();
+        let a = t.issue(Path::new("/srv/a.iso"), "a.iso", "n1", &[], Duration::from_secs(60)).unwrap();
         let url = format!("https://10.0.0.5:8443/image/{}/a.iso", a.token);
         let text = format!("was {url}, now {url}; /image/short/x and /image/");
         let r = redact(&text);

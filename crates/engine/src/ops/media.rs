@@ -7,12 +7,13 @@ use lifeline_bmc::{Bmc, BmcError, MediaReport, MediaShow};
 pub use lifeline_bmc::{ImageCredentials, MediaRequest};
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;
 use crate::error::{EngineError, Result};
-use crate::image_serve::{ImageServer, Served};
+use crate::image_serve::{ImageInfo, ImageServeError, ImageServer, Images, Served, Settings};
 use crate::ops::{Acted, Row};
 use crate::targets::BmcSelection;
 
@@ -42,6 +43,15 @@ async fn bmc_sources(address: &str) -> std::io::Result<Vec<std::net::IpAddr>> {
     ips.sort();
     ips.dedup();
     Ok(ips)
+}
+
+/// An image-server refusal as the engine's error: a bad or unknown name is the caller's mistake (usage), a
+/// missing directory or server the configuration's.
+fn image_err(e: ImageServeError) -> EngineError {
+    match e {
+        ImageServeError::NotServed { .. } => EngineError::BadArgument { message: e.to_string() },
+        other => EngineError::Refused { target: "image server".into(), reason: other.to_string() },
+    }
 }
 
 impl Lifeline {
@@ -89,11 +99,12 @@ impl Lifeline {
                 what: format!("cannot tie the image's token to the BMC's address `{}`", b.target.address),
                 source: Some(Box::new(e)),
             })?;
-            let (url, offer) = server.offer(file, &from).map_err(|e| EngineError::Failed {
-                target: b.target.name.clone(),
-                what: "cannot serve the image".into(),
-                source: Some(Box::new(e)),
-            })?;
+            let (url, offer) =
+                server.offer(file, &b.target.name, &from).map_err(|e| EngineError::Failed {
+                    target: b.target.name.clone(),
+                    what: "cannot serve the image".into(),
+                    source: Some(Box::new(e)),
+                })?;
             let image = MediaUrl::parse(&url).map_err(|e| EngineError::Internal {
                 what: format!("the image server's URL is refused: {e}"),
                 source: None,
@@ -110,25 +121,105 @@ impl Lifeline {
             per_bmc.insert(b.target.name.clone(), (req, intent));
         }
         let per_bmc = &per_bmc;
-        self.media_act(
-            sel,
-            "media.insert",
-            |name| per_bmc.get(name).map(|(_, i)| i.clone()).unwrap_or_default(),
-            move |bmc| {
-                let req = per_bmc.get(bmc.name()).map(|(r, _)| r.clone());
-                async move {
-                    match req {
-                        Some(r) => bmc.media_insert(r).await,
-                        None => Err(BmcError::Unsupported {
-                            bmc: bmc.name().to_owned(),
-                            protocol: bmc.target().protocol,
-                            what: "an insert without an offered image",
-                        }),
+        let rows = self
+            .media_act(
+                sel,
+                "media.insert",
+                |name| per_bmc.get(name).map(|(_, i)| i.clone()).unwrap_or_default(),
+                move |bmc| {
+                    let req = per_bmc.get(bmc.name()).map(|(r, _)| r.clone());
+                    async move {
+                        match req {
+                            Some(r) => bmc.media_insert(r).await,
+                            None => Err(BmcError::Unsupported {
+                                bmc: bmc.name().to_owned(),
+                                protocol: bmc.target().protocol,
+                                what: "an insert without an offered image",
+                            }),
+                        }
                     }
-                }
-            },
-        )
-        .await
+                },
+            )
+            .await?;
+        // A BMC that did not take the image has no use for its URL.
+        for r in rows.iter().filter(|r| r.result.is_err()) {
+            server.revoke(&r.target);
+        }
+        Ok(rows)
+    }
+
+    /// `[image-server] images` (relative to the configuration file's directory).
+    pub fn images(&self) -> Result<Images> {
+        let dir = self
+            .config
+            .config
+            .image_server
+            .images
+            .as_ref()
+            .ok_or_else(|| image_err(ImageServeError::NoImages))?;
+        let base = self.config.path.as_deref().and_then(Path::parent).unwrap_or(Path::new("."));
+        Ok(Images::new(base.join(dir)))
+    }
+
+    /// The images served by name, from `[image-server] images`.
+    pub fn served_images(&self) -> Result<Vec<ImageInfo>> {
+        self.images()?.list().map_err(image_err)
+    }
+
+    /// The file the served image `name` is: a regular file directly in the images directory, else an
+    /// error naming it.
+    pub fn served_image_path(&self, name: &str) -> Result<PathBuf> {
+        self.images()?.resolve(name).map_err(image_err)
+    }
+
+    /// Starts the image server of `[image-server]` when `listen` is set (`lifeline serve`), for the life of
+    /// this context and those derived from it: served images are then inserted by name.
+    pub async fn start_image_server(self) -> Result<Lifeline> {
+        let c = &self.config.config.image_server;
+        if c.listen.is_none() {
+            return Ok(self);
+        }
+        let settings = Settings::from_config(c).map_err(image_err)?;
+        let server = ImageServer::start(&settings).await.map_err(image_err)?;
+        tracing::info!(
+            addr = %server.addr(), tls_sha256 = server.fingerprint(),
+            images = ?c.images, "image server listening"
+        );
+        Ok(self.with_image_server(Arc::new(server)))
+    }
+
+    /// Inserts the served image `name` (a file of `[image-server] images`) on each BMC, offered by this
+    /// process's image server under a token per BMC (see [`Lifeline::media_insert_served`]); the token ends
+    /// at the BMC's eject, its run's end, or its expiry.
+    pub async fn media_insert_image(
+        &self,
+        sel: &BmcSelection,
+        name: &str,
+        boot_once: bool,
+        write_protected: bool,
+        credentials: Option<ImageCredentials>,
+    ) -> Result<Vec<Row<Acted<MediaReport>>>> {
+        let file = self.served_image_path(name)?;
+        let server = self.image_server().cloned().ok_or_else(|| image_err(ImageServeError::NotRunning))?;
+        // A placeholder the engine replaces per BMC with its own token's URL.
+        let image = MediaUrl::parse(&format!("https://{}/", server.addr()))
+            .map_err(|e| EngineError::internal("the image server's address as a URL", e))?;
+        let template = MediaRequest { image, boot_once, write_protected, credentials };
+        self.media_insert_served(sel, &server, &file, template).await
+    }
+
+    /// Ends the image-server tokens made for the BMC `target` (its media ejected, its run ended), auditing
+    /// what they served as `media.serve`; nothing when this process serves no images or `target` has none.
+    pub async fn media_revoke(&self, target: &str) -> Result<Vec<Served>> {
+        let Some(server) = self.image_server() else { return Ok(Vec::new()) };
+        let served = server.revoke(target);
+        if !served.is_empty() {
+            let audit = self.audit().await?;
+            let detail =
+                serde_json::json!({ "server": server.addr().to_string(), "served": served, "revoked": true });
+            audit.record("media.serve", target, Outcome::Ok, None, detail).await?;
+        }
+        Ok(served)
     }
 
     /// Stops `server` (every token revoked) and audits what it served as `media.serve`.
@@ -141,15 +232,23 @@ impl Lifeline {
         Ok((served, refused))
     }
 
-    /// Ejects whatever media each BMC holds, read back.
+    /// Ejects whatever media each BMC holds, read back; the image-server tokens made for each BMC end
+    /// with it (an ejected image is not read again).
     pub async fn media_eject(&self, sel: &BmcSelection) -> Result<Vec<Row<Acted<MediaReport>>>> {
-        self.media_act(
-            sel,
-            "media.eject",
-            |_| serde_json::json!({}),
-            |bmc| async move { bmc.media_eject().await },
-        )
-        .await
+        let rows = self
+            .media_act(
+                sel,
+                "media.eject",
+                |_| serde_json::json!({}),
+                |bmc| async move { bmc.media_eject().await },
+            )
+            .await?;
+        for r in &rows {
+            if r.result.is_ok() {
+                self.media_revoke(&r.target).await?;
+            }
+        }
+        Ok(rows)
     }
 
     /// `intent_of(bmc)`: the intent's body. Everything recorded has its image-server tokens named instead.
