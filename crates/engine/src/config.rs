@@ -142,8 +142,9 @@ pub struct ProbationConfig {
 pub struct CorrelationConfig {
     /// How long an observation waits for others before it is decided alone, e.g. `5s` (default `5s`).
     pub hold: Option<String>,
-    /// How long a shared fault's group stays open for late members, and how far back lone observations are
-    /// linked to a new group (default `10m`).
+    /// How long a shared fault's group stays open for late members, how far back lone observations are
+    /// linked to a new group, and how long after an offered switch-config restore was answered (approved
+    /// and run, failed, rejected) it is not offered again (default `10m`).
     pub window: Option<String>,
     /// The fewest affected devices (or rails) that make a shared fault; at least 2 (default 2).
     pub min_members: Option<usize>,

@@ -106,6 +106,39 @@ impl Store {
             .collect()
     }
 
+    /// Every observation of `kind` for `device` made at or after `since_ms`, oldest first (by the
+    /// `(device, kind, observed_at)` index: a recent window of one series, never a scan of the table).
+    pub async fn observations_since(
+        &self,
+        device: &str,
+        kind: &str,
+        since_ms: i64,
+    ) -> Result<Vec<Observation>, StoreError> {
+        let q = self.sql(
+            "SELECT observed_at, value_json FROM observations WHERE device = ? AND kind = ? \
+             AND observed_at >= ? ORDER BY observed_at, id",
+        );
+        let rows = sqlx::query(&q)
+            .bind(device.to_owned())
+            .bind(kind.to_owned())
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .op("observations_since")?;
+        rows.into_iter()
+            .map(|r| {
+                let v: String = r.try_get("value_json").op("observations_since.value")?;
+                Ok(Observation {
+                    device: device.to_owned(),
+                    kind: kind.to_owned(),
+                    observed_at_ms: r.try_get("observed_at").op("observations_since.at")?,
+                    value: serde_json::from_str(&v)
+                        .map_err(|source| StoreError::Json { op: "observations_since.value", source })?,
+                })
+            })
+            .collect()
+    }
+
     /// Deletes observations of `kind` older than `before_ms`, except each device's newest (the fleet list
     /// keeps showing a device that has not been observed since). Returns how many went.
     pub async fn prune_observations(&self, kind: &str, before_ms: i64) -> Result<u64, StoreError> {

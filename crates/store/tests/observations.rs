@@ -23,6 +23,14 @@ async fn suite(store: &Store) {
         assert_eq!(one.value, o.value, "the same answer as the per-device query");
     }
 
+    // One series since a time, oldest first; other devices and kinds are not in it.
+    let all = store.observations_since("a", "sweep", 0).await.unwrap();
+    assert_eq!(all.iter().map(|o| o.value["n"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
+    let after = all[2].observed_at_ms + 1;
+    assert!(store.observations_since("a", "sweep", after).await.unwrap().is_empty());
+    assert_eq!(store.observations_since("a", "health", 0).await.unwrap().len(), 1);
+    assert!(store.observations_since("z", "sweep", 0).await.unwrap().is_empty());
+
     // Everything is "old": only each device's newest survives, and other kinds are untouched.
     let gone = store.prune_observations("sweep", i64::MAX).await.unwrap();
     assert_eq!(gone, 4);

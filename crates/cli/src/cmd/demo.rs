@@ -175,6 +175,7 @@ async fn sweep_loop(
     tokio::pin!(stop);
     let sweep_opts =
         SweepOptions { events: 1, per_bmc_timeout: Duration::from_secs(8), ..SweepOptions::default() };
+    let mut correlator = server.and_then(lifeline_server::scheduler::sweeps::correlator);
     let mut n = 0u64;
     loop {
         n += 1;
@@ -205,11 +206,13 @@ async fn sweep_loop(
         }
         let mut faults = Vec::new();
         if let Some(st) = server {
-            // The server's fault rules see the demo's rows; the policy's decisions come back as events.
-            for row in &rows {
-                if let Err(e) = lifeline_server::faults::from_sweep_row(st, row).await {
-                    recent.push(format!("fault rules on {}: {}", row.name, e.chain()));
-                }
+            // The server's fault rules see the demo's rows through the sweep correlation, as `serve`'s
+            // sweeps do (one fault on a shared part, not N node faults); the policy's decisions come back
+            // as events. The demo sweeps every BMC itself, so its sweep is a whole round.
+            if let Some(c) = correlator.as_mut() {
+                use lifeline_server::scheduler::sweeps::correlate;
+                let known = lifeline_server::faults::unresolved(st).await?;
+                correlate::from_sweep(st, &rows, &known, c, correlate::Round::Whole).await;
             }
             for e in st.base.events_after(seen_event, 1000).await? {
                 seen_event = e.id;
@@ -350,10 +353,10 @@ async fn run_lines(
     let Ok(runs) = st.base.runs_recent(50).await else { return Vec::new() };
     let mut out = Vec::new();
     for r in runs.iter().rev() {
-        if seen.get(&r.id) == Some(&r.state) {
+        if seen.get(&r.id).map(String::as_str) == Some(r.state.as_str()) {
             continue;
         }
-        seen.insert(r.id.clone(), r.state.clone());
+        seen.insert(r.id.clone(), r.state.to_string());
         let at = chrono::Utc::now().format("%H:%M:%S");
         let head = format!("{at} run {} {} on {}", r.id, r.runbook, r.target);
         let line = match r.state.as_str() {

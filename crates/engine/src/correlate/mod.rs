@@ -25,6 +25,7 @@
 //! the same way.
 
 mod evidence;
+pub mod rounds;
 pub mod sweep;
 pub mod topology;
 
@@ -91,7 +92,7 @@ impl Default for Settings {
 }
 
 /// One thing seen on one device: what its own fault would be.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Observation {
     /// The fault kind it would raise alone (`rail-down`, `console-kernel-panic`).
     pub kind: String,
@@ -184,6 +185,10 @@ impl Correlator {
 
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Observations waiting for their hold to pass.

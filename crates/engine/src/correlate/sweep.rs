@@ -1,8 +1,8 @@
 //! Sweep faults through correlation. When the OOB switch a set of BMCs hangs off dies, or a PDU or a rack
 //! feed drops, one sweep sees N `bmc-unreachable` (or N `health-critical` power-supply alerts): the part
 //! they share is blamed with the same score as the console's findings ([`super::Correlator`]), and the N
-//! node runbooks are not started. A sweep is a complete batch (every BMC of this replica's share was read),
-//! so its observations are decided at once ([`super::Correlator::flush`]), not after a hold.
+//! node runbooks are not started. A round (every replica's sweep of one slot, [`super::rounds`]) is a
+//! complete batch, so its observations are decided at once ([`super::Correlator::flush`]), not after a hold.
 //!
 //! Which parts may explain which kind is a choice about physics, kept here in one table:
 //! - `bmc-unreachable`: the OOB switch the BMC is cabled to, its PDUs, its rack (a BMC on standby power
@@ -58,8 +58,8 @@ pub fn observation(device: &str, f: &Finding, at_ms: i64) -> Option<Observation>
 
 /// Whether a shared sweep fault's own evidence is gone: its `detail` (as the fault intake records it:
 /// `members` with `device` and `kind`) against one sweep's verdicts (`cleared`: device -> the kinds its
-/// row proved gone). Every member must have been read and proven clear of the member kind; a member this
-/// sweep did not read (another replica's share, a BMC left out) keeps the fault open.
+/// row proved gone). Every member must have been read and proven clear of the member kind; a member the
+/// round did not read (a BMC left out, a replica's batch not yet taken) keeps the fault open.
 pub fn members_cleared(detail: &serde_json::Value, cleared: &HashMap<String, Vec<&'static str>>) -> bool {
     let Some(members) = detail.get("members").and_then(|m| m.as_array()) else { return false };
     !members.is_empty()

@@ -56,7 +56,7 @@ impl Component {
 }
 
 /// What one observation is about: a device, or one rail (HCA) of it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Unit {
     pub device: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -14,6 +14,8 @@
 
 pub mod config_diff;
 pub mod counters;
+#[cfg(test)]
+mod own_restore_tests;
 
 use serde::Serialize;
 

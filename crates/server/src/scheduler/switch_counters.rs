@@ -58,7 +58,7 @@ pub fn slot_key(switch: &str, slot_ms: i64) -> String {
 }
 
 /// The observation kind of a kept read.
-pub const OBSERVATION: &str = "switch-counters";
+pub const OBSERVATION: &str = lifeline_engine::ops::correlation::SWITCH_COUNTERS;
 
 /// How long done slots and reads are kept (each switch's newest read always stays: the next baseline).
 const RETENTION_MS: i64 = 3_600_000;
@@ -68,7 +68,7 @@ pub async fn run_every(s: AppState, every: Duration, evidence: mpsc::Sender<Port
     let mut watch = CounterWatch::new(thresholds(&s.base.config.config.server));
     let mut pruned: Option<std::time::Instant> = None;
     loop {
-        let now = lifeline_store::now_ms();
+        let now = now_ms();
         let slot = now - now.rem_euclid(every_ms);
         if let Err(e) = read_once(&s, &mut watch, &evidence, slot).await {
             tracing::warn!("switch counters: {}", e.chain());
@@ -78,7 +78,7 @@ pub async fn run_every(s: AppState, every: Duration, evidence: mpsc::Sender<Port
             prune(&s).await;
         }
         // To the next slot's start (every replica wakes about then; the claim decides who reads).
-        let next = slot + every_ms - lifeline_store::now_ms();
+        let next = slot + every_ms - now_ms();
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(u64::try_from(next).unwrap_or(0))) => {}
             _ = s.shutdown.cancelled() => break,
@@ -87,13 +87,17 @@ pub async fn run_every(s: AppState, every: Duration, evidence: mpsc::Sender<Port
 }
 
 async fn prune(s: &AppState) {
-    let before = lifeline_store::now_ms() - RETENTION_MS;
-    if let Err(e) = s.store.prune_done_work("slot:counters:", before).await {
-        tracing::warn!("pruning old switch counters slots: {e}");
+    let before = now_ms() - RETENTION_MS;
+    if let Err(e) = s.base.correlation_slots_prune("slot:counters:", before).await {
+        tracing::warn!("pruning old switch counters slots: {}", e.chain());
     }
-    if let Err(e) = s.store.prune_observations(OBSERVATION, before).await {
-        tracing::warn!("pruning old switch counters reads: {e}");
+    if let Err(e) = s.base.correlation_prune(OBSERVATION, before).await {
+        tracing::warn!("pruning old switch counters reads: {}", e.chain());
     }
+}
+
+fn now_ms() -> i64 {
+    lifeline_engine::ops::runs::now_ms()
 }
 
 /// Claims this slot of every switch it can; the switches this replica reads, with their leases.
@@ -115,14 +119,16 @@ async fn claim(s: &AppState, switches: Vec<String>, slot: i64) -> HashMap<String
 /// Sets the switch's baseline in `watch` to its previous read, whichever replica made it; none kept:
 /// this read is a first read. A store that does not answer leaves this replica's own last read.
 async fn previous(s: &AppState, watch: &mut CounterWatch, switch: &str) {
-    match s.store.latest_observation(switch, OBSERVATION).await {
-        Ok(o) => match o.and_then(|o| serde_json::from_value(o.value.get("snapshot")?.clone()).ok()) {
+    match s.base.switch_counters_previous(switch).await {
+        Ok(o) => match o.and_then(|o| serde_json::from_value(o.get("snapshot")?.clone()).ok()) {
             Some(before) => watch.baseline(switch, before),
             None => watch.forget(switch),
         },
-        Err(e) => {
-            tracing::warn!(%switch, "previous counters read not loaded (comparing with this replica's): {e}")
-        }
+        Err(e) => tracing::warn!(
+            %switch,
+            "previous counters read not loaded (comparing with this replica's): {}",
+            e.chain()
+        ),
     }
 }
 
@@ -174,8 +180,8 @@ async fn read_once(
         let kept = serde_json::json!({
             "slot": slot, "replica": s.replica.id(), "snapshot": read.snapshot, "failed": read.failed,
         });
-        if let Err(e) = s.store.observe(&r.switch, OBSERVATION, &kept).await {
-            tracing::warn!(switch = %r.switch, "counters read not kept: {e}");
+        if let Err(e) = s.base.switch_counters_keep(&r.switch, &kept).await {
+            tracing::warn!(switch = %r.switch, "counters read not kept: {}", e.chain());
         }
         lease.finish("ok").await;
         let v = watch.read(&r.switch, read.snapshot, r.at_ms);

@@ -1,25 +1,80 @@
-//! The sweep's faults through correlation ([`lifeline_engine::correlate::sweep`]): one sweep's rows are
-//! one batch, so N BMCs dark behind one OOB switch (or N power alerts on one PDU) become one fault on the
-//! part, the members listed and none raised or acted on alone; the part's fault is resolved by the sweep
-//! that reads every member clear again.
+//! The sweep's faults through correlation ([`lifeline_engine::correlate::sweep`]), over every replica's
+//! sweep of a slot ([`lifeline_engine::correlate::rounds`]): N BMCs dark behind one OOB switch (or N power
+//! alerts on one PDU) become one fault on the part, the members listed and none raised or acted on alone,
+//! however the BMCs are shared out between the replicas; the part's fault is resolved by the round that
+//! reads every member clear again.
+//!
+//! Each replica keeps its sweep's batch in the store; one replica decides a slot once every live replica
+//! has kept its batch of it, under the slot's work claim. The decider is the replica the rendezvous hash
+//! prefers for [`DECIDER`], so that the correlator's open groups (a part blamed, its members added as they
+//! go dark) stay in one place; another replica decides a slot the preferred one left undecided for two
+//! intervals (it is gone or stuck). docs/faults.md describes the design.
+
+use std::time::Duration;
+
+use lifeline_engine::correlate::rounds::{self, Decision, SweepBatch};
+use lifeline_engine::correlate::{Correlator, sweep};
 
 use crate::state::AppState;
 
-/// The sweep rules for one whole sweep, through correlation: each row's clean reads resolve as before,
+/// The rendezvous key whose preferred replica decides the sweep rounds.
+pub const DECIDER: &str = "correlate:sweeps";
+/// The work claim of one slot's decision.
+fn slot_key(slot: i64) -> String {
+    format!("slot:correlate:{slot}")
+}
+const SLOT_PREFIX: &str = "slot:correlate:";
+
+/// How a sweep's rows make a round.
+#[derive(Debug, Clone, Copy)]
+pub enum Round {
+    /// This replica's share of the sweep of `slot` (`lifeline serve`): decided with the other replicas'.
+    Share { slot: i64 },
+    /// A sweep of every BMC by this caller alone (`lifeline demo`): decided at once.
+    Whole,
+}
+
+fn now_ms() -> i64 {
+    lifeline_engine::ops::runs::now_ms()
+}
+
+fn every(s: &AppState) -> Duration {
+    super::interval(s).unwrap_or(Duration::from_secs(60))
+}
+
+/// How long a slot waits for a live replica's batch: three intervals, at least a minute (a sweep of dark
+/// BMCs runs into their timeouts and may outlast several short intervals).
+fn wait(every_ms: i64) -> i64 {
+    every_ms.saturating_mul(3).max(60_000)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The sweep rules for one sweep's rows: each row's clean reads resolve that BMC's own faults,
 /// `gpu-missing` is raised per node, and the correlated kinds (`bmc-unreachable`, `health-critical`,
-/// `sel-critical`) go to `c`, which decides them at once (the sweep is the whole batch): a node's own
-/// fault, or one fault on the OOB switch, PDU or rack they share with the members listed and linked
-/// ([`lifeline_engine::correlate::sweep`]). A shared sweep fault is resolved when this sweep read every
-/// member clear of the member kind. Errors are logged per row and per verdict; the sweep goes on.
+/// `sel-critical`) with the BMCs read clear of them make this sweep's batch, decided with the other
+/// replicas' batches of the slot ([`Round::Share`]) or at once ([`Round::Whole`]). Errors are logged per
+/// row and per verdict; the sweep goes on.
 pub async fn from_sweep(
     s: &AppState,
     rows: &[lifeline_bmc::SweepRow],
     known: &crate::faults::Unresolved,
-    c: &mut lifeline_engine::correlate::Correlator,
+    c: &mut Correlator,
+    round: Round,
 ) {
-    use lifeline_engine::correlate::sweep;
-    let now = lifeline_store::now_ms();
-    let mut cleared: std::collections::HashMap<String, Vec<&'static str>> = Default::default();
+    let now = now_ms();
+    let slot = match round {
+        Round::Share { slot } => slot,
+        Round::Whole => now,
+    };
+    let mut batch = SweepBatch {
+        slot_ms: slot,
+        replica: s.replica.id().to_owned(),
+        findings: Vec::new(),
+        cleared: Default::default(),
+    };
     for row in rows {
         let d = &row.name;
         let verdict = lifeline_engine::fault_rules::sweep_verdict(row, None);
@@ -29,10 +84,13 @@ pub async fn from_sweep(
             {
                 tracing::warn!(bmc = %d, "fault rules: {}", e.chain());
             }
+            if sweep::CORRELATED.contains(kind) {
+                batch.cleared.entry((*kind).to_owned()).or_default().push(d.clone());
+            }
         }
         for f in verdict.raise {
             match sweep::observation(d, &f, now) {
-                Some(o) => c.observe(o),
+                Some(o) => batch.findings.push(o),
                 None => {
                     if let Err(e) = crate::faults::raise(s, f.kind, d, f.severity, &f.message, f.detail).await
                     {
@@ -41,23 +99,90 @@ pub async fn from_sweep(
                 }
             }
         }
-        cleared.insert(d.clone(), verdict.clear);
     }
-    for v in c.flush(now) {
+    if matches!(round, Round::Whole) {
+        decide(s, c, &[&batch]).await;
+        return;
+    }
+    match s.base.sweep_batch_keep(&batch).await {
+        Ok(()) => decide_ready(s, c).await,
+        Err(e) => {
+            // Not kept, so no other replica will see it: decided here alone, as a lone replica would.
+            tracing::warn!("sweep batch not kept ({}); decided by this replica alone", e.chain());
+            decide(s, c, &[&batch]).await;
+        }
+    }
+}
+
+/// Decides every slot that is ready (see the module doc), oldest first; stops at the first one this
+/// replica may not decide or cannot claim, so that slots are decided in order.
+pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
+    let every = ms(every(s));
+    let now = now_ms();
+    let horizon = ms(c.settings().window).saturating_add(wait(every)).saturating_add(every);
+    let (batches, decisions) = match s.base.sweep_rounds_since(now.saturating_sub(horizon)).await {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::warn!("sweep rounds not read: {}", e.chain());
+            return;
+        }
+    };
+    let preferred = s.replica.prefers(DECIDER);
+    let live = s.replica.live();
+    for slot in rounds::ready(&batches, &decisions, &live, now, wait(every)) {
+        if !preferred && now - slot < every.saturating_mul(2) {
+            break;
+        }
+        let lease = match s.replica.claim(&slot_key(slot)).await {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(slot, "sweep round not claimed: {e}");
+                break;
+            }
+        };
+        let took = rounds::take(&batches, &decisions, slot);
+        if !lease.still_held().await {
+            tracing::warn!(slot, "the sweep round's claim was lost before deciding; not decided here");
+            break;
+        }
+        decide(s, c, &took).await;
+        let d = Decision {
+            slot_ms: slot,
+            replica: s.replica.id().to_owned(),
+            took: took.iter().map(|b| (b.replica.clone(), b.slot_ms)).collect(),
+        };
+        if let Err(e) = s.base.sweep_decision_keep(&d).await {
+            tracing::warn!(slot, "sweep decision not kept: {}", e.chain());
+        }
+        lease.finish("ok").await;
+        tracing::debug!(slot, batches = took.len(), "sweep round decided");
+    }
+}
+
+/// The correlator over the batches of one round: the verdicts raised, then the shared sweep faults whose
+/// every member the round read clear of the member kind resolved.
+async fn decide(s: &AppState, c: &mut Correlator, batches: &[&SweepBatch]) {
+    for b in batches {
+        for o in &b.findings {
+            c.observe(o.clone());
+        }
+    }
+    for v in c.flush(now_ms()) {
         if let Err(e) = crate::faults::verdict(s, v, Vec::new()).await {
             tracing::warn!("sweep fault: {}", e.chain());
         }
     }
     // A shared sweep fault's own evidence: every member read again and clear of the member kind.
-    // Read only when one is unresolved: most sweeps have none.
-    if !known.iter().any(|(k, _)| sweep::member_kind(k).is_some()) {
+    let cleared = rounds::cleared(batches);
+    if cleared.is_empty() {
         return;
     }
     for state in ["open", "acked"] {
-        let faults = match s.store.faults(Some(state), 10_000_000).await {
+        let faults = match s.base.faults(Some(state), 10_000_000).await {
             Ok(f) => f,
             Err(e) => {
-                tracing::warn!("shared sweep faults: {e}");
+                tracing::warn!("shared sweep faults: {}", e.chain());
                 continue;
             }
         };
@@ -70,5 +195,22 @@ pub async fn from_sweep(
                 }
             }
         }
+    }
+}
+
+/// Deletes the rounds' records past deciding (older than the window, the wait and an interval).
+pub async fn prune(s: &AppState, every: Duration) {
+    let window = lifeline_engine::correlate::Settings::from_config(&s.base.config.config.correlation)
+        .unwrap_or_default()
+        .window;
+    let before = now_ms() - ms(window).saturating_add(wait(ms(every))).saturating_add(ms(every));
+    use lifeline_engine::ops::correlation::{BATCH, DECISION};
+    for kind in [BATCH, DECISION] {
+        if let Err(e) = s.base.correlation_prune(kind, before).await {
+            tracing::warn!("pruning old sweep rounds: {}", e.chain());
+        }
+    }
+    if let Err(e) = s.base.correlation_slots_prune(SLOT_PREFIX, before).await {
+        tracing::warn!("pruning old sweep round claims: {}", e.chain());
     }
 }
