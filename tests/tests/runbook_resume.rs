@@ -204,7 +204,7 @@ fn a_run_stopped_after_an_outcome_but_before_moving_on_does_not_act_again() {
     rt.block_on(async {
         let settings = lifeline_engine::Settings { data_dir: Some(sim.data.clone()), ..Default::default() };
         let l = lifeline_engine::Lifeline::new(&settings, lifeline_engine::Identity::new("test")).unwrap();
-        assert!(l.run_set_state(&id, "running", 0, None).await.unwrap());
+        assert!(l.run_set_state(&id, lifeline_engine::ops::runs::RunState::Running, 0, None).await.unwrap());
         l.close().await;
     });
 

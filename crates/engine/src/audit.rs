@@ -39,32 +39,9 @@ impl Intent {
     }
 }
 
-/// How an action ended, in the audit log's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    Ok,
-    Unchanged,
-    Failed,
-    Refused,
-    Error,
-    Interrupted,
-    Unverified,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Unchanged => "unchanged",
-            Outcome::Failed => "failed",
-            Outcome::Refused => "refused",
-            Outcome::Error => "error",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Unverified => "unverified",
-        }
-    }
-}
+/// How an action ended, in the audit log's words: the one closed set, `lifeline_types::AuditOutcome`,
+/// under the name the engine's callers use.
+pub use lifeline_types::AuditOutcome as Outcome;
 
 impl AuditService {
     pub fn new(store: Store, actor: impl Into<String>) -> Self {
@@ -95,7 +72,7 @@ impl AuditService {
         detail: serde_json::Value,
     ) -> Result<Intent> {
         let id = self
-            .write(action, target, "started", detail, request_id)
+            .write(action, target, Outcome::Started, detail, request_id)
             .await
             .map_err(|e| audit_unavailable(&self.store, action, e))?;
         Ok(Intent {
@@ -116,7 +93,7 @@ impl AuditService {
             }
             other => *other = serde_json::json!({ "intent": intent.id, "result": other.clone() }),
         }
-        self.write(&intent.action, &intent.target, outcome.as_str(), detail, intent.request_id.as_deref())
+        self.write(&intent.action, &intent.target, outcome, detail, intent.request_id.as_deref())
             .await
             .map_err(|e| audit_unavailable(&self.store, &intent.action, e))?;
         Ok(())
@@ -132,7 +109,7 @@ impl AuditService {
         detail: impl Serialize,
     ) -> Result<()> {
         let detail = serde_json::to_value(detail).unwrap_or(serde_json::Value::Null);
-        self.write(action, target, outcome.as_str(), detail, request_id)
+        self.write(action, target, outcome, detail, request_id)
             .await
             .map_err(|e| audit_unavailable(&self.store, action, e))?;
         Ok(())
@@ -142,7 +119,7 @@ impl AuditService {
         &self,
         action: &str,
         target: &str,
-        outcome: &str,
+        outcome: Outcome,
         detail: serde_json::Value,
         request_id: Option<&str>,
     ) -> std::result::Result<i64, lifeline_store::StoreError> {
@@ -151,7 +128,8 @@ impl AuditService {
                 actor: self.actor.clone(),
                 action: action.into(),
                 target: target.into(),
-                outcome: outcome.into(),
+                // The store keeps the word: the one conversion, at its edge.
+                outcome: outcome.as_str().into(),
                 detail,
                 request_id: request_id.map(Into::into),
             })
@@ -211,7 +189,7 @@ impl AuditSink for BmcSink {
                     actor: self.audit.actor.clone(),
                     action: rec.action.clone(),
                     target: rec.bmc.clone(),
-                    outcome: "started".into(),
+                    outcome: Outcome::Started.as_str().into(),
                     detail: rec.detail.clone(),
                     request_id: rec.request_id.clone(),
                 };
@@ -222,7 +200,13 @@ impl AuditSink for BmcSink {
             }
             None => {
                 self.audit
-                    .write(&rec.action, &rec.bmc, "started", rec.detail.clone(), rec.request_id.as_deref())
+                    .write(
+                        &rec.action,
+                        &rec.bmc,
+                        Outcome::Started,
+                        rec.detail.clone(),
+                        rec.request_id.as_deref(),
+                    )
                     .await?
             }
         };
@@ -260,7 +244,7 @@ impl AuditSink for BmcSink {
                                 actor: self.audit.actor.clone(),
                                 action: rec.action.clone(),
                                 target: rec.bmc.clone(),
-                                outcome: "refused".into(),
+                                outcome: Outcome::Refused.as_str().into(),
                                 detail: serde_json::json!({ "intent": id, "reason": why, "sent": false }),
                                 request_id: rec.request_id.clone(),
                             };
@@ -276,7 +260,7 @@ impl AuditSink for BmcSink {
                     let detail = serde_json::json!({ "intent": id, "reason": why, "sent": false });
                     let _ = self
                         .audit
-                        .write(&rec.action, &rec.bmc, "refused", detail, rec.request_id.as_deref())
+                        .write(&rec.action, &rec.bmc, Outcome::Refused, detail, rec.request_id.as_deref())
                         .await;
                     return Err(Box::new(e));
                 }
@@ -293,7 +277,7 @@ impl AuditSink for BmcSink {
         let request_id =
             self.requests.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.intent.0).flatten();
         let slot = self.slots.lock().unwrap_or_else(|p| p.into_inner()).remove(&rec.intent.0);
-        let outcome = if rec.ok { "ok" } else { "failed" };
+        let outcome = if rec.ok { Outcome::Ok } else { Outcome::Failed };
         #[cfg(feature = "test-hooks")]
         let written = match crate::hooks::recording_refused() {
             Some(why) => Err(why),
@@ -318,7 +302,9 @@ impl AuditSink for BmcSink {
             // The command was sent: its outcome waits in the slot for the store, and is not lost.
             (Err(why), Some(slot)) => {
                 tracing::warn!(bmc = %rec.bmc, action = %rec.action, "outcome kept until the store takes it: {why}");
-                slot.keep(outcome, detail, &why).await.map_err(|e| Box::new(e) as lifeline_bmc::BoxError)
+                slot.keep(outcome.as_str(), detail, &why)
+                    .await
+                    .map_err(|e| Box::new(e) as lifeline_bmc::BoxError)
             }
             (Err(why), None) => Err(why.into()),
         }

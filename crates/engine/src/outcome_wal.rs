@@ -316,7 +316,7 @@ impl Drop for Slot {
 /// What a slot left without an outcome says: the truth is not known.
 fn died_after_sending() -> Kept {
     Kept {
-        outcome: "interrupted".into(),
+        outcome: crate::audit::Outcome::Interrupted.as_str().into(),
         detail: serde_json::json!({
             "outcome": "unknown: the process died after sending",
             "note": "the process stopped between sending the command and recording its outcome; check the target",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lifeline_engine::audit::Outcome;
 use lifeline_engine::lease::{Acquired, LeaseGuard};
 use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec};
-use lifeline_engine::ops::runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow, now_ms};
+use lifeline_engine::ops::runs::{ApprovalRow, JournalRow, NewJournal, RunRow, RunState, StepState, now_ms};
 use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
 use lifeline_inventory::Device;
 use serde::Serialize;
@@ -18,7 +18,7 @@ use sha2::Digest;
 use crate::error::{Result, RunbookError};
 use crate::guard::{self, GuardVerdict};
 use crate::library::parse_stored;
-use crate::model::{Kind, OnFailure, Runbook};
+use crate::model::{Kind, OnFailure, Op, Runbook};
 use crate::steps::{StepCtx, StepResult};
 use crate::view::RunView;
 
@@ -95,21 +95,26 @@ impl Targets {
     }
 }
 
-/// The resolved plan `--dry-run` prints.
+/// A dry run's plan for one target: what `--dry-run` prints and the API's plan answers.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct Plan {
     pub runbook: String,
     pub target: String,
     pub vars: BTreeMap<String, String>,
     pub steps: Vec<PlannedStep>,
+    /// The blast-radius guard's verdict: `allowed`, `reason`, the counts it weighed.
     pub guard: GuardVerdict,
 }
 
+/// One step of a plan.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct PlannedStep {
     pub name: String,
     pub kind: String,
-    pub operation: serde_json::Value,
+    /// The step's operation with its parameters resolved.
+    pub operation: Op,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
     pub on_failure: OnFailure,
@@ -238,7 +243,7 @@ impl Executor {
     }
 
     async fn guard_now(&self, d: &Device) -> Result<GuardVerdict> {
-        let active = self.base.runs_in(ACTIVE_RUN_STATES).await?;
+        let active = self.base.runs_in(RunState::ACTIVE).await?;
         let escalated = self.open_escalations().await?;
         let inv = self.base.inventory()?;
         Ok(guard::evaluate(&self.base.config.config.runbooks.guard, &inv, d, &active, &escalated))
@@ -256,12 +261,12 @@ impl Executor {
             steps.push(PlannedStep {
                 name: s.name.clone(),
                 kind: s.kind.as_str().into(),
-                operation: serde_json::to_value(&op).unwrap_or_default(),
+                idempotent: s.kind.idempotent(&op),
+                operation: op,
                 when: s.when.as_ref().map(|c| c.text().to_owned()),
                 on_failure: s.on_failure.clone(),
                 timeout: humantime::format_duration(s.timeout).to_string(),
                 approval_required: s.approve,
-                idempotent: s.kind.idempotent(&op),
                 post_condition: rb.is_post(i),
             });
         }
@@ -272,7 +277,7 @@ impl Executor {
     /// Admits a run (or records its refusal) and drives it until it ends or waits for approval.
     pub async fn start(&self, rb: &Runbook, text: &str, target: &str, opts: &RunOptions) -> Result<RunView> {
         let v = self.admit(rb, text, target, opts, false).await?;
-        if v.state != "running" {
+        if v.state != RunState::Running {
             return Ok(v);
         }
         self.drive(&v.run).await
@@ -316,7 +321,7 @@ impl Executor {
             vars: serde_json::to_value(&vars).unwrap_or_default(),
             definition: text.into(),
             digest: rb.digest.clone(),
-            state: "running".into(),
+            state: RunState::Running,
             next_step: 0,
             reason: None,
             created_at_ms: now,
@@ -334,11 +339,11 @@ impl Executor {
             "the fault policy asks for approval before the first step: lifeline runbook approve {id}"
         );
         if !verdict.allowed {
-            row.state = "refused".into();
+            row.state = RunState::Refused;
             row.reason = verdict.reason.clone();
             row.ended_at_ms = Some(now);
         } else if approve_first {
-            row.state = "waiting-approval".into();
+            row.state = RunState::WaitingApproval;
             row.reason = Some(waiting.clone());
         }
         let created = self.base.run_create(&row).await;
@@ -365,7 +370,7 @@ impl Executor {
                     step: rb.steps.first().map(|s| s.name.clone()).unwrap_or_default(),
                     attempt: 1,
                     phase: "decision".into(),
-                    state: "waiting-approval".into(),
+                    state: RunState::WaitingApproval.as_str().into(),
                     request_id: None,
                     detail: serde_json::json!({ "message": waiting }),
                     evidence: serde_json::json!({}),
@@ -386,7 +391,7 @@ impl Executor {
     pub async fn status(&self, id: &str) -> Result<RunView> {
         let (run, rb, journal) = self.load(id).await?;
         let mut v = RunView::build(&run, Some(&rb), &journal);
-        if run.state == "running" {
+        if run.state == RunState::Running {
             let driven = matches!(
                 self.base.target_lease(&run.target).await?,
                 Some(l) if l.holder.starts_with(&format!("runbook:{id} ")) && l.expires_at_ms >= now_ms()
@@ -411,10 +416,10 @@ impl Executor {
     /// it in the background with [`Executor::resume`]).
     pub async fn record_approval(&self, id: &str, skip: bool) -> Result<RunView> {
         let (run, rb, journal) = self.load(id).await?;
-        if run.state != "waiting-approval" {
+        if run.state != RunState::WaitingApproval {
             return Err(RunbookError::State {
                 id: id.into(),
-                state: run.state,
+                state: run.state.to_string(),
                 what: "nothing waits for approval".into(),
             });
         }
@@ -443,7 +448,7 @@ impl Executor {
                 serde_json::json!({ "step": step, "attempt": attempt, "skip": skip }),
             )
             .await?;
-        if !self.base.run_set_state(id, "running", i, None).await? {
+        if !self.base.run_set_state(id, RunState::Running, i, None).await? {
             return Err(RunbookError::State {
                 id: id.into(),
                 state: "ended".into(),
@@ -466,11 +471,11 @@ impl Executor {
     /// run on the same target succeeded (its post-conditions proved the target back) or an operator
     /// cleared it ([`Executor::clear`]).
     pub async fn open_escalations(&self) -> Result<Vec<RunRow>> {
-        let escalated = self.base.runs_in(&["escalated"]).await?;
+        let escalated = self.base.runs_in(&[RunState::Escalated]).await?;
         if escalated.is_empty() {
             return Ok(escalated);
         }
-        let succeeded = self.base.runs_in(&["succeeded"]).await?;
+        let succeeded = self.base.runs_in(&[RunState::Succeeded]).await?;
         let mut open = Vec::new();
         for r in escalated {
             if succeeded.iter().any(|s| s.target == r.target && s.created_at_ms > r.created_at_ms) {
@@ -489,10 +494,10 @@ impl Executor {
     /// guard. The run keeps its end state (history); the clearing is journaled and audited with `why`.
     pub async fn clear(&self, id: &str, why: &str) -> Result<RunView> {
         let (run, rb, _) = self.load(id).await?;
-        if run.state != "escalated" {
+        if run.state != RunState::Escalated {
             return Err(RunbookError::State {
                 id: id.into(),
-                state: run.state,
+                state: run.state.to_string(),
                 what: "only an escalated run is cleared".into(),
             });
         }
@@ -508,17 +513,24 @@ impl Executor {
         let (run, rb, journal) = self.load(id).await?;
         if !self
             .base
-            .run_set_state(id, "aborted", run.next_step, Some(&format!("aborted by {}", self.base.actor())))
+            .run_set_state(
+                id,
+                RunState::Aborted,
+                run.next_step,
+                Some(&format!("aborted by {}", self.base.actor())),
+            )
             .await?
         {
             return Err(RunbookError::State {
                 id: id.into(),
-                state: run.state,
+                state: run.state.to_string(),
                 what: "it has already ended".into(),
             });
         }
         let detail = serde_json::json!({ "by": self.base.actor() });
-        self.base.run_journal_append(&run_event(id, run.next_step, "aborted", detail)).await?;
+        self.base
+            .run_journal_append(&run_event(id, run.next_step, RunState::Aborted.as_str(), detail))
+            .await?;
         self.base
             .audit()
             .await?
@@ -537,20 +549,24 @@ impl Executor {
     /// Runs left `running` by a process that stopped (what a restarting server resumes with
     /// [`Executor::resume`]; a run whose process is still alive keeps its target lease and is refused).
     pub async fn interrupted_runs(&self) -> Result<Vec<String>> {
-        Ok(self.base.runs_in(&["running"]).await?.into_iter().map(|r| r.id).collect())
+        Ok(self.base.runs_in(&[RunState::Running]).await?.into_iter().map(|r| r.id).collect())
     }
 
     /// Continues a run that is `running` (its process died) from its journal.
     pub async fn resume(&self, id: &str) -> Result<RunView> {
         let (run, _, _) = self.load(id).await?;
-        match run.state.as_str() {
-            "running" => self.drive(id).await,
-            "waiting-approval" => Err(RunbookError::State {
+        match run.state {
+            RunState::Running => self.drive(id).await,
+            RunState::WaitingApproval => Err(RunbookError::State {
                 id: id.into(),
-                state: run.state,
+                state: run.state.to_string(),
                 what: "it waits for `lifeline runbook approve`".into(),
             }),
-            _ => Err(RunbookError::State { id: id.into(), state: run.state, what: "it has ended".into() }),
+            _ => Err(RunbookError::State {
+                id: id.into(),
+                state: run.state.to_string(),
+                what: "it has ended".into(),
+            }),
         }
     }
 
@@ -596,7 +612,7 @@ impl Executor {
             Acquired::DoneBy(_) => {
                 return Err(RunbookError::State {
                     id: id.into(),
-                    state: run.state,
+                    state: run.state.to_string(),
                     what: "another process ran it".into(),
                 });
             }
@@ -725,7 +741,7 @@ impl Driver<'_> {
                 .run_record(self.run_id)
                 .await?
                 .ok_or_else(|| RunbookError::NoRun { id: self.run_id.into() })?;
-            if run.state != "running" {
+            if run.state != RunState::Running {
                 return Ok(());
             }
             if self.x.stopping() {
@@ -742,13 +758,13 @@ impl Driver<'_> {
                     let names = self.rb.post.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
                     format!("recovered: post-conditions passed ({names})")
                 });
-                return self.finish("succeeded", why, i).await;
+                return self.finish(RunState::Succeeded, why, i).await;
             };
             visits[i] += 1;
             if visits[i] > MAX_VISITS {
                 return self
                     .finish(
-                        "failed",
+                        RunState::Failed,
                         Some(format!("step `{}` was reached {MAX_VISITS} times (a goto loop)", step.name)),
                         i,
                     )
@@ -768,13 +784,15 @@ impl Driver<'_> {
                     serde_json::json!({ "message": format!("when `{}` is false", c.text()), "outputs": out }),
                     serde_json::json!({}),
                 );
-                self.move_run(Some(&row), "running", i + 1, None).await?;
+                self.move_run(Some(&row), RunState::Running, i + 1, None).await?;
                 continue;
             }
             let op = match crate::steps::resolve(&step.op, &vars) {
                 Ok(op) => op,
                 Err(why) => {
-                    return self.finish("failed", Some(format!("step `{}`: {why}", step.name)), i).await;
+                    return self
+                        .finish(RunState::Failed, Some(format!("step `{}`: {why}", step.name)), i)
+                        .await;
                 }
             };
             let ctx = StepCtx {
@@ -806,12 +824,14 @@ impl Driver<'_> {
                         i,
                         attempt,
                         "decision",
-                        "waiting-approval",
+                        StepState::WaitingApproval.as_str(),
                         serde_json::json!({ "message": why }),
                         serde_json::json!({}),
                     ))
                     .await?;
-                    self.l.run_set_state(self.run_id, "waiting-approval", i as i64, Some(&why)).await?;
+                    self.l
+                        .run_set_state(self.run_id, RunState::WaitingApproval, i as i64, Some(&why))
+                        .await?;
                     return Ok(());
                 }
                 Next::Done(r, attempt) => (r, attempt),
@@ -823,7 +843,7 @@ impl Driver<'_> {
                         i,
                         attempt,
                         "intent",
-                        "running",
+                        StepState::Running.as_str(),
                         serde_json::json!({ "operation": op }),
                         pre,
                     ))
@@ -897,31 +917,31 @@ impl Driver<'_> {
         row: Option<&NewJournal>,
     ) -> Result<bool> {
         if ok {
-            self.move_run(row, "running", i + 1, None).await?;
+            self.move_run(row, RunState::Running, i + 1, None).await?;
             return Ok(true);
         }
         match &ctx.step.on_failure {
             OnFailure::Stop => {
-                self.finish_after("failed", Some(why), i, row).await?;
+                self.finish_after(RunState::Failed, Some(why), i, row).await?;
                 Ok(false)
             }
             OnFailure::Continue => {
-                self.move_run(row, "running", i + 1, None).await?;
+                self.move_run(row, RunState::Running, i + 1, None).await?;
                 Ok(true)
             }
             OnFailure::Goto(g) => {
                 let j = self.rb.steps.iter().position(|s| &s.name == g).unwrap_or(self.rb.steps.len());
-                self.move_run(row, "running", j, None).await?;
+                self.move_run(row, RunState::Running, j, None).await?;
                 Ok(true)
             }
             OnFailure::Escalate => {
                 // The run ends with the outcome first, then escalates: killed in between, the escalation's
                 // drain and mark are lost, but the step is never run a second time.
-                if !self.move_run(row, "escalated", i, Some(&why)).await? {
+                if !self.move_run(row, RunState::Escalated, i, Some(&why)).await? {
                     return Ok(false);
                 }
                 crate::steps::escalate(ctx, &why, evidence).await;
-                self.ended("escalated", Some(why), i).await?;
+                self.ended(RunState::Escalated, Some(why), i).await?;
                 Ok(false)
             }
         }
@@ -931,7 +951,7 @@ impl Driver<'_> {
     async fn move_run(
         &self,
         row: Option<&NewJournal>,
-        state: &str,
+        state: RunState,
         next: usize,
         reason: Option<&str>,
     ) -> Result<bool> {
@@ -1009,14 +1029,14 @@ impl Driver<'_> {
         Ok(Next::Run(attempt))
     }
 
-    async fn finish(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+    async fn finish(&self, state: RunState, reason: Option<String>, i: usize) -> Result<()> {
         self.finish_after(state, reason, i, None).await
     }
 
     /// Ends the run, writing `outcome` (the last step's) in the same transaction as the end state.
     async fn finish_after(
         &self,
-        state: &str,
+        state: RunState,
         reason: Option<String>,
         i: usize,
         outcome: Option<&NewJournal>,
@@ -1028,23 +1048,23 @@ impl Driver<'_> {
     }
 
     /// What follows a run's end state: its `run` journal row and the `runbook.end` audit row.
-    async fn ended(&self, state: &str, reason: Option<String>, i: usize) -> Result<()> {
+    async fn ended(&self, state: RunState, reason: Option<String>, i: usize) -> Result<()> {
         let last = self.rb.steps.len() + self.rb.post.len();
         self.journal(self.row(
             i.min(last.saturating_sub(1)),
             0,
             "run",
-            state,
+            state.as_str(),
             serde_json::json!({ "message": reason }),
             serde_json::json!({}),
         ))
         .await?;
-        if state == "succeeded" {
+        if state == RunState::Succeeded {
             self.resolve_cause().await;
         }
         let outcome = match state {
-            "succeeded" => Outcome::Ok,
-            "escalated" => Outcome::Refused,
+            RunState::Succeeded => Outcome::Ok,
+            RunState::Escalated => Outcome::Refused,
             _ => Outcome::Failed,
         };
         self.l
@@ -1092,7 +1112,7 @@ async fn ended_elsewhere(l: &Lifeline, id: &str) -> String {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         match l.run_record(id).await {
-            Ok(Some(r)) if r.state != "running" => {
+            Ok(Some(r)) if r.state != RunState::Running => {
                 return format!("the run became {} ({})", r.state, r.reason.unwrap_or_default());
             }
             _ => {}
@@ -1124,7 +1144,7 @@ fn settled<'a>(
     step: &crate::model::Step,
 ) -> Option<(&'a JournalRow, bool)> {
     let last = journal.iter().rev().find(|j| j.phase == "intent" || j.phase == "outcome")?;
-    let ok = matches!(last.state.as_str(), "ok" | "skipped");
+    let ok = matches!(last.state.parse(), Ok(StepState::Ok | StepState::Skipped));
     let to_itself = matches!(&step.on_failure, OnFailure::Goto(g) if *g == step.name);
     (last.phase == "outcome" && last.step_index == i as i64 && (ok || !to_itself)).then_some((last, ok))
 }

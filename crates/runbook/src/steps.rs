@@ -9,7 +9,7 @@ use lifeline_engine::ops::readmit::{ReportSource, schedulers};
 use lifeline_engine::ops::wait::{SchedulerState, Waited, wait_slurm, wait_tcp};
 use lifeline_engine::{Acted, Lifeline, error_chain};
 use lifeline_inventory::Device;
-use lifeline_types::{BmcProtocol, PowerAction, PowerState};
+use lifeline_types::{BmcProtocol, PowerAction, PowerState, StepState};
 use serde_json::{Value, json};
 
 use crate::cond::render;
@@ -69,14 +69,16 @@ impl StepResult {
         Self::ok(format!("marked done by {who} (approval: skip)"), json!({}), json!({ "approved_by": who }))
     }
 
+    /// The step state its outcome row records (the word the run's view folds back).
     pub fn state(&self) -> &'static str {
         if self.ok {
-            "ok"
+            StepState::Ok
         } else if self.timed_out {
-            "timeout"
+            StepState::Timeout
         } else {
-            "failed"
+            StepState::Failed
         }
+        .as_str()
     }
 }
 

@@ -8,6 +8,7 @@
 //! proven by a person.
 
 use lifeline_engine::Outcome;
+use lifeline_engine::ops::runs::RunState;
 
 use crate::error::Result;
 use crate::exec::Executor;
@@ -18,7 +19,7 @@ impl Executor {
     /// (`kind` on `device`) just resolved; returns their ids.
     pub async fn withdraw_for_resolved(&self, kind: &str, device: &str) -> Result<Vec<String>> {
         let mut withdrawn = Vec::new();
-        for run in self.base.runs_in(&["waiting-approval"]).await? {
+        for run in self.base.runs_in(&[RunState::WaitingApproval]).await? {
             let cause = run.vars.get("fault-kind").and_then(|v| v.as_str()).unwrap_or_default();
             if run.target != device || cause != kind || run.next_step != 0 {
                 continue;
@@ -32,12 +33,15 @@ impl Executor {
                 "withdrawn: fault {fault} ({kind}) on {device} cleared before approval; nothing was done"
             );
             // Only from `waiting-approval`: an approval that landed meanwhile wins.
-            if !self.base.run_set_state_from(&run.id, "waiting-approval", "aborted", 0, Some(&reason)).await?
+            if !self
+                .base
+                .run_set_state_from(&run.id, RunState::WaitingApproval, RunState::Aborted, 0, Some(&reason))
+                .await?
             {
                 continue;
             }
             let detail = serde_json::json!({ "by": self.base.actor(), "reason": reason, "fault": fault });
-            self.base.run_journal_append(&run_event(&run.id, 0, "aborted", detail)).await?;
+            self.base.run_journal_append(&run_event(&run.id, 0, RunState::Aborted.as_str(), detail)).await?;
             self.base
                 .audit()
                 .await?

@@ -33,7 +33,7 @@ fn run(target: &str, state: &str) -> RunRow {
         vars: serde_json::json!({}),
         definition: String::new(),
         digest: String::new(),
-        state: state.into(),
+        state: state.parse().expect("a run state"),
         next_step: 0,
         reason: None,
         created_at_ms: 0,

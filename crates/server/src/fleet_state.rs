@@ -6,6 +6,7 @@
 //! cannot disagree with the records they summarize.
 
 use chrono::{DateTime, Utc};
+use lifeline_types::RunState;
 use serde::{Deserialize, Serialize};
 
 /// A device's state (see [`DeviceState::rule`] for each one's definition).
@@ -83,7 +84,7 @@ impl DeviceState {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActiveRun {
     pub id: String,
-    pub state: String,
+    pub state: RunState,
     /// The step it is at (or waits to run), when its runbook could be read.
     pub step: Option<String>,
     pub step_kind: Option<String>,
@@ -111,7 +112,7 @@ pub fn classify(f: &Facts) -> DeviceState {
         return DeviceState::Escalated;
     }
     if let Some(r) = &f.active_run {
-        if r.state == "waiting-approval" {
+        if r.state == RunState::WaitingApproval {
             return DeviceState::WaitingApproval;
         }
         if r.post_condition || r.step_kind.as_deref() == Some("verify") {
@@ -266,7 +267,7 @@ mod tests {
     fn run(state: &str, kind: &str, post: bool) -> Option<ActiveRun> {
         Some(ActiveRun {
             id: "r1".into(),
-            state: state.into(),
+            state: state.parse().expect("a run state"),
             step: Some("s".into()),
             step_kind: Some(kind.into()),
             post_condition: post,

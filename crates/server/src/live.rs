@@ -79,10 +79,10 @@ impl RunWatch {
         let Ok(rows) = s.base.runs_recent(RUNS_WATCHED).await else { return Vec::new() };
         let mut out = Vec::new();
         for r in rows {
-            let key = (r.state.clone(), r.next_step, r.updated_at_ms);
+            let key = (r.state.to_string(), r.next_step, r.updated_at_ms);
             let (old_key, old_journal) =
                 self.seen.get(&r.id).cloned().unwrap_or(((String::new(), -1, -1), 0));
-            let active = lifeline_engine::ops::runs::ACTIVE_RUN_STATES.contains(&r.state.as_str());
+            let active = r.state.in_progress();
             // Journal rows appear while the state stays `running` (a step's intent): look at active runs.
             let newest = if active || key != old_key || first {
                 match s.base.run_journal_since(&r.id, old_journal).await {

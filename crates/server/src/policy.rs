@@ -158,7 +158,11 @@ async fn climb(s: &AppState, d: &mut Decision) -> Result<(), EngineError> {
         .runs(100_000)
         .await?
         .into_iter()
-        .filter(|r| r.target == d.device && r.actor == crate::runbooks::POLICY_ACTOR && r.state != "refused")
+        .filter(|r| {
+            r.target == d.device
+                && r.actor == crate::runbooks::POLICY_ACTOR
+                && r.state != lifeline_types::RunState::Refused
+        })
         .map(|r| lifeline_engine::budget::Attempt { run: r.id, runbook: r.runbook, at_ms: r.created_at_ms })
         .collect();
     let Some(rung) = lifeline_engine::budget::next_rung(p, &prior, lifeline_store::now_ms(), window) else {

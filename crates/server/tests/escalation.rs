@@ -27,7 +27,7 @@ fn run(id: &str, runbook: &str, at_ms: i64) -> RunRow {
         vars: serde_json::json!({}),
         definition: String::new(),
         digest: String::new(),
-        state: "escalated".into(),
+        state: lifeline_types::RunState::Escalated,
         next_step: 0,
         reason: None,
         created_at_ms: at_ms,
@@ -54,7 +54,7 @@ async fn the_ladder_climbs_reset_cycle_bmc_reset_then_calls_a_human() {
     // An attempt two hours ago is outside the one-hour window, and a run the guard refused is no attempt.
     s.store.create_run(&run("old", "gpu-node-recover", now - 2 * 3_600_000)).await.unwrap();
     let mut refused = run("refused", "gpu-node-recover", now - 60_000);
-    refused.state = "refused".into();
+    refused.state = lifeline_types::RunState::Refused;
     s.store.create_run(&refused).await.unwrap();
 
     let mut chosen = Vec::new();

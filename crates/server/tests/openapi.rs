@@ -174,3 +174,104 @@ fn no_schema_is_an_untyped_object() {
     walk(String::new(), &v["paths"], &mut found);
     assert!(found.is_empty(), "untyped objects ({}): {found:#?}", found.len());
 }
+
+/// Every JSON answer names its type: a 2xx body whose schema is any JSON (`{}`, what a handler answering
+/// `serde_json::Value` documents) or an array of any JSON passes "has a schema" but tells a client
+/// nothing, so each must be a reference, a typed schema or a composition of them. And the closed sets a
+/// client branches on are enums in the document: a run's and a step's state, an audit row's outcome; a
+/// fault's kind, an open set, carries the pattern of the kinds Lifeline writes.
+#[test]
+fn every_json_answer_names_its_type() {
+    fn typed(s: &serde_json::Value) -> bool {
+        let Some(m) = s.as_object() else { return false };
+        if m.contains_key("$ref") || ["allOf", "oneOf", "anyOf"].iter().any(|k| m.contains_key(*k)) {
+            return true;
+        }
+        match m.get("type").and_then(|t| t.as_str()) {
+            Some("array") => m.get("items").is_some_and(typed),
+            Some(_) => true,
+            None => false,
+        }
+    }
+    let v = lifeline_server::openapi::document_json();
+    let mut untyped = Vec::new();
+    let mut answers = 0;
+    for (path, ops) in v["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            for (status, r) in op["responses"].as_object().unwrap() {
+                let Some(json) = r["content"].get("application/json") else { continue };
+                if !status.starts_with('2') {
+                    continue;
+                }
+                answers += 1;
+                if !typed(&json["schema"]) {
+                    untyped.push(format!("{} {path} {status}: {}", method.to_uppercase(), json["schema"]));
+                }
+            }
+        }
+    }
+    assert!(answers >= 50, "read {answers} JSON answers");
+    assert!(untyped.is_empty(), "JSON answers of any shape ({}): {untyped:#?}", untyped.len());
+
+    let schemas = &v["components"]["schemas"];
+    let words = |name: &str| -> Vec<String> {
+        schemas[name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is not an enum: {}", schemas[name]))
+            .iter()
+            .map(|w| w.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        words("RunState"),
+        lifeline_types::RunState::ALL.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        words("StepState"),
+        lifeline_types::StepState::ALL.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        words("AuditOutcome"),
+        lifeline_types::AuditOutcome::ALL.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    );
+    let refers = |schema: &str, field: &str, to: &str| {
+        let f = &schemas[schema]["properties"][field];
+        assert_eq!(f["$ref"], format!("#/components/schemas/{to}"), "{schema}.{field}: {f}");
+    };
+    refers("RunView", "state", "RunState");
+    refers("StepView", "state", "StepState");
+    refers("AuditRecord", "outcome", "AuditOutcome");
+    refers("PlannedStep", "operation", "Op");
+    let kind = &schemas["FaultKind"];
+    assert_eq!(kind["pattern"], lifeline_types::FaultKind::PATTERN, "{kind}");
+    refers("Fault", "kind", "FaultKind");
+}
+
+/// The fault kinds the schema lists are the kinds the code raises: each rule's constant, each switch
+/// counter's kind, the scheduled backup's; and the console rules' and the correlation's kinds fall in the
+/// open families the pattern admits.
+#[test]
+fn the_fault_kinds_the_schema_lists_are_the_ones_raised() {
+    use lifeline_engine::fault_rules as rules;
+    use lifeline_types::FaultKind;
+    let counters = lifeline_engine::switch_evidence::counters::KINDS.map(|e| e.kind());
+    let raised = [
+        rules::BMC_UNREACHABLE,
+        rules::HEALTH_CRITICAL,
+        rules::SEL_CRITICAL,
+        rules::GPU_MISSING,
+        rules::AGENT_REPORT,
+        rules::console::RAIL_DOWN,
+        rules::cabling::CABLING,
+        "backup-failed",
+    ];
+    for k in raised.iter().chain(counters.iter()) {
+        assert!(FaultKind::KNOWN.contains(k), "`{k}` is raised but not in FaultKind::KNOWN");
+    }
+    assert_eq!(FaultKind::KNOWN.len(), raised.len() + counters.len(), "a listed kind nothing raises");
+    for k in
+        [format!("{}kernel-panic", rules::console::CONSOLE_PREFIX), format!("shared-{}", rules::SEL_CRITICAL)]
+    {
+        assert!(FaultKind::is_valid(&k), "{k}");
+    }
+}

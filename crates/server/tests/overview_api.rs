@@ -31,7 +31,7 @@ fn run(
         vars: json!({ "fault": "", "fault-kind": "" }),
         definition: RUNBOOK.into(),
         digest: "sha256:test".into(),
-        state: state.into(),
+        state: state.parse().expect("a run state"),
         next_step,
         reason: reason.map(Into::into),
         created_at_ms: at,
@@ -194,7 +194,7 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The run moves to its post-condition: the device is verifying (after the shared snapshot's second).
-    store.set_run_state("run-05", "running", 1, None).await.unwrap();
+    store.set_run_state("run-05", lifeline_types::RunState::Running, 1, None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (_, p) = get(&app, viewer, "/api/v1/fleet?state=verifying").await;
     assert_eq!(names(&p), ["gpu-node-05"]);

@@ -58,6 +58,14 @@ pub enum StoreError {
     },
     #[error("the lease on {target} (fence {fence}) was lost before the write: another holder acts on it now")]
     Fenced { target: String, fence: i64 },
+    /// A closed set's word (a run's state) that this version does not know: the database is damaged or
+    /// was written by a newer Lifeline.
+    #[error("stored `{op}` is not a word this version knows")]
+    Word {
+        op: &'static str,
+        #[source]
+        source: lifeline_types::UnknownVariant,
+    },
     #[error("stored JSON for `{op}` is invalid")]
     Json {
         op: &'static str,

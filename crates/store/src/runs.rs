@@ -1,6 +1,7 @@
 //! Runbook runs, their step journal and approvals. The journal is append-only: a row before every step
 //! (intent) and after it (outcome), so a run killed at any point can be resumed from what the store knows.
 
+use lifeline_types::RunState;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -20,7 +21,8 @@ pub struct RunRow {
     /// The runbook's text when the run started.
     pub definition: String,
     pub digest: String,
-    pub state: String,
+    /// Kept as its word; a word this version does not know fails the read.
+    pub state: RunState,
     pub next_step: i64,
     pub reason: Option<String>,
     pub created_at_ms: i64,
@@ -71,8 +73,8 @@ pub struct ApprovalRow {
     pub at_ms: i64,
 }
 
-/// Run states that still occupy their target (and count against the blast-radius guard).
-pub const ACTIVE_RUN_STATES: &[&str] = &["running", "waiting-approval"];
+/// Run states that still occupy their target (and count against the blast-radius guard): [`RunState::ACTIVE`].
+pub const ACTIVE_RUN_STATES: &[RunState] = RunState::ACTIVE;
 
 const RUN_COLUMNS: &str = "id, runbook, target, rack, role, actor, vars_json, definition, digest, state, \
                            next_step, reason, created_at, updated_at, ended_at";
@@ -93,7 +95,11 @@ fn run_row(r: &sqlx::any::AnyRow) -> Result<RunRow, StoreError> {
         vars: json(&vars, "run.vars")?,
         definition: r.try_get("definition").op("run.definition")?,
         digest: r.try_get("digest").op("run.digest")?,
-        state: r.try_get("state").op("run.state")?,
+        state: r
+            .try_get::<String, _>("state")
+            .op("run.state")?
+            .parse()
+            .map_err(|source| StoreError::Word { op: "run.state", source })?,
         next_step: r.try_get("next_step").op("run.next_step")?,
         reason: r.try_get("reason").op("run.reason")?,
         created_at_ms: r.try_get("created_at").op("run.created_at")?,
@@ -120,8 +126,8 @@ fn journal_row(r: &sqlx::any::AnyRow) -> Result<JournalRow, StoreError> {
     })
 }
 
-fn is_terminal(state: &str) -> bool {
-    !ACTIVE_RUN_STATES.contains(&state)
+fn is_terminal(state: RunState) -> bool {
+    !state.in_progress()
 }
 
 impl Store {
@@ -140,7 +146,7 @@ impl Store {
             .bind(run.vars.to_string())
             .bind(run.definition.clone())
             .bind(run.digest.clone())
-            .bind(run.state.clone())
+            .bind(run.state.as_str().to_owned())
             .bind(run.next_step)
             .bind(run.reason.clone())
             .bind(run.created_at_ms)
@@ -168,7 +174,7 @@ impl Store {
     }
 
     /// Runs in any of `states`, oldest first.
-    pub async fn runs_in(&self, states: &[&str]) -> Result<Vec<RunRow>, StoreError> {
+    pub async fn runs_in(&self, states: &[RunState]) -> Result<Vec<RunRow>, StoreError> {
         if states.is_empty() {
             return Ok(Vec::new());
         }
@@ -178,7 +184,7 @@ impl Store {
         ));
         let mut query = sqlx::query(&q);
         for s in states {
-            query = query.bind((*s).to_owned());
+            query = query.bind(s.as_str().to_owned());
         }
         let rows = query.fetch_all(&self.pool).await.op("run.list_in")?;
         rows.iter().map(run_row).collect()
@@ -189,7 +195,7 @@ impl Store {
     pub async fn set_run_state(
         &self,
         id: &str,
-        state: &str,
+        state: RunState,
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -203,8 +209,8 @@ impl Store {
     pub async fn set_run_state_from(
         &self,
         id: &str,
-        from: &str,
-        to: &str,
+        from: RunState,
+        to: RunState,
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -215,13 +221,13 @@ impl Store {
              WHERE id = ? AND state = ?",
         );
         let done = sqlx::query(&q)
-            .bind(to.to_owned())
+            .bind(to.as_str().to_owned())
             .bind(next_step)
             .bind(reason.map(str::to_owned))
             .bind(now)
             .bind(ended)
             .bind(id.to_owned())
-            .bind(from.to_owned())
+            .bind(from.as_str().to_owned())
             .execute(&self.pool)
             .await
             .op("run.set_state_from")?;
@@ -243,7 +249,7 @@ impl Store {
     pub async fn journal_and_set_state(
         &self,
         j: &NewJournal,
-        state: &str,
+        state: RunState,
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -259,7 +265,7 @@ impl Store {
         &self,
         ex: E,
         id: &str,
-        state: &str,
+        state: RunState,
         next_step: i64,
         reason: Option<&str>,
     ) -> Result<bool, StoreError>
@@ -274,14 +280,14 @@ impl Store {
              WHERE id = ? AND state IN ({marks})"
         ));
         let mut query = sqlx::query(&q)
-            .bind(state.to_owned())
+            .bind(state.as_str().to_owned())
             .bind(next_step)
             .bind(reason.map(str::to_owned))
             .bind(now)
             .bind(ended)
             .bind(id.to_owned());
         for s in ACTIVE_RUN_STATES {
-            query = query.bind((*s).to_owned());
+            query = query.bind(s.as_str().to_owned());
         }
         let done = query.execute(ex).await.op("run.set_state")?;
         Ok(done.rows_affected() == 1)

@@ -17,7 +17,7 @@ fn run(id: &str, state: &str) -> RunRow {
         vars: json!({}),
         definition: String::new(),
         digest: "sha256:00".into(),
-        state: state.into(),
+        state: state.parse().expect("a run state"),
         next_step: 0,
         reason: None,
         created_at_ms: now_ms(),

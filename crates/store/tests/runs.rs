@@ -5,6 +5,7 @@
 
 use lifeline_store::{ApprovalRow, NewJournal, RunRow, Store, now_ms};
 use lifeline_test_utils::{TestDatabase, postgres_url};
+use lifeline_types::RunState;
 use serde_json::json;
 
 fn run(id: &str, target: &str) -> RunRow {
@@ -18,7 +19,7 @@ fn run(id: &str, target: &str) -> RunRow {
         vars: json!({ "reset": "cycle" }),
         definition: "name = \"gpu-node-recover\"".into(),
         digest: "sha256:00".into(),
-        state: "running".into(),
+        state: RunState::Running,
         next_step: 0,
         reason: None,
         created_at_ms: now_ms(),
@@ -44,7 +45,7 @@ fn row(run_id: &str, i: i64, phase: &str, state: &str) -> NewJournal {
 async fn suite(store: &Store) {
     store.create_run(&run("r1", "gpu-node-01")).await.unwrap();
     store.create_run(&run("r2", "gpu-node-02")).await.unwrap();
-    assert_eq!(store.runs_in(&["running"]).await.unwrap().len(), 2);
+    assert_eq!(store.runs_in(&[RunState::Running]).await.unwrap().len(), 2);
     let got = store.run("r1").await.unwrap().unwrap();
     assert_eq!((got.vars["reset"].as_str(), got.rack.as_deref()), (Some("cycle"), Some("r01")));
 
@@ -57,27 +58,31 @@ async fn suite(store: &Store) {
     assert_eq!(j[1].evidence["digest"], "sha256:ab");
     assert_eq!(store.journal_since("r1", a).await.unwrap().len(), 1);
 
-    assert!(store.set_run_state("r1", "waiting-approval", 1, Some("approve s1")).await.unwrap());
-    assert!(store.set_run_state("r1", "aborted", 1, Some("by ops")).await.unwrap());
-    assert!(!store.set_run_state("r1", "succeeded", 2, None).await.unwrap(), "a terminal run moved");
+    assert!(store.set_run_state("r1", RunState::WaitingApproval, 1, Some("approve s1")).await.unwrap());
+    assert!(store.set_run_state("r1", RunState::Aborted, 1, Some("by ops")).await.unwrap());
+    assert!(!store.set_run_state("r1", RunState::Succeeded, 2, None).await.unwrap(), "a terminal run moved");
     let got = store.run("r1").await.unwrap().unwrap();
-    assert_eq!(got.state, "aborted");
+    assert_eq!(got.state, RunState::Aborted);
     assert!(got.ended_at_ms.is_some());
-    assert_eq!(store.runs_in(&["running", "waiting-approval"]).await.unwrap().len(), 1);
+    assert_eq!(store.runs_in(RunState::ACTIVE).await.unwrap().len(), 1);
 
     // A step's outcome and the run's next step land together (one transaction).
-    let moved =
-        store.journal_and_set_state(&row("r2", 0, "outcome", "ok"), "running", 1, None).await.unwrap();
+    let moved = store
+        .journal_and_set_state(&row("r2", 0, "outcome", "ok"), RunState::Running, 1, None)
+        .await
+        .unwrap();
     assert!(moved);
     let got = store.run("r2").await.unwrap().unwrap();
-    assert_eq!((got.state.as_str(), got.next_step), ("running", 1));
+    assert_eq!((got.state, got.next_step), (RunState::Running, 1));
     let j = store.journal_since("r2", 0).await.unwrap();
     assert_eq!(j.iter().map(|r| r.phase.as_str()).collect::<Vec<_>>(), ["intent", "outcome"]);
     // On a run that ended first (aborted) the row is kept and the state is not moved.
-    let moved =
-        store.journal_and_set_state(&row("r1", 1, "outcome", "failed"), "failed", 1, None).await.unwrap();
+    let moved = store
+        .journal_and_set_state(&row("r1", 1, "outcome", "failed"), RunState::Failed, 1, None)
+        .await
+        .unwrap();
     assert!(!moved, "an aborted run moved");
-    assert_eq!(store.run("r1").await.unwrap().unwrap().state, "aborted");
+    assert_eq!(store.run("r1").await.unwrap().unwrap().state, RunState::Aborted);
     assert_eq!(store.journal_since("r1", b).await.unwrap()[0].state, "failed");
 
     let ap = ApprovalRow {

@@ -3,18 +3,22 @@
 //! This crate exists so that the protocol crates, the store, the inventory and the server agree on what a
 //! device name, a fabric or a power state *is* without depending on each other. It does no I/O.
 
+mod audit;
 mod credential;
 mod device;
 mod duration;
 mod error_chain;
+mod fault_kind;
 mod fingerprint;
 mod lifecycle;
 mod state;
 
+pub use audit::AuditOutcome;
 pub use credential::{CredentialRef, CredentialRefError};
 pub use device::{BmcProtocol, ConfigSource, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
 pub use duration::Human;
 pub use error_chain::error_chain;
+pub use fault_kind::FaultKind;
 pub use fingerprint::{Fingerprint, FingerprintError};
 pub use lifecycle::{FaultState, RunState, StepState};
 pub use state::{Health, PowerAction, PowerState};
@@ -23,7 +27,10 @@ pub use state::{Health, PowerAction, PowerState};
 /// the inventory and the JSON output all spell a value the same way.
 #[macro_export]
 macro_rules! kebab_enum {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+    // `$text` is a token tree, not a `literal` fragment: a `literal` reaches derive macros wrapped in an
+    // invisible group, which `utoipa`'s derive does not read as the `rename`, so the OpenAPI document
+    // listed the variants' Rust names (`WaitingApproval`) where the JSON says `waiting-approval`.
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:tt),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         $vis enum $name {

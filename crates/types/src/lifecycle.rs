@@ -49,9 +49,12 @@ kebab_enum! {
 }
 
 impl RunState {
+    /// The states in which a run still occupies its target (and counts against the blast-radius guard).
+    pub const ACTIVE: &'static [RunState] = &[RunState::Running, RunState::WaitingApproval];
+
     /// Whether the run can still act.
     pub fn in_progress(self) -> bool {
-        matches!(self, RunState::Running | RunState::WaitingApproval)
+        RunState::ACTIVE.contains(&self)
     }
 }
 
@@ -74,5 +77,26 @@ mod tests {
         }
         assert!("succeeded".parse::<StepState>().is_err(), "a run's word is not a step's");
         assert!("done".parse::<RunState>().is_err());
+    }
+
+    /// The schema lists the words the JSON carries (what a client of the OpenAPI document compares).
+    #[cfg(feature = "schema")]
+    #[test]
+    fn the_schema_lists_the_json_words() {
+        fn words<T: utoipa::PartialSchema>() -> serde_json::Value {
+            serde_json::to_value(T::schema()).unwrap()["enum"].clone()
+        }
+        let all = |w: &[&str]| serde_json::json!(w);
+        assert_eq!(words::<RunState>(), all(&RunState::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        assert_eq!(words::<StepState>(), all(&StepState::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        assert_eq!(
+            words::<FaultState>(),
+            all(&FaultState::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+        );
+        assert_eq!(
+            words::<crate::AuditOutcome>(),
+            all(&crate::AuditOutcome::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+        );
+        assert_eq!(words::<crate::PowerState>()[3], "powering-off");
     }
 }

@@ -9,6 +9,7 @@ use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec};
 use lifeline_runbook::{Env, Executor, Library, RunOptions, RunView, RunbookError};
+use lifeline_types::RunState;
 
 use crate::args::{Global, SchedulerArgs};
 use crate::cmd::{lifeline, print_json, settings};
@@ -161,7 +162,7 @@ fn library(g: &Global, lib: &LibArgs) -> Result<Library, Exit> {
 
 /// 0 when a run succeeded or waits for an approval (it is where it should be), 1 otherwise.
 fn code_of_runs(views: &[RunView]) -> Code {
-    verdict(views.iter().any(|v| !matches!(v.state.as_str(), "succeeded" | "waiting-approval")))
+    verdict(views.iter().any(|v| !matches!(v.state, RunState::Succeeded | RunState::WaitingApproval)))
 }
 
 pub async fn run(g: &Global, c: RunbookCmd) -> CmdResult {
@@ -330,7 +331,8 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
                     let when = s.when.as_ref().map(|w| format!(" when {w}")).unwrap_or_default();
                     let approve = if s.approval_required { " [approval required]" } else { "" };
                     let approve = if s.post_condition { " [post-condition]" } else { approve };
-                    outln!("  {:>2}. {:<20} {}{when}{approve}", i + 1, s.name, s.operation);
+                    let op = serde_json::to_value(&s.operation).map(|v| v.to_string()).unwrap_or_default();
+                    outln!("  {:>2}. {:<20} {op}{when}{approve}", i + 1, s.name);
                 }
                 match &p.guard.reason {
                     None => outln!("  guard: would admit ({} active in the rack)", p.guard.active_rack),
@@ -444,7 +446,7 @@ async fn log(g: &Global, id: &str, follow: bool) -> CmdResult {
             return Ok(Code::Ok);
         }
         let run = x.base.run_record(id).await?;
-        if run.as_ref().is_none_or(|r| r.state != "running") {
+        if run.as_ref().is_none_or(|r| r.state != RunState::Running) {
             return Ok(Code::Ok);
         }
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -64,7 +64,7 @@ impl Database {
             actor: self.actor.clone(),
             action: action.into(),
             target: "lifeline-store".into(),
-            outcome: "ok".into(),
+            outcome: crate::audit::Outcome::Ok.as_str().into(),
             detail,
             request_id: None,
         };

@@ -6,10 +6,14 @@
 //! *when* (intent before a step, outcome and the run's move in one transaction, nothing once its lease is
 //! lost); these operations only carry each write to the store unchanged, so the executor's ordering is the
 //! ordering the store sees.
+//!
+//! A run's state is a [`RunState`] on the way in: no caller can move a run to a word the API, the web
+//! console and the guard would not know; the store writes its word (the one conversion, at its edge).
 
 pub use lifeline_store::{
     ACTIVE_RUN_STATES, ApprovalRow, JournalRow, LeaseRow, NewJournal, RequestRow, RunRow,
 };
+pub use lifeline_types::{RunState, StepState};
 
 use crate::context::Lifeline;
 use crate::error::Result;
@@ -30,8 +34,8 @@ impl Lifeline {
         Ok(self.store().await?.run(id).await?)
     }
 
-    /// The runs in any of `states` (e.g. [`ACTIVE_RUN_STATES`]).
-    pub async fn runs_in(&self, states: &[&str]) -> Result<Vec<RunRow>> {
+    /// The runs in any of `states` (e.g. [`RunState::ACTIVE`]).
+    pub async fn runs_in(&self, states: &[RunState]) -> Result<Vec<RunRow>> {
         Ok(self.store().await?.runs_in(states).await?)
     }
 
@@ -60,7 +64,7 @@ impl Lifeline {
     pub async fn run_journal_and_move(
         &self,
         row: &NewJournal,
-        state: &str,
+        state: RunState,
         next: i64,
         reason: Option<&str>,
     ) -> Result<bool> {
@@ -71,7 +75,7 @@ impl Lifeline {
     pub async fn run_set_state(
         &self,
         id: &str,
-        state: &str,
+        state: RunState,
         next: i64,
         reason: Option<&str>,
     ) -> Result<bool> {
@@ -82,8 +86,8 @@ impl Lifeline {
     pub async fn run_set_state_from(
         &self,
         id: &str,
-        from: &str,
-        to: &str,
+        from: RunState,
+        to: RunState,
         next: i64,
         reason: Option<&str>,
     ) -> Result<bool> {

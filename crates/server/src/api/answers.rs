@@ -5,13 +5,10 @@
 //! through its JSON ([`view`]), and in debug builds (every test) the view must serialize back to exactly
 //! that JSON, so a field the engine adds, drops or renames fails the server's tests instead of silently
 //! changing the API. Parts the console and scripts read field by field are typed; deep vendor detail
-//! (a GPU's conditions, a step's resolved operation, a hygiene finding's evidence) stays an object as the
-//! engine wrote it.
+//! (a GPU's conditions, a hygiene finding's evidence) stays an object as the engine wrote it.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
-use lifeline_types::{RunState, StepState};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -198,84 +195,11 @@ pub enum RestoreAnswer {
 
 // ---- runbooks ----
 
-/// One step of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct StepRecord {
-    pub name: String,
-    pub kind: String,
-    /// Read from the run's journal: a word the journal holds that is not a step state fails the
-    /// answer ([`view`]) rather than pass through.
-    pub state: StepState,
-    pub started: Option<DateTime<Utc>>,
-    pub ended: Option<DateTime<Utc>>,
-    pub attempts: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// What the step produced (`ok`, `failed`, `skipped`, `state` and the named outputs later steps may
-    /// use); `null` before its outcome.
-    pub outputs: Option<BTreeMap<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence_digest: Option<String>,
-    /// A `[[verify]]` check, run after the last step on fresh observations.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub post_condition: bool,
-}
-
-/// A runbook run: its state and each step's (`run`, `state`, `steps[].{name,state,started,ended}` are
-/// the `--json` contract too).
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct RunRecord {
-    pub run: String,
-    pub runbook: String,
-    pub target: String,
-    pub state: RunState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub actor: String,
-    /// `sha256:` of the runbook text the run follows.
-    pub digest: String,
-    /// The run's parameters as it was started with them.
-    pub vars: BTreeMap<String, String>,
-    pub created: DateTime<Utc>,
-    pub updated: DateTime<Utc>,
-    pub ended: Option<DateTime<Utc>>,
-    pub steps: Vec<StepRecord>,
-    /// A `running` run that no live process drives: what to do about it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stalled: Option<String>,
-}
-
-/// One step of a plan.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct PlannedStep {
-    pub name: String,
-    pub kind: String,
-    /// The step's operation with its parameters resolved.
-    #[schema(value_type = lifeline_runbook::Op)]
-    pub operation: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
-    /// `{"then": "stop" | "continue" | "escalate"}` or `{"then": "goto", "step": NAME}`.
-    #[schema(value_type = lifeline_runbook::model::OnFailure)]
-    pub on_failure: Value,
-    pub timeout: String,
-    pub approval_required: bool,
-    pub idempotent: bool,
-    /// A `[[verify]]` check: the run succeeds only when it passes.
-    pub post_condition: bool,
-}
+/// A runbook run and its steps, as the runbook crate builds them from the run's journal.
+pub use lifeline_runbook::view::{RunView as RunRecord, StepView as StepRecord};
 
 /// A dry run's plan for one target.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Plan {
-    pub runbook: String,
-    pub target: String,
-    pub vars: BTreeMap<String, String>,
-    pub steps: Vec<PlannedStep>,
-    /// The blast-radius guard's verdict: `allowed`, `reason`, the counts it weighed.
-    #[schema(value_type = lifeline_runbook::guard::GuardVerdict)]
-    pub guard: Value,
-}
+pub use lifeline_runbook::exec::{Plan, PlannedStep};
 
 /// One runbook: its header, parameters and steps (`GET /api/v1/runbooks/{name}`).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -66,7 +66,7 @@ async fn rows(s: &AppState, q: &AuditQuery) -> ApiResult<Vec<AuditRow>> {
 }
 
 async fn query(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> ApiResult<Json<Vec<AuditRecord>>> {
-    Ok(Json(rows(&s, &q).await?.into_iter().map(AuditRecord::from).collect()))
+    Ok(Json(rows(&s, &q).await?.into_iter().map(AuditRecord::from_row).collect::<ApiResult<_>>()?))
 }
 
 fn csv_field(s: &str) -> String {
@@ -105,7 +105,8 @@ async fn export(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> ApiRe
         )
             .into_response()),
         "json" => {
-            let rows: Vec<AuditRecord> = rows.into_iter().map(AuditRecord::from).collect();
+            let rows: Vec<AuditRecord> =
+                rows.into_iter().map(AuditRecord::from_row).collect::<ApiResult<_>>()?;
             Ok(([(header::CONTENT_DISPOSITION, "attachment; filename=\"lifeline-audit.json\"")], Json(rows))
                 .into_response())
         }

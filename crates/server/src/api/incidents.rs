@@ -39,8 +39,7 @@ pub fn routes() -> Vec<Route> {
 pub struct IncidentRunBrief {
     pub run: String,
     pub runbook: String,
-    /// `running`, `waiting-approval`, `succeeded`, `failed`, `escalated`, …
-    pub state: String,
+    pub state: lifeline_types::RunState,
     pub actor: String,
     pub started: Option<DateTime<Utc>>,
     pub ended: Option<DateTime<Utc>>,
@@ -233,7 +232,7 @@ pub fn page(rec: IncidentRecord, device: Option<FleetRow>) -> ApiResult<Incident
         .map(|r| IncidentRunBrief {
             run: r.run.id.clone(),
             runbook: r.run.runbook.clone(),
-            state: r.run.state.clone(),
+            state: r.run.state,
             actor: r.run.actor.clone(),
             started: ts(r.run.created_at_ms),
             ended: r.run.ended_at_ms.and_then(ts),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use lifeline_types::FaultState;
+use lifeline_types::{AuditOutcome, FaultState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -26,7 +26,9 @@ fn stored<T>(what: &'static str, v: &str, parsed: Option<T>) -> ApiResult<T> {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Fault {
     pub id: i64,
-    /// The rule or intake that raised it (`bmc-unreachable`, `agent-report`, `kernel-panic`, …).
+    /// The rule or intake that raised it (`bmc-unreachable`, `agent-report`, `console-kernel-panic`, …):
+    /// an open set, documented by `lifeline_types::FaultKind` (the known kinds and the open families).
+    #[schema(value_type = lifeline_types::FaultKind)]
     pub kind: String,
     pub device: String,
     /// `critical`, `warning`.
@@ -86,27 +88,27 @@ pub struct AuditRecord {
     pub action: String,
     /// Which device (or `fleet`, `server`).
     pub target: String,
-    /// `started` (the intent, before acting), `ok`, `unchanged`, `failed`, `refused`, `error`,
-    /// `interrupted`, `unverified`.
-    pub outcome: String,
+    /// `started` is the intent, written before acting; the others say how it ended.
+    pub outcome: AuditOutcome,
     /// What the action recorded about itself: any JSON, its shape is the action's.
     pub detail: Value,
     pub request_id: Option<String>,
 }
 
-impl From<lifeline_engine::ops::audit_log::AuditRow> for AuditRecord {
-    fn from(r: lifeline_engine::ops::audit_log::AuditRow) -> Self {
+impl AuditRecord {
+    /// The view of a stored row; an outcome word this version does not know fails the answer.
+    pub fn from_row(r: lifeline_engine::ops::audit_log::AuditRow) -> ApiResult<AuditRecord> {
         let e = r.entry;
-        AuditRecord {
+        Ok(AuditRecord {
+            outcome: stored("audit outcome", &e.outcome, e.outcome.parse().ok())?,
             id: r.id,
             at_ms: r.at_ms,
             actor: e.actor,
             action: e.action,
             target: e.target,
-            outcome: e.outcome,
             detail: e.detail,
             request_id: e.request_id,
-        }
+        })
     }
 }
 

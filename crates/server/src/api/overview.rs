@@ -14,7 +14,7 @@ use axum::http::Method;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use lifeline_engine::ops::fault_records::FaultRow;
-use lifeline_engine::ops::runs::{ACTIVE_RUN_STATES, RunRow};
+use lifeline_engine::ops::runs::{ACTIVE_RUN_STATES, RunRow, RunState};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Route, route, viewer};
@@ -57,8 +57,7 @@ pub struct RunBrief {
     pub run: String,
     pub runbook: String,
     pub target: String,
-    /// `running`, `waiting-approval`, `escalated`, …
-    pub state: String,
+    pub state: RunState,
     /// The step it is at (or waits to run); `null` when its runbook could not be read.
     pub step: Option<String>,
     pub step_kind: Option<String>,
@@ -205,7 +204,7 @@ fn brief(r: &RunRow, step_started: Option<i64>) -> RunBrief {
         run: r.id.clone(),
         runbook: r.runbook.clone(),
         target: r.target.clone(),
-        state: r.state.clone(),
+        state: r.state,
         step: step.map(|s| s.name.clone()),
         step_kind: step.map(|s| s.kind.as_str().to_owned()),
         step_number: idx + 1,
@@ -238,7 +237,7 @@ async fn build(s: &AppState) -> ApiResult<Snapshot> {
 
     let mut briefs: HashMap<String, RunBrief> = HashMap::new();
     for r in active.iter().chain(&escalations) {
-        let started = if r.state == "running" { step_started(s, r).await } else { None };
+        let started = if r.state == RunState::Running { step_started(s, r).await } else { None };
         briefs.insert(r.id.clone(), brief(r, started));
     }
     // A device has one active run at a time (the executor's lease); the newest wins if not.
@@ -276,7 +275,7 @@ async fn build(s: &AppState) -> ApiResult<Snapshot> {
             unresolved_faults: open,
             active_run: run.map(|r| ActiveRun {
                 id: r.id.clone(),
-                state: r.state.clone(),
+                state: r.state,
                 step: rb.and_then(|b| b.step.clone()),
                 step_kind: rb.and_then(|b| b.step_kind.clone()),
                 post_condition: rb.is_some_and(|b| b.post_condition),
@@ -372,12 +371,15 @@ async fn build(s: &AppState) -> ApiResult<Snapshot> {
             }
         })
         .collect();
-    let mut in_flight: Vec<RunBrief> =
-        active.iter().filter(|r| r.state == "running").filter_map(|r| briefs.get(&r.id).cloned()).collect();
+    let mut in_flight: Vec<RunBrief> = active
+        .iter()
+        .filter(|r| r.state == RunState::Running)
+        .filter_map(|r| briefs.get(&r.id).cloned())
+        .collect();
     in_flight.sort_by_key(|r| std::cmp::Reverse(r.started));
     let mut needs_human: Vec<RunBrief> = active
         .iter()
-        .filter(|r| r.state == "waiting-approval")
+        .filter(|r| r.state == RunState::WaitingApproval)
         .chain(&escalations)
         .filter_map(|r| briefs.get(&r.id).cloned())
         .collect();

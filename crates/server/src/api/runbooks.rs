@@ -15,7 +15,7 @@ use lifeline_runbook::{RunOptions, RunView, Runbook};
 use serde::Deserialize;
 
 use crate::access::{Route, operator, route, viewer};
-use crate::api::answers::{Plan as PlanView, RunRecord, RunbookDetail, view};
+use crate::api::answers::{Plan as PlanView, RunRecord, RunbookDetail};
 use crate::api::model::{JournalEntry, RunbookEntry};
 use crate::auth::{Caller, Role};
 use crate::error::{ApiError, ApiResult};
@@ -126,7 +126,7 @@ async fn plan(
     for t in targets(&s, &req)? {
         plans.push(x.plan(&rb, &t, &opts).await?);
     }
-    Ok(Json(view("plan", &plans)?))
+    Ok(Json(plans))
 }
 
 async fn start(
@@ -142,7 +142,7 @@ async fn start(
     for t in targets(&s, &req)? {
         views.push(runner::admit(&s, s.engine_for(&c, None), &rb, &text, &t, &opts, false).await?);
     }
-    Ok(Json(view("run", &views)?))
+    Ok(Json(views))
 }
 
 async fn runs(State(s): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Vec<RunRecord>>> {
@@ -154,7 +154,7 @@ async fn runs(State(s): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResul
         .take(usize::try_from(limit).unwrap_or(200))
         .map(|r| RunView::build(r, None, &[]))
         .collect();
-    Ok(Json(view("run", &views)?))
+    Ok(Json(views))
 }
 
 async fn status(
@@ -162,7 +162,7 @@ async fn status(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<RunRecord>> {
-    Ok(Json(view("run", &s.runbooks.executor(s.engine_for(&c, None)).status(&id).await?)?))
+    Ok(Json(s.runbooks.executor(s.engine_for(&c, None)).status(&id).await?))
 }
 
 async fn journal(
@@ -190,7 +190,7 @@ async fn approve(
     may_act(&c, &rb, "approve runs of")?;
     let v = x.record_approval(&id, req.skip).await?;
     runner::spawn_drive(&s, &id);
-    Ok(Json(view("run", &v)?))
+    Ok(Json(v))
 }
 
 async fn abort(
@@ -201,5 +201,5 @@ async fn abort(
     let x = s.runbooks.executor(s.engine_for(&c, None));
     let (_, rb, _) = x.load(&id).await?;
     may_act(&c, &rb, "abort runs of")?;
-    Ok(Json(view("run", &x.abort(&id).await?)?))
+    Ok(Json(x.abort(&id).await?))
 }
