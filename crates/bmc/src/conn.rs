@@ -209,13 +209,42 @@ pub(crate) async fn open_ipmi(
     let mut cfg = ipmi_config(target, &opts.ipmi_timing);
     cfg.privilege = ipmi.privilege;
     cfg.known_suite = suites.get(&target.name);
+    // Every session written down while it is open, so a process killed with it open leaves it findable.
+    let ledger = crate::kept_ipmi::ledger_of(opts);
+    cfg.record = ledger.clone().map(|l| crate::kept_ipmi::recorder(l, &target.name));
     // On the pool's mux: no socket, bind, connect and reader task per login (IPv6 BMCs: the mux is IPv4).
-    let opened = match ipmi.mux.as_ref().filter(|_| addr.is_ipv4()) {
-        Some(mux) => mux.open(addr, &cfg).await,
-        None => Session::open(addr, &cfg).await,
+    let open = |cfg: ClientConfig| async move {
+        match ipmi.mux.as_ref().filter(|_| addr.is_ipv4()) {
+            Some(mux) => mux.open(addr, &cfg).await,
+            None => Session::open(addr, &cfg).await,
+        }
     };
+    let mut opened = open(cfg.clone()).await;
+    // Refused for want of a slot (or, as ipmi_sim and some firmware do at their limit, silent on Open Session
+    // after answering the capabilities): close what dead processes of ours left there, then once more.
+    if let (Err(e), Some(l)) = (&opened, &ledger)
+        && (e.is_session_limit() || matches!(e, lifeline_ipmi::Error::Timeout { what: "Open Session", .. }))
+    {
+        let ids = l.stale_ipmi(&target.name).await;
+        if !ids.is_empty() {
+            let stale = crate::kept_ipmi::close_stale(target, opts, &ids, Some(l.clone())).await;
+            if stale.freed() > 0 {
+                opened = open(cfg.clone()).await;
+            }
+            if let Err(source) = opened {
+                return Err(match source.is_session_limit() {
+                    true => BmcError::IpmiSessionLimit { bmc: target.name.clone(), stale, source },
+                    false => ipmi_err(&target.name)(source),
+                });
+            }
+        }
+    }
     let session = match opened {
         Ok(s) => s,
+        Err(e) if e.is_session_limit() => {
+            let stale = crate::StaleIpmi::default();
+            return Err(BmcError::IpmiSessionLimit { bmc: target.name.clone(), stale, source: e });
+        }
         Err(e) => {
             // The remembered suite may be gone (firmware change): ask the BMC next time.
             if cfg.known_suite.is_some() {

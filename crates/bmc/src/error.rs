@@ -64,6 +64,34 @@ pub enum BmcError {
     NotOffered { bmc: String, what: String },
     #[error("{bmc}: no account named `{user}` on the BMC")]
     NoAccount { bmc: String, user: String },
+    /// The BMC refused a new IPMI session for want of a free slot, after the sessions dead processes of
+    /// ours left there (if any) were closed.
+    #[error(
+        "{bmc}: the BMC is at its IPMI session limit (every session slot it has is open): it refused a new session; {}",
+        ipmi_freed_words(stale)
+    )]
+    IpmiSessionLimit {
+        bmc: String,
+        /// What closing the stale sessions of ours recorded there did.
+        stale: crate::StaleIpmi,
+        #[source]
+        source: lifeline_ipmi::Error,
+    },
+}
+
+fn ipmi_freed_words(s: &crate::StaleIpmi) -> String {
+    let then = "close sessions other tools hold there, or wait for the BMC's session timeout";
+    let tried = s.freed() + s.refused + s.failed;
+    match (tried, s.freed()) {
+        (0, _) => format!("Lifeline had no stale session of its own recorded there; {then}"),
+        (n, 0) => format!(
+            "{n} stale session(s) of Lifeline's own are recorded there but none could be closed (no free slot for \
+             the session that closes them, or the BMC refused); {then}"
+        ),
+        (_, f) => {
+            format!("{f} stale session(s) of Lifeline's own were closed there and it still refused; {then}")
+        }
+    }
 }
 
 impl BmcError {
@@ -81,17 +109,16 @@ impl BmcError {
             | NoSystem { bmc, .. }
             | NotOffered { bmc, .. }
             | InFlight { bmc, .. }
-            | NoAccount { bmc, .. } => bmc,
+            | NoAccount { bmc, .. }
+            | IpmiSessionLimit { bmc, .. } => bmc,
         }
     }
 
     /// Whether the BMC refused a new IPMI session for want of a free slot (RMCP+ status 0x01 or 0x0B).
     pub(crate) fn is_out_of_sessions(&self) -> bool {
-        use lifeline_ipmi::wire::rakp::status::{NO_RESOURCES, NO_RESOURCES_FOR_ROLE};
         match self {
-            BmcError::Ipmi { source: lifeline_ipmi::Error::SessionRefused { status, .. }, .. } => {
-                matches!(*status, NO_RESOURCES | NO_RESOURCES_FOR_ROLE)
-            }
+            BmcError::Ipmi { source, .. } => source.is_session_limit(),
+            BmcError::IpmiSessionLimit { .. } => true,
             BmcError::NoProtocol { source, .. } => source.is_out_of_sessions(),
             _ => false,
         }

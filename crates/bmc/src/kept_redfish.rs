@@ -43,6 +43,16 @@ pub trait SessionLedger: Send + Sync {
     async fn stale(&self, _bmc: &str) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// An IPMI session with this BMC-side id is open on `bmc` (see [`crate::kept_ipmi`]). Not written
+    /// down by default.
+    async fn ipmi_opened(&self, _bmc: &str, _session_id: u32) {}
+    /// The IPMI session `session_id` on `bmc` is closed (or the BMC no longer has it): strike it off.
+    async fn ipmi_closed(&self, _bmc: &str, _session_id: u32) {}
+    /// IPMI session ids recorded on `bmc` by owners that are gone, handed to this process to close (taken
+    /// over in the ledger first, so two processes never close the same one). None by default.
+    async fn stale_ipmi(&self, _bmc: &str) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// A [`SessionLedger`] shared by every connection of a pool ([`crate::BmcOptions::ledger`]).

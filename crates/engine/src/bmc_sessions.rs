@@ -11,6 +11,13 @@
 //! leaves its session findable too; a BMC that refuses a login at its session limit has the sessions dead
 //! owners left there deleted first ([`SessionLedger::stale`]), then the login is tried once more.
 //!
+//! IPMI sessions go into the same ledger, by their BMC-side session id (`ipmi:0x…`, see
+//! [`lifeline_store::ipmi_session_uri`]): every IPMI session a pool opens is written down when the BMC
+//! grants it and struck off when the BMC confirms it closed (the bmc crate's `kept_ipmi`). They cannot be
+//! taken over (their keys die with the process), so the next process closes them: Close Session naming
+//! each id from one ADMINISTRATOR session of its own, at start and when a BMC refuses a login at its limit.
+//! Their token is empty; it goes through the same sealing as a Redfish token (one path for every row).
+//!
 //! The token is sealed in the store (a live token is a credential), with the same key as the sealed BMC
 //! credentials: replicas share it. An owner is dead when its process is gone from this host, or, on another
 //! host, when no live replica runs as that process.
@@ -79,21 +86,48 @@ impl SessionLedger for StoreLedger {
         }
     }
 
-    /// The BMC refused a login at its session limit: the sessions dead owners left there (reclaimed
+    async fn ipmi_opened(&self, bmc: &str, session_id: u32) {
+        self.kept(bmc, &lifeline_store::ipmi_session_uri(session_id), "").await;
+    }
+
+    async fn ipmi_closed(&self, bmc: &str, session_id: u32) {
+        self.closed(bmc, &lifeline_store::ipmi_session_uri(session_id)).await;
+    }
+
+    /// A BMC refused an IPMI session at its limit: the IPMI sessions dead owners left there (reclaimed
+    /// first, so two processes never close the same one).
+    async fn stale_ipmi(&self, bmc: &str) -> Vec<u32> {
+        let read = async {
+            let live = live_replicas(&self.store).await?;
+            let mut out = Vec::new();
+            for row in self.store.bmc_sessions().await?.into_iter().filter(|r| r.bmc == bmc) {
+                let Some(id) = lifeline_store::ipmi_session_id(&row.session_uri) else { continue };
+                if owner_dead(&row.owner, &live)
+                    && self
+                        .store
+                        .reclaim_bmc_session(bmc, &row.session_uri, &row.owner, session_owner())
+                        .await?
+                {
+                    out.push(id);
+                }
+            }
+            Ok::<_, lifeline_store::StoreError>(out)
+        };
+        read.await.unwrap_or_else(|e| {
+            tracing::warn!(%bmc, "the recorded IPMI sessions cannot be read to free the BMC's session table: {e}");
+            Vec::new()
+        })
+    }
+
+    /// The BMC refused a login at its session limit: the Redfish sessions dead owners left there (reclaimed
     /// first, so two processes never delete the same one), with their tokens.
     async fn stale(&self, bmc: &str) -> Vec<(String, String)> {
         let read = async {
-            let now = lifeline_store::now_ms();
-            let live: Vec<String> = self
-                .store
-                .replicas()
-                .await?
-                .into_iter()
-                .filter(|r| r.expires_at_ms >= now)
-                .map(|r| r.id)
-                .collect();
+            let live = live_replicas(&self.store).await?;
             let mut out = Vec::new();
-            for row in self.store.bmc_sessions().await?.into_iter().filter(|r| r.bmc == bmc) {
+            let redfish =
+                |r: &BmcSessionRow| r.bmc == bmc && lifeline_store::ipmi_session_id(&r.session_uri).is_none();
+            for row in self.store.bmc_sessions().await?.into_iter().filter(redfish) {
                 if !owner_dead(&row.owner, &live)
                     || !self
                         .store
@@ -117,6 +151,12 @@ impl SessionLedger for StoreLedger {
     }
 }
 
+/// The replicas alive now (by holder name).
+async fn live_replicas(store: &Store) -> std::result::Result<Vec<String>, lifeline_store::StoreError> {
+    let now = lifeline_store::now_ms();
+    Ok(store.replicas().await?.into_iter().filter(|r| r.expires_at_ms >= now).map(|r| r.id).collect())
+}
+
 /// What the reclaim at start did.
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
 pub struct SessionsReclaimed {
@@ -128,6 +168,13 @@ pub struct SessionsReclaimed {
     pub forgotten: usize,
     /// Still recorded: the BMC did not answer the DELETE (tried again by the next process).
     pub failed: usize,
+    /// IPMI sessions closed on their BMCs (Close Session naming their ids).
+    pub ipmi_closed: usize,
+    /// IPMI sessions the BMC no longer had (timed out there): struck off.
+    pub ipmi_gone: usize,
+    /// IPMI sessions still recorded: the BMC refused to close them, or no session could be opened to do it
+    /// (logged per BMC; they time out there, and the next process tries again).
+    pub ipmi_left: usize,
 }
 
 /// Whether `owner` (a holder name) is gone: its process left this host, or no live replica runs as it.
@@ -164,12 +211,18 @@ impl Lifeline {
         if let Some(kept) = &pool.options().kept {
             kept.set_ledger(store_ledger(store.clone(), sealed.clone()));
         }
-        let now = lifeline_store::now_ms();
-        let live: Vec<String> =
-            store.replicas().await?.into_iter().filter(|r| r.expires_at_ms >= now).map(|r| r.id).collect();
+        let live = live_replicas(&store).await?;
         let mut out = SessionsReclaimed::default();
+        // IPMI sessions of dead owners, per BMC: closed from one session there each.
+        let mut ipmi: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
         for row in store.bmc_sessions().await? {
             if !owner_dead(&row.owner, &live) {
+                continue;
+            }
+            if let Some(id) = lifeline_store::ipmi_session_id(&row.session_uri) {
+                if store.reclaim_bmc_session(&row.bmc, &row.session_uri, &row.owner, session_owner()).await? {
+                    ipmi.entry(row.bmc.clone()).or_default().push(id);
+                }
                 continue;
             }
             if !store.reclaim_bmc_session(&row.bmc, &row.session_uri, &row.owner, session_owner()).await? {
@@ -191,6 +244,24 @@ impl Lifeline {
                 }
                 Reclaimed::Failed => out.failed += 1,
             }
+        }
+        for (bmc, ids) in ipmi {
+            let Some(b) = self
+                .select_bmcs(std::slice::from_ref(&bmc), &[], false)
+                .ok()
+                .and_then(|s| s.bmcs.into_iter().next())
+            else {
+                // Gone from the inventory: nowhere to send Close Session; it times out there.
+                for id in ids {
+                    store.forget_bmc_session(&bmc, &lifeline_store::ipmi_session_uri(id)).await?;
+                    out.forgotten += 1;
+                }
+                continue;
+            };
+            let done = pool.bmc(b.target).close_stale_ipmi(&ids).await;
+            out.ipmi_closed += done.closed;
+            out.ipmi_gone += done.gone;
+            out.ipmi_left += done.refused + done.failed;
         }
         if out != SessionsReclaimed::default() {
             tracing::info!(?out, "BMC sessions left by dead processes reclaimed");

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{IpmiSim, admin, read_until};
+use lifeline_ipmi::wire::app::CloseOutcome;
 use lifeline_ipmi::wire::chassis::ChassisOp;
 use lifeline_ipmi::{CipherSuite, Error, Session};
 use std::time::Duration;
@@ -236,4 +237,121 @@ async fn sol_both_directions_already_active_and_steal() {
     let s3 = Session::open(sim.addr, &admin()).await.expect("open 3");
     s3.device_id().await.unwrap();
     s3.close().await.unwrap();
+}
+
+/// Sessions a dead process left are closed from another session by their ids (Close Session naming each
+/// one): ipmi_sim closes another session's id for an ADMINISTRATOR session, refuses it (0xD4) for a USER
+/// one, and answers 0x87 for an id it no longer has. A full table refuses a new session (silence on Open
+/// Session from ipmi_sim); after the stale ones are closed as many sessions open as the table has slots
+/// left. The witness is the BMC refusing or accepting logins, not our bookkeeping.
+#[tokio::test]
+async fn stale_sessions_are_closed_by_id_and_the_limit_is_recognised() {
+    let Some(sim) = IpmiSim::start() else { return };
+    let mut cfg = admin();
+    cfg.cipher_suites = vec![CipherSuite::Suite3];
+    cfg.timing.attempts = 2;
+    cfg.timing.attempt_timeout = Duration::from_millis(300);
+    let mut held = Vec::new();
+    let refusal = loop {
+        match Session::open(sim.addr, &cfg).await {
+            Ok(s) => held.push(s),
+            Err(e) => break e,
+        }
+        assert!(held.len() < 200, "no session limit found");
+    };
+    let limit = held.len();
+    eprintln!("ipmi_sim session limit {limit}: {refusal}");
+    // OpenIPMI 2.0.33 answers nothing at all to Open Session when its table is full (its error path has no
+    // session to answer from); a BMC that answers says status 0x01, which `is_session_limit` reads.
+    assert!(
+        refusal.is_session_limit() || matches!(refusal, Error::Timeout { what: "Open Session", .. }),
+        "refusal at the limit: {refusal:?}"
+    );
+    // The last one held plays the survivor; the others are "left by a dead process": their ids are all the
+    // survivor knows, their handles are forgotten without Close Session (as after kill -9).
+    let survivor = held.pop().expect("one session");
+    let ids: Vec<u32> = held.iter().map(Session::bmc_session_id).collect();
+    for s in held {
+        std::mem::forget(s);
+    }
+    // A USER session may not close another session's id.
+    survivor.close().await.unwrap();
+    let mut user_cfg = cfg.clone();
+    user_cfg.privilege = lifeline_ipmi::Privilege::User;
+    let user = Session::open(sim.addr, &user_cfg).await.expect("the survivor's slot is free again");
+    let refused = user.close_other(ids[0]).await.unwrap();
+    assert_eq!(refused, CloseOutcome::Refused(0xD4), "a USER session closed another session");
+    user.close().await.unwrap();
+    let admin = Session::open(sim.addr, &cfg).await.expect("admin session");
+    assert!(Session::open(sim.addr, &cfg).await.is_err(), "the table is full again");
+    for id in &ids {
+        assert_eq!(admin.close_other(*id).await.unwrap(), CloseOutcome::Closed, "{id:#010x}");
+    }
+    assert_eq!(admin.close_other(ids[0]).await.unwrap(), CloseOutcome::Gone, "closed twice");
+    // Every slot but the admin's is free: `limit - 1` sessions open at once.
+    let mut again = Vec::new();
+    for i in 0..limit - 1 {
+        again.push(Session::open(sim.addr, &cfg).await.unwrap_or_else(|e| panic!("session {i}: {e}")));
+    }
+    for s in again {
+        s.close().await.unwrap();
+    }
+    admin.close().await.unwrap();
+}
+
+/// Records what the client's session record hook was told.
+#[derive(Default)]
+struct Ledger(std::sync::Mutex<Vec<(&'static str, u32)>>);
+
+impl lifeline_ipmi::client::SessionRecord for Ledger {
+    fn opened(&self, id: u32) -> lifeline_ipmi::client::RecordFuture<'_> {
+        self.0.lock().unwrap().push(("opened", id));
+        Box::pin(async {})
+    }
+    fn closed(&self, id: u32) -> lifeline_ipmi::client::RecordFuture<'_> {
+        self.0.lock().unwrap().push(("closed", id));
+        Box::pin(async {})
+    }
+}
+
+/// Each session is written down by the id the BMC gave it before it is used, and struck off once the BMC
+/// answered its Close Session: by `close()`, and by the close a dropped session sends on its own. A session
+/// forgotten without either (as in a killed process) stays written down.
+#[tokio::test]
+async fn sessions_are_written_down_while_open() {
+    let Some(sim) = IpmiSim::start() else { return };
+    let ledger = std::sync::Arc::new(Ledger::default());
+    let mut cfg = admin();
+    cfg.cipher_suites = vec![CipherSuite::Suite3];
+    cfg.record = Some(lifeline_ipmi::client::SessionRecorder(ledger.clone()));
+    let seen = || ledger.0.lock().unwrap().clone();
+    let s = Session::open(sim.addr, &cfg).await.unwrap();
+    let a = s.bmc_session_id();
+    assert_eq!(seen(), vec![("opened", a)]);
+    s.device_id().await.unwrap();
+    s.close().await.unwrap();
+    assert_eq!(seen(), vec![("opened", a), ("closed", a)]);
+    let s = Session::open(sim.addr, &cfg).await.unwrap();
+    let b = s.bmc_session_id();
+    drop(s);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !seen().contains(&("closed", b)) {
+        assert!(tokio::time::Instant::now() < deadline, "a dropped session was not struck off: {:?}", seen());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let s = Session::open(sim.addr, &cfg).await.unwrap();
+    let c = s.bmc_session_id();
+    std::mem::forget(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(seen().last(), Some(&("opened", c)), "a forgotten session must stay written down");
+    // Another session closes it by its id; the BMC had it (Closed), so it was open until then.
+    let other = Session::open(sim.addr, &admin_suite3()).await.unwrap();
+    assert_eq!(other.close_other(c).await.unwrap(), CloseOutcome::Closed);
+    other.close().await.unwrap();
+}
+
+fn admin_suite3() -> lifeline_ipmi::ClientConfig {
+    let mut cfg = admin();
+    cfg.cipher_suites = vec![CipherSuite::Suite3];
+    cfg
 }

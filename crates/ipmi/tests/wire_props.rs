@@ -347,3 +347,21 @@ proptest! {
         let _ = SetUserAccess::decode(&data);
     }
 }
+
+proptest! {
+    /// Close Session for another session's id: the request is that id, little-endian, to App 0x3C, and every
+    /// completion code reads as exactly one outcome (a refusal keeps its code for the log line).
+    #[test]
+    fn close_session_of_another_id(sid in any::<u32>(), code in any::<u8>()) {
+        use lifeline_ipmi::wire::Command;
+        let req = CloseSession { session_id: sid };
+        prop_assert_eq!(req.encode(), sid.to_le_bytes().to_vec());
+        prop_assert_eq!((CloseSession::NETFN, CloseSession::CMD), (0x06, 0x3C));
+        let outcome = CloseSession::outcome(code);
+        match code {
+            0x00 => prop_assert_eq!(outcome, CloseOutcome::Closed),
+            0x87 | 0x88 => prop_assert_eq!(outcome, CloseOutcome::Gone),
+            c => prop_assert_eq!(outcome, CloseOutcome::Refused(c)),
+        }
+    }
+}

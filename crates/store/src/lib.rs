@@ -49,7 +49,7 @@ pub use records::{ConfigVersionRow, ConsoleLogRow};
 pub use replicas::{ReplicaRow, WorkClaim, WorkRow};
 pub use runs::{ACTIVE_RUN_STATES, ApprovalRow, JournalRow, NewJournal, RunRow};
 pub use schema::{MigrationRow, MigrationState, SchemaStatus};
-pub use sessions::BmcSessionRow;
+pub use sessions::{BmcSessionRow, IPMI_SESSION_PREFIX, ipmi_session_id, ipmi_session_uri};
 pub use users::{FaultRow, SessionRow, TokenRow, UserRow};
 
 /// Milliseconds since the Unix epoch, the store's one time representation.

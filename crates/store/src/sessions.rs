@@ -7,11 +7,27 @@ use sqlx::Row;
 use crate::error::{QueryContext, StoreError};
 use crate::{Store, now_ms};
 
+/// How an IPMI session is recorded in `session_uri`: `ipmi:0x` and its BMC-side session id (the managed
+/// system's id from the RMCP+ Open Session Response, what Close Session names) in 8 hex digits. Nothing
+/// secret goes with it (`token` is empty: Close Session from another session of ours needs no token).
+pub const IPMI_SESSION_PREFIX: &str = "ipmi:0x";
+
+/// `session_uri` of the IPMI session with this BMC-side id.
+pub fn ipmi_session_uri(bmc_session_id: u32) -> String {
+    format!("{IPMI_SESSION_PREFIX}{bmc_session_id:08x}")
+}
+
+/// The BMC-side id of a recorded IPMI session (`None`: a Redfish session, or not this form).
+pub fn ipmi_session_id(session_uri: &str) -> Option<u32> {
+    let hex = session_uri.strip_prefix(IPMI_SESSION_PREFIX)?;
+    (hex.len() == 8).then(|| u32::from_str_radix(hex, 16).ok()).flatten()
+}
+
 /// A kept BMC session as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BmcSessionRow {
     pub bmc: String,
-    /// Where the session lives on the BMC (Redfish: its `@odata.id`).
+    /// Where the session lives on the BMC (Redfish: its `@odata.id`; IPMI: [`ipmi_session_uri`]).
     pub session_uri: String,
     /// The token, sealed by the caller.
     pub token: String,
@@ -21,18 +37,25 @@ pub struct BmcSessionRow {
 }
 
 impl Store {
-    /// Records a session just kept (replacing a row of the same path: a BMC reuses session ids), and strikes
-    /// off the owner's other sessions on that BMC (one is kept per BMC: an older one was deleted, or expired
-    /// when the BMC answered 401 and the client logged in again).
+    /// Records a session just kept (replacing a row of the same path: a BMC reuses session ids). A Redfish
+    /// session strikes off the owner's other Redfish sessions on that BMC (one is kept per BMC: an older one
+    /// was deleted, or expired when the BMC answered 401 and the client logged in again); IPMI sessions are
+    /// each written down and struck off on their own (a process holds several at once on one BMC: a kept
+    /// read session, a power action's, a console's).
     pub async fn record_bmc_session(&self, s: &BmcSessionRow) -> Result<(), StoreError> {
-        let q = self.sql("DELETE FROM bmc_sessions WHERE bmc = ? AND owner = ? AND session_uri <> ?");
-        sqlx::query(&q)
-            .bind(s.bmc.clone())
-            .bind(s.owner.clone())
-            .bind(s.session_uri.clone())
-            .execute(&self.pool)
-            .await
-            .op("bmc_session.replace")?;
+        if ipmi_session_id(&s.session_uri).is_none() {
+            let q = self.sql(&format!(
+                "DELETE FROM bmc_sessions WHERE bmc = ? AND owner = ? AND session_uri <> ? \
+                 AND session_uri NOT LIKE '{IPMI_SESSION_PREFIX}%'"
+            ));
+            sqlx::query(&q)
+                .bind(s.bmc.clone())
+                .bind(s.owner.clone())
+                .bind(s.session_uri.clone())
+                .execute(&self.pool)
+                .await
+                .op("bmc_session.replace")?;
+        }
         let q = self.sql(
             "INSERT INTO bmc_sessions (bmc, session_uri, token, owner, opened_at) VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT (bmc, session_uri) DO UPDATE SET token = excluded.token, owner = excluded.owner, \

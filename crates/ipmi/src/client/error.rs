@@ -59,6 +59,19 @@ impl Error {
         }
     }
 
+    /// The BMC refused a new session for want of a free slot (RMCP+ Open Session or RAKP 2 status 0x01
+    /// "insufficient resources to create a session", or 0x0B "... at the requested role"): its session
+    /// table is full.
+    pub fn is_session_limit(&self) -> bool {
+        matches!(
+            self,
+            Self::SessionRefused {
+                status: rakp::status::NO_RESOURCES | rakp::status::NO_RESOURCES_FOR_ROLE,
+                ..
+            }
+        )
+    }
+
     /// The completion code, if the BMC answered with an error one.
     pub fn completion_code(&self) -> Option<u8> {
         match self {

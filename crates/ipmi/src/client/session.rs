@@ -11,11 +11,12 @@
 use super::error::{Error, Result};
 use super::handshake::{Established, login};
 use super::mux::Mux;
+use super::record::SessionRecorder;
 pub use super::timing::{LinkCounters, LinkStats, Timing};
 use super::transport::{Link, Transport, decode_err, exchange, io_err};
 use crate::wire::{
     self, Body, Command, Privilege,
-    app::{ChannelAuthCaps, CloseSession, SetSessionPrivilege},
+    app::{ChannelAuthCaps, CloseOutcome, CloseSession, SetSessionPrivilege},
     crypto::{CipherSuite, SessionKeys},
     message::{Request, Response},
     packet::{self, Packet, PayloadType, V20Packet},
@@ -50,6 +51,8 @@ pub struct ClientConfig {
     /// A suite this BMC was seen to accept (the caller's memory): tried first, without asking the BMC for
     /// its cipher suite list, and silence on it is a lost datagram, never a reason to fall back.
     pub known_suite: Option<CipherSuite>,
+    /// Where the session's id is written down while it is open (see [`super::record`]); `None`: nowhere.
+    pub record: Option<SessionRecorder>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -76,6 +79,7 @@ impl ClientConfig {
             timing: Timing::default(),
             max_in_flight: 4,
             known_suite: None,
+            record: None,
         }
     }
 }
@@ -134,6 +138,7 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     auth_caps: ChannelAuthCaps,
     privilege: Privilege,
+    record: Option<SessionRecorder>,
 }
 
 /// An established lanplus session. Cheap to share by reference; commands are
@@ -172,7 +177,9 @@ impl Session {
         if let Transport::Own { reader: slot, .. } = &inner.transport {
             *lock(slot) = Some(reader);
         }
-        Self::first_request(Session { inner }, est.confirmed, cfg).await
+        let session = Session { inner };
+        session.write_down().await;
+        Self::first_request(session, est.confirmed, cfg).await
     }
 
     /// Open a session to `addr` on a shared [`Mux`]: no socket or task of its own; the mux routes its
@@ -185,7 +192,17 @@ impl Session {
         let inner = Arc::new(Inner::new(bmc, transport, cfg, auth_caps, &est));
         mux.register(addr, est.console_session_id, Arc::downgrade(&inner))?;
         drop(waiter);
-        Self::first_request(Session { inner }, est.confirmed, cfg).await
+        let session = Session { inner };
+        session.write_down().await;
+        Self::first_request(session, est.confirmed, cfg).await
+    }
+
+    /// The session is open on the BMC from RAKP 3 on: written down before anything else can fail (a failed
+    /// first request drops it, and the drop-time close strikes it off once the BMC answers).
+    async fn write_down(&self) {
+        if let Some(r) = &self.inner.record {
+            r.0.opened(self.inner.bmc_session_id).await;
+        }
     }
 
     async fn first_request(session: Session, confirmed: bool, cfg: &ClientConfig) -> Result<Self> {
@@ -257,6 +274,19 @@ impl Session {
     pub async fn close(&self) -> Result<()> {
         self.inner.close().await
     }
+
+    /// Close Session naming another session's BMC-side id (one a dead process of the caller's left open):
+    /// what the BMC did with it ([`CloseSession::outcome`]). Most BMCs (OpenIPMI's lanserv among them)
+    /// close another session only for an ADMINISTRATOR session and answer 0xD4 otherwise; an id the BMC no
+    /// longer has is answered 0x87. Retransmitted on loss: a retransmission after a lost reply finds the
+    /// session gone, which is the same outcome.
+    pub async fn close_other(&self, bmc_session_id: u32) -> Result<CloseOutcome> {
+        let req = CloseSession { session_id: bmc_session_id };
+        let name = "Close Session (another session)";
+        let resp =
+            self.inner.call_raw(CloseSession::NETFN, CloseSession::CMD, req.encode(), name, true).await?;
+        Ok(CloseSession::outcome(resp.completion))
+    }
 }
 
 fn lock<T>(m: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -294,6 +324,7 @@ impl Inner {
             closed: AtomicBool::new(false),
             auth_caps,
             privilege: cfg.privilege,
+            record: cfg.record.clone(),
         }
     }
 
@@ -480,6 +511,13 @@ impl Inner {
         self.detach();
         lock(&self.pending).clear();
         *lock(&self.sol_tx) = None;
+        // Struck off only when the BMC answered (closed, or no such session): after silence the session may
+        // live on, and the record lets the next process close it.
+        if matches!(r, Ok(_) | Err(Error::CompletionCode { code: 0x87, .. }))
+            && let Some(rec) = &self.record
+        {
+            rec.0.closed(self.bmc_session_id).await;
+        }
         match r {
             Ok(_) => Ok(()),
             // 0x87 "invalid session id": the BMC already dropped it (idle timeout).
@@ -516,6 +554,7 @@ impl Drop for Inner {
         let msg = Request::new(CloseSession::NETFN, CloseSession::CMD, seq, c.encode()).encode();
         let close = self.seal(PayloadType::Ipmi, msg);
         let bmc = self.bmc.clone();
+        let (record, id) = (self.record.clone(), self.bmc_session_id);
         // The close's replies come back on the session's path: its own socket, or a waiter on the mux
         // (registered now, before anything is sent; the session's route is gone already).
         let path = match &self.transport {
@@ -540,6 +579,9 @@ impl Drop for Inner {
                     }
                     let r = exchange(link, &bmc, &timing, "CloseSession", &close, |_| Some(Ok(()))).await;
                     tracing::debug!(%bmc, ok = r.is_ok(), "session closed on drop");
+                    if let (Ok(()), Some(rec)) = (r, record) {
+                        rec.0.closed(id).await;
+                    }
                 });
             }
             Err(_) => {

@@ -344,3 +344,29 @@ impl Command for CloseSession {
     const CMD: u8 = 0x3C;
     type Response = Empty;
 }
+
+/// What a BMC's answer to Close Session for a session id says about that session (IPMI v2 §22.19: closing a
+/// session other than the requester's own needs ADMINISTRATOR privilege on most BMCs; OpenIPMI's lanserv
+/// checks exactly that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// Closed now.
+    Closed,
+    /// No such session (0x87 invalid session id, 0x88 invalid session handle): it is gone already (timed
+    /// out, closed by someone else), so nothing is left to free.
+    Gone,
+    /// The BMC refused (0xD4 insufficient privilege, 0xC1 not supported, ...): the session lives on until the
+    /// BMC times it out.
+    Refused(u8),
+}
+
+impl CloseSession {
+    /// The completion code of a Close Session answer, read as what became of the session.
+    pub fn outcome(completion: u8) -> CloseOutcome {
+        match completion {
+            super::cc::OK => CloseOutcome::Closed,
+            0x87 | 0x88 => CloseOutcome::Gone,
+            code => CloseOutcome::Refused(code),
+        }
+    }
+}
