@@ -107,12 +107,6 @@ impl ApiError {
     }
 }
 
-impl From<lifeline_store::StoreError> for ApiError {
-    fn from(e: lifeline_store::StoreError) -> Self {
-        ApiError::Engine(EngineError::Store(e))
-    }
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, class) = self.status_and_class();

@@ -36,15 +36,15 @@ async fn an_agent_token_speaks_for_its_node_only() {
     // Its own node's failing report is taken, as `agent:gpu-node-01`.
     let resp = app.clone().oneshot(report(&agent.token, "gpu-node-01", false)).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let obs = f.state.store.latest_observation("gpu-node-01", "agent").await.unwrap().expect("stored");
+    let obs = f.state.base.latest_observation("gpu-node-01", "agent").await.unwrap().expect("stored");
     assert_eq!(obs.value["from"], "agent:gpu-node-01");
 
     // Speaking for another node: refused, nothing stored, no fault.
-    let faults_before = f.state.store.faults(None, 1000).await.unwrap().len();
+    let faults_before = f.state.base.faults(None, 1000).await.unwrap().len();
     let resp = app.clone().oneshot(report(&agent.token, "gpu-node-02", false)).await.unwrap();
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
-    assert!(f.state.store.latest_observation("gpu-node-02", "agent").await.unwrap().is_none());
-    assert_eq!(f.state.store.faults(None, 1000).await.unwrap().len(), faults_before);
+    assert!(f.state.base.latest_observation("gpu-node-02", "agent").await.unwrap().is_none());
+    assert_eq!(f.state.base.faults(None, 1000).await.unwrap().len(), faults_before);
 
     // Nothing else: no reads, no power.
     for (method, uri) in [("GET", "/api/v1/devices"), ("POST", "/api/v1/devices/gpu-node-01/power")] {

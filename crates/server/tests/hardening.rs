@@ -42,7 +42,7 @@ async fn failed_logins_are_bounded_in_size_and_in_the_store() {
     let huge = "u".repeat(1 << 20);
     let r = app.clone().oneshot(login_from(&huge, "pw", "192.0.2.1")).await.unwrap();
     assert!(r.status().is_client_error(), "{}", r.status());
-    let rows = f.state.store.audit_log(None, 1000).await.unwrap();
+    let rows = f.state.base.audit_log(None, 1000).await.unwrap();
     assert!(rows.iter().all(|r| serde_json::to_string(r).unwrap().len() < 4096), "a huge row was written");
 
     // 100 failed logins with names just under the body limit: the store grows by less than 100 KB.
@@ -61,7 +61,7 @@ async fn failed_logins_are_bounded_in_size_and_in_the_store() {
     assert!(grown < 100_000, "100 failed logins grew the store by {grown} bytes");
     let refused: Vec<_> = f
         .state
-        .store
+        .base
         .audit_log(Some("server"), 1000)
         .await
         .unwrap()
@@ -71,7 +71,7 @@ async fn failed_logins_are_bounded_in_size_and_in_the_store() {
     assert!(refused.len() <= 2, "{} refused-login rows for one source", refused.len());
     // The rest of the window is one summary row with the count, written when the window ends.
     lifeline_server::api::session::audit_refused(&f.state, f.state.refused_logins.due(true)).await;
-    let summary = f.state.store.audit_log(Some("server"), 10).await.unwrap();
+    let summary = f.state.base.audit_log(Some("server"), 10).await.unwrap();
     let counted: i64 = summary
         .iter()
         .filter(|r| r.entry.action == "login" && r.entry.outcome == "refused")
@@ -169,7 +169,7 @@ async fn single_device_routes_refuse_groups_and_group_power_needs_the_count() {
         let n = v["confirm"].as_u64().unwrap();
         assert!(n > 1 && v["devices"].as_array().unwrap().len() as u64 == n, "{v}");
     }
-    let audit = st.store.audit_log(None, 1000).await.unwrap();
+    let audit = st.base.audit_log(None, 1000).await.unwrap();
     assert!(!audit.iter().any(|r| r.entry.action.starts_with("power.")), "something was powered: {audit:#?}");
 }
 

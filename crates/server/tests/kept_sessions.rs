@@ -48,7 +48,7 @@ async fn serve_until_three_sweeps(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let kept = st.base.bmc_pool().await.unwrap().options().kept.clone().expect("the server keeps sessions");
-    let row = st.store.latest_observation(name, "sweep").await.unwrap().expect("a sweep observation");
+    let row = st.base.latest_observation(name, "sweep").await.unwrap().expect("a sweep observation");
     assert_eq!(row.value["power"], "on", "{:?}", row.value);
     (running, kept, dir)
 }

@@ -90,11 +90,12 @@ fn no_two_answer_types_share_a_schema_name() {
     assert!(clashes.is_empty(), "schema names used by different types: {clashes:?}");
 }
 
-/// Handlers answer typed bodies: a `Json<Value>` (or a store row) in the API's source is a route whose
-/// answer the OpenAPI document cannot describe. A source scan, since a handler's type is not visible at
-/// run time.
+/// Handlers answer typed bodies: a `Json<Value>` in the API's source is a route whose answer the OpenAPI
+/// document cannot describe. A source scan, since a handler's type is not visible at run time. (A store
+/// row cannot be answered either: `.ci/check-deps` fails when a server file names the store crate; the
+/// engine's views are what handlers answer.)
 #[test]
-fn no_handler_returns_untyped_json_or_store_rows() {
+fn no_handler_returns_untyped_json() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api");
     let mut found = Vec::new();
     let mut files = 0;
@@ -117,9 +118,7 @@ fn no_handler_returns_untyped_json_or_store_rows() {
             ]
             .iter()
             .any(|bad| generic.starts_with(bad));
-            let store_row = generic.starts_with("Json<lifeline_store::")
-                || generic.starts_with("Json<Vec<lifeline_store::");
-            if untyped || store_row {
+            if untyped {
                 found.push(format!(
                     "{}:{}: {}",
                     p.file_name().unwrap().to_string_lossy(),
@@ -130,7 +129,7 @@ fn no_handler_returns_untyped_json_or_store_rows() {
         }
     }
     assert!(files >= 10, "read {files} files under {}", dir.display());
-    assert!(found.is_empty(), "handlers answering untyped JSON or store rows: {found:#?}");
+    assert!(found.is_empty(), "handlers answering untyped JSON: {found:#?}");
 }
 
 /// Every object in the document says what it holds: properties, a map's value schema

@@ -65,7 +65,7 @@ async fn login_cookie_csrf_and_rate_limit() {
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(r.headers().get(header::RETRY_AFTER).is_some());
     // Audited.
-    let rows = f.state.store.audit_log(Some("server"), 50).await.unwrap();
+    let rows = f.state.base.audit_log(Some("server"), 50).await.unwrap();
     assert!(rows.iter().any(|r| r.entry.action == "login"
         && r.entry.actor == "web:operator-user"
         && r.entry.outcome == "ok"));

@@ -68,7 +68,7 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
         lifeline_server::accounts::token_create(&state.base, &audit, "olga", None, None).await.unwrap().token;
     let app = lifeline_server::serve::app(state.clone());
     let pin = || async {
-        state.store.pin(lifeline_store::PinKind::Tls, "node").await.unwrap().map(|p| p.to_string())
+        state.base.bmc_tls_pin("node", None).await.unwrap().map(|p| p.to_string())
     };
     let first = bmc.fingerprint.clone();
 
@@ -162,7 +162,7 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
     assert_eq!(pin().await.as_deref(), Some(&*third));
 
     // Audited: the confirmed re-pins ok, the mismatches refused.
-    let rows = state.store.audit_log(Some("node"), 100).await.unwrap();
+    let rows = state.base.audit_log(Some("node"), 100).await.unwrap();
     let outcomes: Vec<String> =
         rows.iter().filter(|r| r.entry.action == "bmc.trust").map(|r| r.entry.outcome.clone()).collect();
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 2, "{outcomes:?}");
