@@ -1,7 +1,9 @@
 //! `reinstall` end to end: the real binary, `lifeline sim` (whose host runs a fake installer when it boots
 //! once from a virtual CD with an image in it, and prints its completion marker on the console), the real
 //! Slurm. Drain, insert, boot once from the CD, the installer's marker seen on the console, eject, the
-//! installed OS up, verify, readmit; the post-condition (a fresh passing report) decides success.
+//! installed OS up, verify, readmit; the post-condition (a fresh passing report) decides success. The image
+//! is the runbook's default, a served image: the command runs the image server of `[image-server]` for its
+//! life and the simulated BMC mounts the image from it.
 
 #[path = "runbook_support/mod.rs"]
 mod support;
@@ -22,6 +24,17 @@ fn reinstall_from_virtual_media_and_readmit() {
     let _sshd: Vec<Sshd> = fleet.iter().map(|n| sshd(n, &sim.node_state)).collect();
     scontrol(&conf, &["update", "nodename=gpu-node-01", "state=resume"]);
     let runbooks = lifeline_test_utils::workspace_root().join("runbooks");
+    let images = sim.dir.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    std::fs::write(images.join("ubuntu-24.04-autoinstall.iso"), vec![7u8; 65536]).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("{}:{port}", lifeline_test_utils::unique_loopback());
+    let config = sim.dir.path().join("reinstall.toml");
+    std::fs::write(
+        &config,
+        format!("[image-server]\nlisten = \"{listen}\"\nimages = \"{}\"\n", images.display()),
+    )
+    .unwrap();
     let o = sim.lifeline(&[
         "runbook",
         "run",
@@ -37,6 +50,8 @@ fn reinstall_from_virtual_media_and_readmit() {
         "20",
         "--slurm-conf",
         conf.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let runs = json(&o);
@@ -69,4 +84,7 @@ fn reinstall_from_virtual_media_and_readmit() {
     let log = json(&sim.lifeline(&["audit", "log", "--json"]));
     let n = |a: &str| log.as_array().unwrap().iter().filter(|r| r["action"] == a).count();
     assert!(n("media.insert") >= 1 && n("media.eject") >= 1, "{log:#}");
+    // The BMC read the served image by range requests; the eject ended its token.
+    let serve = log.as_array().unwrap().iter().find(|r| r["action"] == "media.serve").expect("media.serve");
+    assert!(serve["detail"]["served"][0]["ranges"].as_u64().unwrap_or(0) >= 1, "{serve:#}");
 }

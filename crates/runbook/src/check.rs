@@ -361,6 +361,7 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
                 let s = cx.string(v, key)?;
                 let slot = match key {
                     "tcp" | "ssh" | "url" | "image" => Slot::Address,
+                    "served-image" => Slot::ServedImage,
                     "switch" | "node" | "to" => Slot::DeviceName,
                     _ => Slot::Argument,
                 };
@@ -598,13 +599,32 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
             let action = arg(cx, "action", true);
             one_of(cx, "action", &action, &["insert", "eject"]);
             let image = arg(cx, "image", false);
+            let served_image = arg(cx, "served-image", false);
             let boot_once = get("boot-once").and_then(|v| cx.boolean(v, "boot-once")).unwrap_or(false);
-            match (action.as_deref(), &image) {
-                (Some("insert"), None) => {
-                    cx.err(at, format!("step `{label}`: `action = \"insert\"` needs `image`"))
+            match (action.as_deref(), &image, &served_image) {
+                (Some("insert"), None, None) => cx.err(
+                    at,
+                    format!("step `{label}`: `action = \"insert\"` needs `image` (a URL) or `served-image`"),
+                ),
+                (Some("insert"), Some(_), Some(_)) => cx.err(
+                    at,
+                    format!(
+                        "step `{label}`: give `image` (a URL) or `served-image` (a served file), not both"
+                    ),
+                ),
+                (Some("eject"), i, s) if i.is_some() || s.is_some() => {
+                    cx.err(at, format!("step `{label}`: `eject` takes no image"))
                 }
-                (Some("eject"), Some(_)) => cx.err(at, format!("step `{label}`: `eject` takes no `image`")),
                 _ => {}
+            }
+            if let (Some(n), Some(v)) = (&served_image, get("served-image"))
+                && !n.contains("{{")
+                && !lifeline_engine::image_serve::library::plain_name(n)
+            {
+                cx.err(
+                    v.span().start,
+                    format!("`served-image` `{n}`: a served image is named by its file name alone (no '/' or '..')"),
+                );
             }
             if let (Some(u), Some(v)) = (&image, get("image"))
                 && !u.contains("{{")
@@ -612,7 +632,7 @@ fn step(cx: &mut Cx, at: usize, t: &DeTable<'_>, k: &Known<'_>) -> Option<Step> 
             {
                 cx.err(v.span().start, format!("`image`: {e}"));
             }
-            Op::Media { action: action?, image, boot_once }
+            Op::Media { action: action?, image, served_image, boot_once }
         }
         Kind::FaultCleared => {
             let fault = arg(cx, "fault", false);

@@ -150,6 +150,10 @@ fn param_type<'a>(
             }
             ParamType::Device { roles }
         }
+        "served-image" => {
+            misplaced(cx, &[]);
+            ParamType::ServedImage
+        }
         "string" => {
             misplaced(cx, &["pattern"]);
             let Some(v) = get("pattern") else {

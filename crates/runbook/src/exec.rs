@@ -198,6 +198,9 @@ impl Executor {
             if let Err(why) = p.ty.check_device(&vars[&p.name], &inv) {
                 return Err(RunbookError::BadVar { var: p.name.clone(), why });
             }
+            if let Err(why) = p.ty.check_served(&vars[&p.name], &self.base) {
+                return Err(RunbookError::BadVar { var: p.name.clone(), why });
+            }
         }
         Ok(())
     }
@@ -1061,6 +1064,10 @@ impl Driver<'_> {
         .await?;
         if state == RunState::Succeeded {
             self.resolve_cause().await;
+        }
+        // An image served to the target's BMC during the run is not served past it.
+        if let Err(e) = self.l.media_revoke(&self.target).await {
+            tracing::warn!(run = %self.run_id, "served image tokens of {}: {}", self.target, e.chain());
         }
         let outcome = match state {
             RunState::Succeeded => Outcome::Ok,

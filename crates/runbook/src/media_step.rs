@@ -1,5 +1,7 @@
 //! The `media` step: insert an image into the target's virtual CD (and boot once from it) or eject,
 //! through the engine's audited media operations; the step passes only when the slot reads back as asked.
+//! The image is a URL fixed in the runbook, or a served image: a file of `[image-server] images` that this
+//! process's image server offers to the target's BMC under a token of its own.
 
 use serde_json::json;
 
@@ -8,11 +10,18 @@ use lifeline_engine::ops::media::{MediaRequest, MediaUrl};
 
 use crate::steps::StepResult;
 
+/// What an insert mounts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Image<'a> {
+    Url(&'a str),
+    Served(&'a str),
+}
+
 pub(crate) async fn run(
     l: &Lifeline,
     target: &str,
     action: &str,
-    image: Option<&str>,
+    image: Option<Image<'_>>,
     boot_once: bool,
 ) -> StepResult {
     let sel = match l.select_bmcs(&[target.to_owned()], &[], false) {
@@ -20,7 +29,10 @@ pub(crate) async fn run(
         Err(e) => return StepResult::error(e.chain()),
     };
     let rows = match (action, image) {
-        ("insert", Some(url)) => {
+        ("insert", Some(Image::Served(name))) => {
+            Box::pin(l.media_insert_image(&sel, name, boot_once, true, None)).await
+        }
+        ("insert", Some(Image::Url(url))) => {
             let image = match MediaUrl::parse(url) {
                 Ok(u) => u,
                 Err(e) => return StepResult::error(e.to_string()),

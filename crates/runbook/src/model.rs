@@ -173,7 +173,7 @@ impl Kind {
             Kind::Verify | Kind::Readmit => &[],
             Kind::Notify => &["url", "message"],
             Kind::Exec => &["command"],
-            Kind::Media => &["action", "image", "boot-once"],
+            Kind::Media => &["action", "image", "served-image", "boot-once"],
             Kind::FaultCleared => &["fault"],
             Kind::SshBanner => &["ssh", "expect", "interval"],
         }
@@ -261,10 +261,13 @@ pub enum Op {
     Exec {
         command: Vec<String>,
     },
-    /// `insert` (with its `image`, a URL fixed in the file or an `enum` of URLs) or `eject`.
+    /// `insert` (with its `image`, a URL fixed in the file or an `enum` of URLs, or its `served-image`, a
+    /// file of `[image-server] images` that `lifeline serve` serves) or `eject`.
     Media {
         action: String,
         image: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        served_image: Option<String>,
         boot_once: bool,
     },
     /// `fault = "KIND"`, or `None`: the fault that started the run (a run started by hand: every sweep

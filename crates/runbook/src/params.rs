@@ -34,6 +34,9 @@ pub enum ParamType {
     },
     /// A string matching `pattern` (a regular expression the whole value must match).
     String { pattern: String },
+    /// The name of an image `lifeline serve` serves: a file directly in `[image-server] images`, checked
+    /// there when a run starts; never a path and never an address.
+    ServedImage,
 }
 
 /// Where a variable is used, which decides the types allowed there.
@@ -45,6 +48,9 @@ pub enum Slot {
     Address,
     /// A device name (`switch`, `node`): `device` or `enum`.
     DeviceName,
+    /// A media step's `served-image`: `served-image` or `enum` (a file name, resolved in the images
+    /// directory only).
+    ServedImage,
     /// Any other argument: any declared type (each bounds what the value can be).
     Argument,
 }
@@ -55,6 +61,7 @@ impl Slot {
             Slot::Program => false,
             Slot::Address => matches!(t, ParamType::Enum { .. }),
             Slot::DeviceName => matches!(t, ParamType::Enum { .. } | ParamType::Device { .. }),
+            Slot::ServedImage => matches!(t, ParamType::Enum { .. } | ParamType::ServedImage),
             Slot::Argument => true,
         }
     }
@@ -66,13 +73,14 @@ impl Slot {
                 "a network address may only take a variable of type `enum` (every address fixed in the file)"
             }
             Slot::DeviceName => "a device name may only take a variable of type `device` or `enum`",
+            Slot::ServedImage => "a served image may only take a variable of type `served-image` or `enum`",
             Slot::Argument => "",
         }
     }
 }
 
 /// The spellings of `type`.
-pub const TYPES: &[&str] = &["enum", "bool", "integer", "duration", "device", "string"];
+pub const TYPES: &[&str] = &["enum", "bool", "integer", "duration", "device", "string", "served-image"];
 
 impl ParamType {
     pub fn name(&self) -> &'static str {
@@ -83,6 +91,7 @@ impl ParamType {
             ParamType::Duration => "duration",
             ParamType::Device { .. } => "device",
             ParamType::String { .. } => "string",
+            ParamType::ServedImage => "served-image",
         }
     }
 
@@ -130,6 +139,23 @@ impl ParamType {
                 Ok(_) => Err(format!("`{value}` does not match the pattern `{pattern}`")),
                 Err(e) => Err(format!("the pattern `{pattern}` is not a valid regular expression: {e}")),
             },
+            ParamType::ServedImage => {
+                if lifeline_engine::image_serve::library::plain_name(value) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "`{value}` is not a served image's name (a file name alone: letters, digits, '.', '_', '-'; no '/' or '..')"
+                    ))
+                }
+            }
+        }
+    }
+
+    /// A `served-image` value must name an image of `[image-server] images` (checked when a run starts).
+    pub fn check_served(&self, value: &str, l: &lifeline_engine::Lifeline) -> Result<(), String> {
+        match self {
+            ParamType::ServedImage => l.served_image_path(value).map(|_| ()).map_err(|e| e.to_string()),
+            _ => Ok(()),
         }
     }
 
@@ -177,6 +203,11 @@ mod tests {
         let s = ParamType::String { pattern: "Ethernet[0-9]+".into() };
         assert!(s.check("Ethernet12", "Ethernet0").is_ok());
         assert!(s.check("Ethernet12; rm -rf /", "Ethernet0").is_err(), "the whole value must match");
+        let i = ParamType::ServedImage;
+        assert!(i.check("ubuntu-24.04.iso", "x.iso").is_ok());
+        for bad in ["../etc/passwd", "a/b.iso", "..", ".hidden", ""] {
+            assert!(i.check(bad, "x.iso").unwrap_err().contains("served image"), "{bad}");
+        }
     }
 
     #[test]
@@ -188,5 +219,9 @@ mod tests {
         assert!(Slot::Address.allows(&e) && !Slot::Address.allows(&d) && !Slot::Address.allows(&s));
         assert!(Slot::DeviceName.allows(&d) && !Slot::DeviceName.allows(&s));
         assert!(Slot::Argument.allows(&s));
+        let i = ParamType::ServedImage;
+        assert!(Slot::ServedImage.allows(&i) && Slot::ServedImage.allows(&e));
+        assert!(!Slot::ServedImage.allows(&s) && !Slot::ServedImage.allows(&d));
+        assert!(!Slot::Address.allows(&i), "a served image's name is never an address");
     }
 }

@@ -117,9 +117,12 @@ pub(crate) fn resolve(op: &Op, vars: &BTreeMap<String, String>) -> Result<Op, St
         Op::Verify => Op::Verify,
         Op::Readmit => Op::Readmit,
         Op::Notify { url, message } => Op::Notify { url: r(url)?, message: r(message)? },
-        Op::Media { action, image, boot_once } => {
-            Op::Media { action: r(action)?, image: ro(image)?, boot_once: *boot_once }
-        }
+        Op::Media { action, image, served_image, boot_once } => Op::Media {
+            action: r(action)?,
+            image: ro(image)?,
+            served_image: ro(served_image)?,
+            boot_once: *boot_once,
+        },
         Op::Exec { command } => Op::Exec { command: command.iter().map(r).collect::<Result<_, _>>()? },
         Op::FaultCleared { fault } => Op::FaultCleared { fault: ro(fault)? },
         Op::SshBanner { ssh, expect, interval } => {
@@ -474,9 +477,14 @@ pub(crate) async fn run(ctx: &StepCtx<'_>, request_base: &str) -> StepResult {
             }
         }
         Op::Exec { command } => exec(ctx, command).await,
-        Op::Media { action, image, boot_once } => {
+        Op::Media { action, image, served_image, boot_once } => {
+            let image = match (image, served_image) {
+                (Some(url), _) => Some(crate::media_step::Image::Url(url)),
+                (None, Some(name)) => Some(crate::media_step::Image::Served(name)),
+                (None, None) => None,
+            };
             // Boxed: the media operations' futures are large, and this match's future is held on a worker's stack.
-            Box::pin(crate::media_step::run(&l, ctx.target, action, image.as_deref(), *boot_once)).await
+            Box::pin(crate::media_step::run(&l, ctx.target, action, image, *boot_once)).await
         }
     }
 }

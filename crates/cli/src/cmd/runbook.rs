@@ -155,6 +155,35 @@ fn executor(g: &Global, env: Env) -> Result<Executor, Exit> {
     Ok(Executor::new(settings(g), env, lifeline(g)?))
 }
 
+/// The executor of a run: with the image server of `[image-server]` running for the command's life when the
+/// runbook inserts a served image (its tokens end with each run).
+async fn served_images_executor(
+    g: &Global,
+    env: Env,
+    rb: &lifeline_runbook::Runbook,
+) -> Result<Executor, Exit> {
+    let mut l = lifeline(g)?;
+    if rb.params.iter().any(|p| p.ty == lifeline_runbook::params::ParamType::ServedImage) {
+        l = l.start_image_server().await?;
+    }
+    Ok(Executor::new(settings(g), env, l))
+}
+
+/// `runbook check`'s word on a runbook with a `served-image` parameter whose images directory is not
+/// there (a warning: the file is right; a run would be refused until the directory is).
+fn served_images_warning(g: &Global, rb: &lifeline_runbook::Runbook, path: &std::path::Path) {
+    let Some(p) = rb.params.iter().find(|p| p.ty == lifeline_runbook::params::ParamType::ServedImage) else {
+        return;
+    };
+    let dir = lifeline(g).ok().and_then(|l| l.images().ok()).map(|i| i.dir().to_owned());
+    let why = match dir {
+        None => "`[image-server] images` is not set in the configuration".to_owned(),
+        Some(dir) if !dir.is_dir() => format!("the images directory {} is not there", dir.display()),
+        Some(_) => return,
+    };
+    eprintln!("{}: warning: parameter `{}` names a served image, but {why}", path.display(), p.name);
+}
+
 fn library(g: &Global, lib: &LibArgs) -> Result<Library, Exit> {
     let l = lifeline(g)?;
     Ok(Library::new(lib.dir.clone(), &l.config.config))
@@ -222,6 +251,9 @@ pub async fn run(g: &Global, c: RunbookCmd) -> CmdResult {
             let mut rows = Vec::new();
             for (path, c) in &checked {
                 bad |= c.has_errors();
+                if let Some(rb) = &c.runbook {
+                    served_images_warning(g, rb, path);
+                }
                 if g.json {
                     rows.push(serde_json::json!({ "file": path, "ok": !c.has_errors(), "diagnostics": c.diagnostics }));
                 } else if c.diagnostics.is_empty() {
@@ -357,7 +389,7 @@ async fn run_cmd(g: &Global, a: RunArgs) -> CmdResult {
     }
     // One task per target: admission is serialised in the store, the runs proceed side by side. One
     // executor (one store opened once in this process) serves them all.
-    let x = std::sync::Arc::new(executor(g, env)?);
+    let x = std::sync::Arc::new(served_images_executor(g, env, &rb).await?);
     x.base.open_store().await?;
     let mut tasks = tokio::task::JoinSet::new();
     for (i, t) in names.iter().enumerate() {
