@@ -11,14 +11,12 @@ use std::sync::atomic::Ordering;
 
 use lifeline_bmc::SweepRow;
 use lifeline_engine::EngineError;
-use lifeline_store::FaultRow;
+use lifeline_engine::ops::event_log::NewEvent;
+use lifeline_engine::ops::fault_records::FaultRow;
 
 use crate::state::AppState;
 
 mod boot;
-mod restore;
-
-pub use restore::offer_restore;
 
 pub async fn raise(
     s: &AppState,
@@ -28,7 +26,7 @@ pub async fn raise(
     message: &str,
     detail: serde_json::Value,
 ) -> Result<FaultRow, EngineError> {
-    let (f, new) = s.store.fault_raise(kind, device, severity, message, &detail).await?;
+    let (f, new) = s.base.fault_raise(kind, device, severity, message, &detail).await?;
     if new {
         opened(s, &f).await;
     }
@@ -42,8 +40,8 @@ pub async fn opened(s: &AppState, f: &FaultRow) {
     let (kind, device, message) = (&f.kind, &f.device, &f.message);
     tracing::warn!(%kind, %device, "fault: {message}");
     let _ = s
-        .store
-        .record_event(&lifeline_store::NewEvent {
+        .base
+        .record_event(&NewEvent {
             device: Some(device.clone()),
             source: "lifeline".into(),
             severity: f.severity.clone(),
@@ -62,7 +60,7 @@ pub async fn opened(s: &AppState, f: &FaultRow) {
 }
 
 pub async fn resolve(s: &AppState, kind: &str, device: &str) -> Result<(), EngineError> {
-    if s.store.fault_resolve(kind, device).await? > 0 {
+    if s.base.fault_resolve(kind, device).await? > 0 {
         refresh_gauge(s).await;
         crate::runbooks::withdraw_for_resolved(s, kind, device).await;
     }
@@ -70,8 +68,8 @@ pub async fn resolve(s: &AppState, kind: &str, device: &str) -> Result<(), Engin
 }
 
 async fn refresh_gauge(s: &AppState) {
-    if let Ok(open) = s.store.faults(Some("open"), 1_000_000).await {
-        s.metrics.open_faults.store(open.len() as u64, Ordering::Relaxed);
+    if let Ok(open) = s.base.open_fault_count().await {
+        s.metrics.open_faults.store(open as u64, Ordering::Relaxed);
     }
 }
 
@@ -83,7 +81,7 @@ pub type Unresolved = std::collections::HashSet<(String, String)>;
 pub async fn unresolved(s: &AppState) -> Result<Unresolved, EngineError> {
     let mut out = Unresolved::new();
     for state in ["open", "acked"] {
-        for f in s.store.faults(Some(state), 10_000_000).await? {
+        for f in s.base.faults_in(state).await? {
             out.insert((f.kind, f.device));
         }
     }
@@ -183,7 +181,7 @@ pub async fn console_intake(
                 }
             }
             _ = tick.tick() => {
-                for v in c.decide(lifeline_store::now_ms()) {
+                for v in c.decide(lifeline_engine::ops::runs::now_ms()) {
                     let ev = c.evidence_for(&v);
                     let own = match &v {
                         lifeline_engine::correlate::Verdict::Own(o) => {
@@ -229,13 +227,7 @@ pub async fn verdict(
             let member_kind = sh.members.first().map(|m| m.kind.clone()).unwrap_or_default();
             let mut linked_faults = Vec::new();
             for u in &sh.linked {
-                if let Some(f) = s
-                    .store
-                    .faults(Some("open"), 1_000_000)
-                    .await?
-                    .into_iter()
-                    .find(|f| f.kind == member_kind && f.device == u.device)
-                {
+                if let Some(f) = s.base.open_fault(&member_kind, &u.device).await? {
                     linked_faults.push(f.id);
                 }
             }
@@ -267,8 +259,8 @@ pub async fn verdict(
             for u in &sh.added {
                 let rail = u.rail.as_deref().map(|r| format!(" {r}")).unwrap_or_default();
                 let _ = s
-                    .store
-                    .record_event(&lifeline_store::NewEvent {
+                    .base
+                    .record_event(&NewEvent {
                         device: Some(u.device.clone()),
                         source: "correlation".into(),
                         severity: "info".into(),
@@ -290,4 +282,52 @@ pub async fn verdict(
         offer_restore(s, &f, offer).await;
     }
     Ok(())
+}
+
+/// Offers a config change's restore: a run of its runbook on the switch (the version before the change),
+/// created waiting for an operator's approval — never started without one. Once: a run of it already
+/// waiting or running on the switch answers every later fault.
+async fn offer_restore(
+    s: &AppState,
+    fault: &FaultRow,
+    offer: &lifeline_engine::switch_evidence::RestoreOffer,
+) {
+    match s.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await {
+        Ok(runs) if runs.iter().any(|r| r.target == offer.switch && r.runbook == offer.runbook) => return,
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(switch = %offer.switch, "restore not offered: cannot list runs: {e}");
+            return;
+        }
+    }
+    let (rb, text) = match crate::runbooks::load(s, &offer.runbook) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::warn!(switch = %offer.switch, "restore not offered: runbook {}: {}", offer.runbook, e.chain());
+            return;
+        }
+    };
+    let base = s.base.with_identity(lifeline_engine::Identity::new(crate::runbooks::POLICY_ACTOR));
+    let opts = lifeline_runbook::RunOptions {
+        vars: vec![("version".into(), offer.version.to_string())],
+        cause: Some(lifeline_runbook::exec::Cause { fault: fault.id, kind: fault.kind.clone() }),
+    };
+    match crate::runbooks::admit(s, base, &rb, &text, &offer.switch, &opts, true).await {
+        Ok(v) => {
+            let _ = s
+                .store
+                .record_event(&lifeline_store::NewEvent {
+                    device: Some(offer.switch.clone()),
+                    source: "correlation".into(),
+                    severity: "info".into(),
+                    message: format!(
+                        "fault #{} {}: restore of {} v{} offered as run {} ({}), waiting for approval",
+                        fault.id, fault.kind, offer.switch, offer.version, v.run, v.state
+                    ),
+                    data: serde_json::json!({ "fault": fault.id, "run": v.run, "offer": offer }),
+                })
+                .await;
+        }
+        Err(e) => tracing::warn!(switch = %offer.switch, "restore not offered: {}", e.chain()),
+    }
 }

@@ -14,9 +14,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use lifeline_engine::ops::event_log::NewEvent;
+use lifeline_engine::ops::fault_records::FaultRow;
 use lifeline_engine::{EngineError, FaultPolicy, PolicyMode};
 use lifeline_inventory::Inventory;
-use lifeline_store::FaultRow;
 use serde::Serialize;
 
 use crate::state::AppState;
@@ -153,19 +154,9 @@ async fn climb(s: &AppState, d: &mut Decision) -> Result<(), EngineError> {
         return Ok(());
     }
     let window = lifeline_engine::budget::window(p)?;
-    let prior: Vec<lifeline_engine::budget::Attempt> = s
-        .store
-        .runs(100_000)
-        .await?
-        .into_iter()
-        .filter(|r| {
-            r.target == d.device
-                && r.actor == crate::runbooks::POLICY_ACTOR
-                && r.state != lifeline_types::RunState::Refused
-        })
-        .map(|r| lifeline_engine::budget::Attempt { run: r.id, runbook: r.runbook, at_ms: r.created_at_ms })
-        .collect();
-    let Some(rung) = lifeline_engine::budget::next_rung(p, &prior, lifeline_store::now_ms(), window) else {
+    let prior = s.base.attempts_by(crate::runbooks::POLICY_ACTOR, &d.device).await?;
+    let now = lifeline_engine::ops::runs::now_ms();
+    let Some(rung) = lifeline_engine::budget::next_rung(p, &prior, now, window) else {
         return Ok(());
     };
     match &rung {
@@ -226,8 +217,8 @@ pub async fn apply(s: &AppState, fault: &FaultRow) -> Decision {
     );
     tracing::info!(fault = fault.id, "{message}");
     let _ = s
-        .store
-        .record_event(&lifeline_store::NewEvent {
+        .base
+        .record_event(&NewEvent {
             device: Some(fault.device.clone()),
             source: "policy".into(),
             severity: fault.severity.clone(),

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use lifeline_engine::ops::fault_records::FaultRow;
 use lifeline_engine::ops::readmit::{ReportSource, schedulers};
 use lifeline_engine::{EngineError, Identity};
-use lifeline_store::FaultRow;
 
 use crate::state::AppState;
 
@@ -25,9 +25,8 @@ pub async fn on_fault(s: &AppState, f: &FaultRow) {
 }
 
 async fn recur(s: &AppState, f: &FaultRow) -> Result<(), EngineError> {
-    let store = s.store.clone();
-    // Only a node with a probation row can recur; most faults stop here without the inventory.
-    if store.probation(&f.device).await?.is_none_or(|p| p.state != "on") {
+    // Only a node on probation can recur; most faults stop here without the inventory.
+    if !s.base.on_probation(&f.device).await? {
         return Ok(());
     }
     let inv = s.base.inventory()?;
@@ -70,10 +69,10 @@ pub async fn run(s: AppState) {
 }
 
 async fn check_once(s: &AppState, tick: Duration) -> Result<(), EngineError> {
-    if s.store.probations(Some("on")).await?.is_empty() {
+    if !s.base.any_on_probation().await? {
         return Ok(());
     }
-    let slot = lifeline_store::now_ms() / i64::try_from(tick.as_millis()).unwrap_or(1).max(1);
+    let slot = lifeline_engine::ops::runs::now_ms() / i64::try_from(tick.as_millis()).unwrap_or(1).max(1);
     let Some(lease) = s.replica.claim(&format!("probation-check:{slot}")).await? else { return Ok(()) };
     let env = s.runbooks.env();
     let source = env.reports.clone().unwrap_or(ReportSource::Ssh {

@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use lifeline_engine::ops::fault_records::FaultRow;
 use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
 use lifeline_runbook::{Env, Executor, Library, RunOptions, RunView, Runbook, RunbookError};
-use lifeline_store::FaultRow;
 
 use crate::policy::{Action, Decision, FaultResponder, Response};
 use crate::state::AppState;
@@ -141,7 +141,7 @@ async fn drive_once(st: &AppState, run: &str) -> Option<String> {
     match x.resume(run).await {
         Ok(v) => {
             tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
-            if v.state != lifeline_types::RunState::Running {
+            if v.state != "running" {
                 crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": &v }));
             }
             Some(v.state.to_string())
@@ -262,13 +262,7 @@ impl FaultResponder for PolicyResponder {
             // One recovery per device at a time: a second fault on a device a run already answers (an
             // ECC error shows as both a critical rollup and a critical event) is linked to that run, not
             // answered by another run the guard would refuse.
-            if let Some(r) = s
-                .store
-                .runs_in(lifeline_store::ACTIVE_RUN_STATES)
-                .await?
-                .into_iter()
-                .find(|r| r.target == fault.device)
-            {
+            if let Some(r) = s.base.active_run_on(&fault.device).await? {
                 return Ok(Response {
                     state: "linked".into(),
                     detail: serde_json::json!({ "run": r.id, "runbook": r.runbook, "reason": "a run already answers this device" }),

@@ -59,6 +59,17 @@ impl Lifeline {
         Settings::from_config(&self.config.config.probation)
     }
 
+    /// Whether `node` is on probation now (a fault there may be a recurrence). Cheap: one row, no
+    /// inventory, so the fault intake asks it of every new fault.
+    pub async fn on_probation(&self, node: &str) -> Result<bool> {
+        Ok(self.store().await?.probation(node).await?.is_some_and(|p| p.state == "on"))
+    }
+
+    /// Whether any node is on probation now (nothing to check otherwise).
+    pub async fn any_on_probation(&self) -> Result<bool> {
+        Ok(!self.store().await?.probations(Some("on")).await?.is_empty())
+    }
+
     /// One node's standing: score, lemon or not, probation, history.
     pub async fn standing(&self, node: &str) -> Result<Standing> {
         let s = self.probation_settings()?;

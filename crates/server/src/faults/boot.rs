@@ -4,6 +4,7 @@
 //! stay open forever, however well the node came back.
 
 use lifeline_engine::fault_rules::console::{self as rules, BootWatch, CleanBoot};
+use lifeline_engine::ops::event_log::NewEvent;
 
 use crate::state::AppState;
 
@@ -11,10 +12,10 @@ use crate::state::AppState;
 /// clean boot's kernel start, with an event that names the boot's two lines.
 pub async fn clean_boot(s: &AppState, clean: &CleanBoot) {
     for state in ["open", "acked"] {
-        let faults = match s.store.faults(Some(state), 10_000_000).await {
+        let faults = match s.base.faults_in(state).await {
             Ok(f) => f,
             Err(e) => {
-                tracing::warn!(device = %clean.device, "clean boot: cannot list faults: {e}");
+                tracing::warn!(device = %clean.device, "clean boot: cannot list faults: {}", e.chain());
                 continue;
             }
         };
@@ -34,13 +35,10 @@ pub async fn after_raise(s: &AppState, boots: &BootWatch, kind: &str, device: &s
     if !rules::clears(kind, seen_ms, clean) {
         return;
     }
-    match s.store.faults(Some("open"), 10_000_000).await {
-        Ok(open) => {
-            if let Some(f) = open.iter().find(|f| f.kind == kind && f.device == device) {
-                resolve(s, f.id, kind, clean).await;
-            }
-        }
-        Err(e) => tracing::warn!(%device, "clean boot: cannot list faults: {e}"),
+    match s.base.open_fault(kind, device).await {
+        Ok(Some(f)) => resolve(s, f.id, kind, clean).await,
+        Ok(None) => {}
+        Err(e) => tracing::warn!(%device, "clean boot: cannot list faults: {}", e.chain()),
     }
 }
 
@@ -59,8 +57,8 @@ async fn resolve(s: &AppState, id: i64, kind: &str, clean: &CleanBoot) {
     );
     tracing::info!(%device, "{message}");
     let _ = s
-        .store
-        .record_event(&lifeline_store::NewEvent {
+        .base
+        .record_event(&NewEvent {
             device: Some(device.clone()),
             source: "console".into(),
             severity: "info".into(),

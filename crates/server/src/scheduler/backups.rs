@@ -16,7 +16,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use lifeline_engine::{AuditService, EngineError, Outcome};
+use lifeline_engine::ops::runs::now_ms;
+use lifeline_engine::{EngineError, Outcome};
 use lifeline_netcfg::schedule::{RetryPolicy, Schedule};
 
 use crate::state::AppState;
@@ -66,9 +67,9 @@ impl BackupScheduler {
         }
         if self.pruned.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             self.pruned = Some(Instant::now());
-            let before = lifeline_store::now_ms() - SLOT_RETENTION_MS;
-            if let Err(e) = s.store.prune_done_work("slot:backup:", before).await {
-                tracing::warn!("pruning old backup slots: {e}");
+            let before = now_ms() - SLOT_RETENTION_MS;
+            if let Err(e) = s.base.prune_done_work("slot:backup:", before).await {
+                tracing::warn!("pruning old backup slots: {}", e.chain());
             }
         }
         Ok(n)
@@ -96,9 +97,9 @@ impl BackupScheduler {
             for d in devices.into_iter().filter(|d| d.switch.is_some()) {
                 let name = d.name.to_string();
                 let job = job_key(&name, &e.cron);
-                let Some(started) = s.store.schedule_last(&job).await? else {
+                let Some(started) = s.base.schedule_last(&job).await? else {
                     // First sight of this job: start counting from now (the first replica's mark stays).
-                    s.store.schedule_init(&job, now.timestamp_millis()).await?;
+                    s.base.schedule_init(&job, now.timestamp_millis()).await?;
                     continue;
                 };
                 let Some(last) = DateTime::from_timestamp_millis(started) else { continue };
@@ -106,7 +107,11 @@ impl BackupScheduler {
                 if slot > now {
                     // The newest slot claimed but not done: its runner died or is still at it (then the
                     // claim in `run` fails and nothing happens).
-                    if s.store.work(&slot_key(&job, started)).await?.is_some_and(|w| w.done_at_ms.is_none()) {
+                    if s.base
+                        .work_record(&slot_key(&job, started))
+                        .await?
+                        .is_some_and(|w| w.done_at_ms.is_none())
+                    {
                         out.push(Due { job, switch: name, slot: last, retries: e.retries.max(1) });
                     }
                     continue;
@@ -136,25 +141,28 @@ impl BackupScheduler {
                 return false;
             }
         };
+        let l = s.engine_as("scheduler");
         if let Some(prev) = lease.previous() {
             tracing::info!(switch = %d.switch, slot = %d.slot, holder = %prev.holder, "taking over an interrupted scheduled backup");
-            let audit = AuditService::new(s.store.clone(), "scheduler");
             let detail = serde_json::json!({
                 "slot": d.slot, "holder": prev.holder, "fence": prev.fence,
                 "note": "the replica running this slot stopped before finishing; the slot is run again once",
             });
-            if let Err(e) = audit.record("backup.slot", &d.switch, Outcome::Interrupted, None, detail).await {
+            let audited = match l.audit().await {
+                Ok(audit) => audit.record("backup.slot", &d.switch, Outcome::Interrupted, None, detail).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = audited {
                 tracing::warn!(switch = %d.switch, "cannot audit the interrupted slot: {}", e.chain());
             }
         }
         // Claimed before marked started: a crash in between leaves a claim that expires, never a started
         // slot nobody holds.
-        if let Err(e) = s.store.schedule_advance(&d.job, d.slot.timestamp_millis()).await {
-            tracing::warn!(switch = %d.switch, "cannot record the backup slot; not running it: {e}");
+        if let Err(e) = s.base.schedule_advance(&d.job, d.slot.timestamp_millis()).await {
+            tracing::warn!(switch = %d.switch, "cannot record the backup slot; not running it: {}", e.chain());
             lease.release().await;
             return false;
         }
-        let l = s.engine_as("scheduler");
         let policy = RetryPolicy {
             attempts: d.retries,
             base: self.retry_base.unwrap_or(Duration::from_secs(30)),

@@ -34,10 +34,10 @@ pub async fn run_every(s: &AppState, every: Duration) {
                     // The engine wrote the records; what a new fault or a cleared one means for the fault
                     // policy, the webhooks and waiting runs is the server's, as for every other fault.
                     for id in &r.faults.opened {
-                        match s.store.fault(*id).await {
+                        match s.base.fault_record(*id).await {
                             Ok(Some(f)) => crate::faults::opened(s, &f).await,
                             Ok(None) => {}
-                            Err(e) => tracing::warn!("cabling fault {id}: {e}"),
+                            Err(e) => tracing::warn!("cabling fault {id}: {}", e.chain()),
                         }
                     }
                     for device in &r.faults.resolved {
