@@ -17,6 +17,9 @@ use lifeline_engine::ops::fault_records::FaultRow;
 use crate::state::AppState;
 
 mod boot;
+mod restore;
+
+pub use restore::offer_restore;
 
 pub async fn raise(
     s: &AppState,
@@ -282,52 +285,4 @@ pub async fn verdict(
         offer_restore(s, &f, offer).await;
     }
     Ok(())
-}
-
-/// Offers a config change's restore: a run of its runbook on the switch (the version before the change),
-/// created waiting for an operator's approval — never started without one. Once: a run of it already
-/// waiting or running on the switch answers every later fault.
-async fn offer_restore(
-    s: &AppState,
-    fault: &FaultRow,
-    offer: &lifeline_engine::switch_evidence::RestoreOffer,
-) {
-    match s.store.runs_in(lifeline_store::ACTIVE_RUN_STATES).await {
-        Ok(runs) if runs.iter().any(|r| r.target == offer.switch && r.runbook == offer.runbook) => return,
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(switch = %offer.switch, "restore not offered: cannot list runs: {e}");
-            return;
-        }
-    }
-    let (rb, text) = match crate::runbooks::load(s, &offer.runbook) {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::warn!(switch = %offer.switch, "restore not offered: runbook {}: {}", offer.runbook, e.chain());
-            return;
-        }
-    };
-    let base = s.base.with_identity(lifeline_engine::Identity::new(crate::runbooks::POLICY_ACTOR));
-    let opts = lifeline_runbook::RunOptions {
-        vars: vec![("version".into(), offer.version.to_string())],
-        cause: Some(lifeline_runbook::exec::Cause { fault: fault.id, kind: fault.kind.clone() }),
-    };
-    match crate::runbooks::admit(s, base, &rb, &text, &offer.switch, &opts, true).await {
-        Ok(v) => {
-            let _ = s
-                .store
-                .record_event(&lifeline_store::NewEvent {
-                    device: Some(offer.switch.clone()),
-                    source: "correlation".into(),
-                    severity: "info".into(),
-                    message: format!(
-                        "fault #{} {}: restore of {} v{} offered as run {} ({}), waiting for approval",
-                        fault.id, fault.kind, offer.switch, offer.version, v.run, v.state
-                    ),
-                    data: serde_json::json!({ "fault": fault.id, "run": v.run, "offer": offer }),
-                })
-                .await;
-        }
-        Err(e) => tracing::warn!(switch = %offer.switch, "restore not offered: {}", e.chain()),
-    }
 }

@@ -141,7 +141,7 @@ async fn drive_once(st: &AppState, run: &str) -> Option<String> {
     match x.resume(run).await {
         Ok(v) => {
             tracing::info!(run = %v.run, state = %v.state, "runbook run {} on {}: {}", v.runbook, v.target, v.state);
-            if v.state != "running" {
+            if v.state != lifeline_types::RunState::Running {
                 crate::webhook::notify(st, "runbook", serde_json::json!({ "event": "runbook", "run": &v }));
             }
             Some(v.state.to_string())

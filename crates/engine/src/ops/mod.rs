@@ -14,6 +14,7 @@ pub mod boot;
 pub mod cabling;
 pub mod changes;
 pub mod console;
+pub mod correlation;
 pub mod db;
 pub mod event_log;
 pub mod events;
