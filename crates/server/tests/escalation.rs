@@ -10,7 +10,8 @@ use std::sync::Arc;
 use lifeline_engine::budget::Rung;
 use lifeline_engine::{Identity, Lifeline, Settings};
 use lifeline_server::policy::{Action, apply};
-use lifeline_store::{FaultRow, RunRow};
+use lifeline_engine::ops::fault_records::FaultRow;
+use lifeline_engine::ops::runs::{RunRow, now_ms};
 
 const CONFIG: &str = "[[fault-policy]]\nkind = \"console-kernel-panic\"\nmode = \"auto\"\nattempt-window = \"1h\"\n\
     ladder = [\n  { runbook = \"gpu-node-recover\", vars = { reset = \"reset\" } },\n\
@@ -50,17 +51,17 @@ async fn the_ladder_climbs_reset_cycle_bmc_reset_then_calls_a_human() {
     };
     let base = Lifeline::new(&settings, Identity::new("server")).unwrap();
     let s = lifeline_server::serve::state(base, Arc::new(lifeline_server::SystemClock), false).await.unwrap();
-    let now = lifeline_store::now_ms();
+    let now = now_ms();
     // An attempt two hours ago is outside the one-hour window, and a run the guard refused is no attempt.
-    s.store.create_run(&run("old", "gpu-node-recover", now - 2 * 3_600_000)).await.unwrap();
+    s.base.run_create(&run("old", "gpu-node-recover", now - 2 * 3_600_000)).await.unwrap();
     let mut refused = run("refused", "gpu-node-recover", now - 60_000);
     refused.state = lifeline_types::RunState::Refused;
-    s.store.create_run(&refused).await.unwrap();
+    s.base.run_create(&refused).await.unwrap();
 
     let mut chosen = Vec::new();
     for i in 0..4 {
         let (fault, _): (FaultRow, bool) = s
-            .store
+            .base
             .fault_raise(
                 "console-kernel-panic",
                 "gpu-node-01",
@@ -79,7 +80,7 @@ async fn the_ladder_climbs_reset_cycle_bmc_reset_then_calls_a_human() {
                 assert_eq!(d.vars, vars);
                 chosen.push(format!("{runbook}:{}", vars.get("reset").map_or("-", String::as_str)));
                 // The responder of this state records only; the run the policy would have started:
-                s.store.create_run(&run(&format!("r{i}"), &runbook, now + i as i64)).await.unwrap();
+                s.base.run_create(&run(&format!("r{i}"), &runbook, now + i as i64)).await.unwrap();
             }
             Rung::Human { why } => {
                 assert_eq!((d.action, d.runbook.as_deref()), (Action::Notify, None));
@@ -91,10 +92,10 @@ async fn the_ladder_climbs_reset_cycle_bmc_reset_then_calls_a_human() {
                 chosen.push("human".into());
             }
         }
-        s.store.fault_resolve("console-kernel-panic", "gpu-node-01").await.unwrap();
+        s.base.fault_resolve("console-kernel-panic", "gpu-node-01").await.unwrap();
     }
     assert_eq!(chosen, ["gpu-node-recover:reset", "gpu-node-recover:cycle", "bmc-unreachable:-", "human"]);
-    let audit = s.store.audit_log(Some("gpu-node-01"), 100).await.unwrap();
+    let audit = s.base.audit_log(Some("gpu-node-01"), 100).await.unwrap();
     let escalations: Vec<_> = audit.iter().filter(|a| a.entry.action == "policy.escalate").collect();
     assert_eq!(escalations.len(), 4, "{audit:#?}");
     assert!(

@@ -7,6 +7,7 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use lifeline_engine::ops::runs::RunRow;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -20,8 +21,8 @@ fn run(
     next_step: i64,
     reason: Option<&str>,
     at: i64,
-) -> lifeline_store::RunRow {
-    lifeline_store::RunRow {
+) -> RunRow {
+    RunRow {
         id: id.into(),
         runbook: "approved-power-on".into(),
         target: target.into(),
@@ -60,32 +61,32 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
     let f = common::fixture().await;
     let st = &f.state;
     let viewer = &f.tokens[0].1;
-    let store = &st.store;
+    let engine = &st.base;
     let now = chrono::Utc::now().timestamp_millis();
     // Every gpu node swept and reachable, but gpu-node-02 whose BMC did not answer.
     for i in 1..=8 {
         let name = format!("gpu-node-0{i}");
         let errors = if i == 2 { json!(["connect: timed out"]) } else { json!([]) };
-        store
-            .observe(&name, "sweep", &json!({ "power": "on", "health": "ok", "errors": errors }))
+        engine
+            .record_observation(&name, "sweep", &json!({ "power": "on", "health": "ok", "errors": errors }))
             .await
             .unwrap();
     }
     // 03 faulted (critical), 04 faulted (warning, acknowledged), 05 running, 06 waiting, 07 escalated,
     // 08 drained by Lifeline; 01 healthy.
-    let (crit, _) = store
+    let (crit, _) = engine
         .fault_raise("bmc-critical", "gpu-node-03", "critical", "PSU 1 failed", &json!({}))
         .await
         .unwrap();
     let (warn, _) =
-        store.fault_raise("sel-warning", "gpu-node-04", "warning", "fan slow", &json!({})).await.unwrap();
-    store.fault_ack(warn.id, "web:ann").await.unwrap();
-    store.create_run(&run("run-05", "gpu-node-05", "running", 0, None, now - 40_000)).await.unwrap();
-    store.create_run(&run("run-05b", "gpu-node-01", "succeeded", 2, None, now - 900_000)).await.unwrap();
-    store.create_run(&run("run-06", "gpu-node-06", "waiting-approval", 0, None, now - 20_000)).await.unwrap();
+        engine.fault_raise("sel-warning", "gpu-node-04", "warning", "fan slow", &json!({})).await.unwrap();
+    engine.with_identity(lifeline_engine::Identity::new("web:ann")).fault_ack(warn.id).await.unwrap();
+    engine.run_create(&run("run-05", "gpu-node-05", "running", 0, None, now - 40_000)).await.unwrap();
+    engine.run_create(&run("run-05b", "gpu-node-01", "succeeded", 2, None, now - 900_000)).await.unwrap();
+    engine.run_create(&run("run-06", "gpu-node-06", "waiting-approval", 0, None, now - 20_000)).await.unwrap();
     let why = "step `is-on`: rail.link mlx5_0/1 (rail 0): state DOWN; rail.link mlx5_1/1 (rail 1): state DOWN; rail.link mlx5_2/1 (rail 2): state DOWN";
-    store.create_run(&run("run-07", "gpu-node-07", "escalated", 1, Some(why), now - 60_000)).await.unwrap();
-    let audit = lifeline_engine::AuditService::new(store.clone(), "runbook:r8");
+    engine.run_create(&run("run-07", "gpu-node-07", "escalated", 1, Some(why), now - 60_000)).await.unwrap();
+    let audit = st.audit_as("runbook:r8").await.unwrap();
     audit
         .record("readmit.drain", "gpu-node-08", lifeline_engine::Outcome::Ok, None, json!({}))
         .await
@@ -194,7 +195,7 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The run moves to its post-condition: the device is verifying (after the shared snapshot's second).
-    store.set_run_state("run-05", lifeline_types::RunState::Running, 1, None).await.unwrap();
+    engine.run_set_state("run-05", lifeline_types::RunState::Running, 1, None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (_, p) = get(&app, viewer, "/api/v1/fleet?state=verifying").await;
     assert_eq!(names(&p), ["gpu-node-05"]);
@@ -215,7 +216,7 @@ async fn a_state_change_written_here_is_in_the_next_read_not_a_second_later() {
     let st = &f.state;
     let viewer = &f.tokens[0].1;
     let app = lifeline_server::serve::app(st.clone());
-    let mut woken = st.store.changes();
+    let mut woken = st.base.state_changes().await.unwrap();
     let (_, before) = get(&app, viewer, "/api/v1/summary").await;
     let (_, list) = get(&app, viewer, "/api/v1/devices").await;
     let faults_of = |list: &Value| {
@@ -224,7 +225,7 @@ async fn a_state_change_written_here_is_in_the_next_read_not_a_second_later() {
     assert_eq!(faults_of(&list), 0);
     assert!(!woken.has_changed().unwrap(), "reads change nothing");
 
-    st.store.fault_raise("agent-report", "gpu-node-03", "critical", "node failed", &json!({})).await.unwrap();
+    st.base.fault_raise("agent-report", "gpu-node-03", "critical", "node failed", &json!({})).await.unwrap();
     assert!(woken.has_changed().unwrap(), "a new fault wakes the live streams");
     let (_, after) = get(&app, viewer, "/api/v1/summary").await;
     assert_eq!(
@@ -236,7 +237,7 @@ async fn a_state_change_written_here_is_in_the_next_read_not_a_second_later() {
     assert_eq!(faults_of(&list), 1, "the cached fleet list was served after the fault");
 
     woken.borrow_and_update();
-    st.store.fault_resolve("agent-report", "gpu-node-03").await.unwrap();
+    st.base.fault_resolve("agent-report", "gpu-node-03").await.unwrap();
     assert!(woken.has_changed().unwrap(), "a resolved fault wakes the live streams");
     let (_, resolved) = get(&app, viewer, "/api/v1/summary").await;
     assert_eq!(resolved["counts"]["faulted"], before["counts"]["faulted"]);
