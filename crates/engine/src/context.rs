@@ -190,7 +190,7 @@ impl Lifeline {
     }
 
     /// The store, opened (and migrated) on first use.
-    pub async fn store(&self) -> Result<&Store> {
+    pub(crate) async fn store(&self) -> Result<&Store> {
         self.store
             .get_or_try_init(|| async {
                 let store = Store::open(&self.paths.data_dir, self.paths.database_url.as_deref())

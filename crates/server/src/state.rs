@@ -1,5 +1,5 @@
 //! The one context every handler and scheduled job shares (modelled on omicron's gateway
-//! `ServerContext`): the engine context, the store, the console manager that logs every console, the
+//! `ServerContext`): the engine context (the store is the engine's alone), the console manager that logs every console, the
 //! metrics, the login limiter, and the clock. Handlers stay thin: take what they need from here, call the
 //! engine as the caller's identity, return its result.
 
@@ -9,7 +9,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use lifeline_console::ConsoleManager;
 use lifeline_engine::{Identity, Lifeline};
-use lifeline_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Caller, LoginLimiter};
@@ -36,9 +35,8 @@ pub struct AppState(pub Arc<Inner>);
 
 #[derive(Debug)]
 pub struct Inner {
-    /// The server's own context (actor `server`): reads, scheduler, store.
+    /// The server's own context (actor `server`): reads, scheduler, and every store access.
     pub base: Arc<Lifeline>,
-    pub store: Store,
     /// Every console of the inventory, kept open and logged; WebSocket viewers attach here.
     pub consoles: ConsoleManager,
     pub metrics: Metrics,

@@ -8,10 +8,10 @@ mod common;
 use std::sync::Arc;
 
 use lifeline_engine::budget::Rung;
-use lifeline_engine::{Identity, Lifeline, Settings};
-use lifeline_server::policy::{Action, apply};
 use lifeline_engine::ops::fault_records::FaultRow;
 use lifeline_engine::ops::runs::{RunRow, now_ms};
+use lifeline_engine::{Identity, Lifeline, Settings};
+use lifeline_server::policy::{Action, apply};
 
 const CONFIG: &str = "[[fault-policy]]\nkind = \"console-kernel-panic\"\nmode = \"auto\"\nattempt-window = \"1h\"\n\
     ladder = [\n  { runbook = \"gpu-node-recover\", vars = { reset = \"reset\" } },\n\

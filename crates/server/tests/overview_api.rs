@@ -14,14 +14,7 @@ use tower::ServiceExt;
 /// A runbook with one acting step and a post-condition (what a run's `step` and `verifying` read).
 const RUNBOOK: &str = include_str!("fixtures/approved-power-on.toml");
 
-fn run(
-    id: &str,
-    target: &str,
-    state: &str,
-    next_step: i64,
-    reason: Option<&str>,
-    at: i64,
-) -> RunRow {
+fn run(id: &str, target: &str, state: &str, next_step: i64, reason: Option<&str>, at: i64) -> RunRow {
     RunRow {
         id: id.into(),
         runbook: "approved-power-on".into(),
@@ -83,7 +76,10 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
     engine.with_identity(lifeline_engine::Identity::new("web:ann")).fault_ack(warn.id).await.unwrap();
     engine.run_create(&run("run-05", "gpu-node-05", "running", 0, None, now - 40_000)).await.unwrap();
     engine.run_create(&run("run-05b", "gpu-node-01", "succeeded", 2, None, now - 900_000)).await.unwrap();
-    engine.run_create(&run("run-06", "gpu-node-06", "waiting-approval", 0, None, now - 20_000)).await.unwrap();
+    engine
+        .run_create(&run("run-06", "gpu-node-06", "waiting-approval", 0, None, now - 20_000))
+        .await
+        .unwrap();
     let why = "step `is-on`: rail.link mlx5_0/1 (rail 0): state DOWN; rail.link mlx5_1/1 (rail 1): state DOWN; rail.link mlx5_2/1 (rail 2): state DOWN";
     engine.run_create(&run("run-07", "gpu-node-07", "escalated", 1, Some(why), now - 60_000)).await.unwrap();
     let audit = st.audit_as("runbook:r8").await.unwrap();

@@ -65,7 +65,7 @@ async fn scheduled_backup_runs_at_its_slot_and_missed_slots_once() {
     let mut restarted = BackupScheduler::default();
     assert_eq!(restarted.tick(&st).await.unwrap(), 1);
     assert_eq!(restarted.tick(&st).await.unwrap(), 0);
-    let rows = st.store.audit_log(Some("leaf"), 50).await.unwrap();
+    let rows = st.base.audit_log(Some("leaf"), 50).await.unwrap();
     let runs = rows.iter().filter(|r| r.entry.actor == "scheduler" && r.entry.outcome == "started").count();
     assert_eq!(runs, 2, "two runs, audited as the scheduler: {rows:?}");
 
@@ -79,8 +79,8 @@ async fn scheduled_backup_runs_at_its_slot_and_missed_slots_once() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
     let dead = format!("server (pid {pid} on {host}) #dead00");
     let key = lifeline_server::scheduler::backups::slot_key(job, slot.timestamp_millis());
-    st.store.claim_work(&key, &dead, 600_000).await.unwrap();
-    st.store.schedule_mark(job, slot.timestamp_millis()).await.unwrap();
+    st.base.work_claim(&key, &dead, 600_000).await.unwrap();
+    st.base.schedule_advance(job, slot.timestamp_millis()).await.unwrap();
     *clock.0.lock().unwrap() = slot + chrono::Duration::seconds(10);
     let mut after_crash = BackupScheduler::default();
     assert_eq!(after_crash.tick(&st).await.unwrap(), 1, "the interrupted slot runs again");

@@ -67,9 +67,7 @@ async fn a_changed_certificate_is_shown_and_repinned_only_as_confirmed() {
     let operator =
         lifeline_server::accounts::token_create(&state.base, &audit, "olga", None, None).await.unwrap().token;
     let app = lifeline_server::serve::app(state.clone());
-    let pin = || async {
-        state.base.bmc_tls_pin("node", None).await.unwrap().map(|p| p.to_string())
-    };
+    let pin = || async { state.base.bmc_tls_pin("node", None).await.unwrap().map(|p| p.to_string()) };
     let first = bmc.fingerprint.clone();
 
     // First use: nothing pinned, the presented certificate is OpenSSL's fingerprint of the served one.

@@ -31,9 +31,7 @@ impl Lifeline {
             .runs_recent(RECENT_RUNS)
             .await?
             .into_iter()
-            .filter(|r| {
-                r.target == device && r.actor == actor && r.state.as_str() != "refused"
-            })
+            .filter(|r| r.target == device && r.actor == actor && r.state.as_str() != "refused")
             .map(|r| Attempt { run: r.id, runbook: r.runbook, at_ms: r.created_at_ms })
             .collect())
     }
