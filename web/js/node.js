@@ -1,6 +1,7 @@
 // One node: inventory and last observation, power buttons (confirmed), sensors, SEL, FRU, certificate
 // pin, agent report and scheduler observations, open faults, audit trail. BMC text goes in as text only.
 import { h, api, can, badge, confirmAction, flash, fail, time, table, section, pre, enc, ago, reason } from './lib.js';
+import { mediaBar } from './node_media.js';
 
 const POWER = [['cycle', 'Power cycle'], ['reset', 'Hard reset'], ['soft', 'Soft off'], ['off', 'Power off'], ['on', 'Power on']];
 
@@ -36,6 +37,7 @@ export async function render(main, { name }) {
       },
     }, label)), ' ', result));
   }
+  if (can('operator') && d.bmc && d.bmc.protocol !== 'ipmi') main.append(mediaBar(d));
   if (can('admin') && d.bmc && d.bmc.protocol !== 'ipmi') {
     // Re-pin after an intended certificate replacement: the pinned and the presented fingerprints are shown
     // first, and the re-pin carries the one shown (a certificate swapped in between is refused, both named).

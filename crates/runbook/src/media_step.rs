@@ -48,7 +48,8 @@ pub(crate) async fn run(
         Ok(Some(Err(e))) | Err(e) => return StepResult::error(e.chain()),
         Ok(None) => return StepResult::error("no BMC"),
     };
-    let ev = serde_json::to_value(&acted).unwrap_or_default();
+    // A served image's URL carries its token (a credential for the image): the journal keeps its id.
+    let ev = lifeline_engine::ops::media::redact(serde_json::to_value(&acted).unwrap_or_default());
     let confirmed = acted.fresh().is_none_or(|r| r.confirmed);
     let out = json!({ "confirmed": confirmed, "image": ev.pointer("/now/image").cloned() });
     if confirmed {

@@ -134,6 +134,7 @@ pub fn document_for(routes: &[Route]) -> OpenApi {
         .schema_from::<crate::api::devices::PowerRequest>()
         .schema_from::<crate::api::devices::TargetsRequest>()
         .schema_from::<crate::api::devices::GroupPowerRequest>()
+        .schema_from::<crate::api::media::MediaInsertRequest>()
         .schema_from::<crate::api::backups::RestoreRequest>()
         .schema_from::<crate::api::trust::TrustRequest>()
         .schema_from::<crate::api::faults::AgentReport>()

@@ -74,7 +74,6 @@ pub async fn state(
         .map_err(|e| EngineError::bad_argument(format!("[server] session-ttl: {e}")))?
         .unwrap_or(Duration::from_secs(12 * 3600));
     Ok(AppState(Arc::new(Inner {
-        store: base.store().await?.clone(),
         // The replica set shares the server's own context (its store and actor).
         replica: Arc::new(crate::replica::Replica::new(base.clone())),
         base,
@@ -186,6 +185,9 @@ pub async fn start(base: Lifeline, opts: &ServeOptions) -> Result<Running, Serve
     let base = base.with_bmc_options(|o| {
         o.kept.get_or_insert_with(|| lifeline_bmc::KeptSessions::new(lifeline_bmc::KeepOptions::default()));
     });
+    // `[image-server]`: served images (the API's `served_image`, runbooks' `served-image`) for the life
+    // of the server.
+    let base = base.start_image_server().await?;
     let st = state(base, Arc::new(SystemClock), tls.is_some()).await?;
     // Kept Redfish sessions are written down from now on; those a killed predecessor left are taken over
     // or deleted before the first sweep logs in (a BMC's few session slots never fill with crashes).

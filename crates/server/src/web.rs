@@ -47,6 +47,7 @@ static ASSETS: &[Asset] = assets! {
     "fleet.js" => "js/fleet.js", JS;
     "fabrics.js" => "js/fabrics.js", JS;
     "node.js" => "js/node.js", JS;
+    "node_media.js" => "js/node_media.js", JS;
     "incident.js" => "js/incident.js", JS;
     "console.js" => "js/console.js", JS;
     "backups.js" => "js/backups.js", JS;

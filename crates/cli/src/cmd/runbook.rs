@@ -245,7 +245,7 @@ pub async fn run(g: &Global, c: RunbookCmd) -> CmdResult {
             let checked = if files.is_empty() {
                 library(g, &lib)?.check_all()?
             } else {
-                files.iter().map(|f| (f.clone(), lifeline_runbook::check_file(f))).collect()
+                expand_dirs(&files).iter().map(|f| (f.clone(), lifeline_runbook::check_file(f))).collect()
             };
             let mut bad = false;
             let mut rows = Vec::new();
@@ -483,4 +483,29 @@ async fn log(g: &Global, id: &str, follow: bool) -> CmdResult {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// A directory among `runbook check`'s files stands for the runbook files (`*.toml`) directly in it, in name
+/// order, as the library would load them; an unreadable or empty directory is kept as given, so an error is
+/// reported for it.
+fn expand_dirs(files: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for f in files {
+        match std::fs::read_dir(f) {
+            Ok(entries) => {
+                let mut inner: Vec<_> = entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+                    .collect();
+                inner.sort();
+                if inner.is_empty() {
+                    // Checked as given: "cannot read", not an empty list that reads as "all ok".
+                    out.push(f.clone());
+                }
+                out.extend(inner);
+            }
+            Err(_) => out.push(f.clone()),
+        }
+    }
+    out
 }

@@ -18,8 +18,9 @@ use crate::ops::{Acted, Row};
 use crate::targets::BmcSelection;
 
 /// `value` with every image-server token in its strings named instead ([`crate::image_serve::redact`]):
-/// neither an insert's URL nor a slot's previous image puts a token into the audit.
-fn redact(value: serde_json::Value) -> serde_json::Value {
+/// neither an insert's URL nor a slot's previous image puts a token into the audit, nor (through the
+/// runbook's media step) into a run's journal.
+pub fn redact(value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
         Value::String(s) => Value::String(crate::image_serve::redact(&s)),

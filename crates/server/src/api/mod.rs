@@ -13,6 +13,7 @@ pub mod faults;
 pub mod fleet_filter;
 pub mod incidents;
 pub mod lemons;
+pub mod media;
 pub mod model;
 pub mod overview;
 pub mod runbooks;
@@ -39,6 +40,7 @@ pub fn routes() -> Vec<Route> {
     r.extend(timeline::routes());
     r.extend(backups::routes());
     r.extend(bios::routes());
+    r.extend(media::routes());
     r.extend(trust::routes());
     r.extend(consoles::routes());
     r.extend(faults::routes());
