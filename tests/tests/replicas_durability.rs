@@ -162,7 +162,7 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
     // Slot 1 runs normally on one replica.
     c.sim.fault("leaf", "config-change");
     let (first, _) = poll("the first scheduled slot done", Duration::from_secs(90), || {
-        let w = c.work("slot:");
+        let w = c.work("slot:backup:");
         (w.len() == 1 && w.values().all(|v| v.2)).then_some(w)
     });
     eprintln!("slot 1: {first:?}");
@@ -171,7 +171,7 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
     // that replica in the backoff.
     c.sim.fault("leaf", "ssh-key-change");
     let (stuck, _) = poll("slot 2 failing in its backoff", Duration::from_secs(90), || {
-        let w = c.work("slot:");
+        let w = c.work("slot:backup:");
         let open: Vec<_> = w.iter().filter(|(_, v)| !v.2).map(|(k, v)| (k.clone(), *v)).collect();
         (w.len() == 2 && open.len() == 1 && c.scheduler_rows("failed") >= 1).then(|| open[0].clone())
     });
@@ -258,12 +258,12 @@ fn three_replicas_share_the_work_and_take_over_a_killed_and_a_frozen_replica() {
         c.sim.fault("leaf", "config-change");
         let n = expected_slots + 1;
         poll(&format!("slot {n} done"), Duration::from_secs(100), || {
-            let w = c.work("slot:");
+            let w = c.work("slot:backup:");
             (w.len() == n && w.values().all(|v| v.2)).then_some(())
         });
         expected_slots = n;
     }
-    let w = c.work("slot:");
+    let w = c.work("slot:backup:");
     let ran = w.len();
     assert!(w.values().all(|v| v.2), "every slot done: {w:?}");
     let ok = c.scheduler_rows("ok");
