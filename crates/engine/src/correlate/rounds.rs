@@ -46,6 +46,11 @@ pub struct Decision {
     pub took: Vec<(String, i64)>,
 }
 
+/// How far the replicas' clocks may differ (a batch's slot and its keeping time are its sweeper's clock,
+/// a decision's another's): what is read from the store before the newest decided slot
+/// (`Lifeline::sweep_rounds_open`).
+pub const CLOCK_TOLERANCE_MS: i64 = 30_000;
+
 /// The slot `now_ms` falls in for an interval of `every_ms`.
 pub fn slot_of(now_ms: i64, every_ms: i64) -> i64 {
     let every = every_ms.max(1);
@@ -56,9 +61,15 @@ fn taken(decisions: &[Decision]) -> BTreeSet<(&str, i64)> {
     decisions.iter().flat_map(|d| d.took.iter().map(|(r, s)| (r.as_str(), *s))).collect()
 }
 
-/// The slots ready for a decision at `now_ms`, oldest first: slots of batches no decision took and that no
-/// decision decided, for which every replica in `live` has kept a batch of that slot or a later one, or
-/// that began more than `wait_ms` ago.
+/// The newest slot `decisions` decided: slots are decided in order, so every slot up to it is decided (a
+/// batch of one of them kept late goes with the next decision, [`take`]).
+pub fn newest_decided(decisions: &[Decision]) -> Option<i64> {
+    decisions.iter().map(|d| d.slot_ms).max()
+}
+
+/// The slots ready for a decision at `now_ms`, oldest first: slots later than the newest decided one
+/// ([`newest_decided`]) of batches no decision took, for which every replica in `live` has kept a batch
+/// of that slot or a later one, or that began more than `wait_ms` ago.
 pub fn ready(
     batches: &[SweepBatch],
     decisions: &[Decision],
@@ -67,7 +78,7 @@ pub fn ready(
     wait_ms: i64,
 ) -> Vec<i64> {
     let taken = taken(decisions);
-    let decided: BTreeSet<i64> = decisions.iter().map(|d| d.slot_ms).collect();
+    let decided_to = newest_decided(decisions).unwrap_or(i64::MIN);
     let mut newest: HashMap<&str, i64> = HashMap::new();
     for b in batches {
         let n = newest.entry(b.replica.as_str()).or_insert(b.slot_ms);
@@ -75,7 +86,7 @@ pub fn ready(
     }
     let open: BTreeSet<i64> = batches
         .iter()
-        .filter(|b| !taken.contains(&(b.replica.as_str(), b.slot_ms)) && !decided.contains(&b.slot_ms))
+        .filter(|b| !taken.contains(&(b.replica.as_str(), b.slot_ms)) && b.slot_ms > decided_to)
         .map(|b| b.slot_ms)
         .collect();
     open.into_iter()
@@ -187,6 +198,23 @@ mod tests {
         let took: Vec<(&str, i64)> =
             take(&b, &d, 2000).iter().map(|b| (b.replica.as_str(), b.slot_ms)).collect();
         assert_eq!(took, [("c", 1000), ("a", 2000), ("b", 2000), ("c", 2000)]);
+    }
+
+    #[test]
+    fn a_slot_before_the_newest_decided_one_is_decided_even_when_its_decision_was_not_read() {
+        // Only the decision of 2000 was read (the store read starts after 1000's decision): a late batch
+        // of 1000 is not a slot of its own to claim again (its claim is done), it goes with 3000.
+        let mut b = vec![batch("c", 1000, &["n3"], &[]), batch("a", 2000, &[], &[])];
+        let d = vec![Decision { slot_ms: 2000, replica: "a".into(), took: vec![("a".into(), 2000)] }];
+        assert_eq!(newest_decided(&d), Some(2000));
+        assert!(ready(&b, &d, &live(&["a", "c"]), 100_000, 10_000).is_empty(), "1000 is past the wait");
+        b.push(batch("a", 3000, &[], &[]));
+        b.push(batch("c", 3000, &[], &[]));
+        assert_eq!(ready(&b, &d, &live(&["a", "c"]), 3500, 10_000), [3000]);
+        let took: Vec<(&str, i64)> =
+            take(&b, &d, 3000).iter().map(|b| (b.replica.as_str(), b.slot_ms)).collect();
+        assert_eq!(took, [("c", 1000), ("a", 3000), ("c", 3000)]);
+        assert_eq!(newest_decided(&[]), None);
     }
 
     #[test]

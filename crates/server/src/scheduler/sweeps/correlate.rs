@@ -120,7 +120,8 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
     let every = ms(every(s));
     let now = now_ms();
     let horizon = ms(c.settings().window).saturating_add(wait(every)).saturating_add(every);
-    let (batches, decisions) = match s.base.sweep_rounds_since(now.saturating_sub(horizon)).await {
+    let since = now.saturating_sub(horizon);
+    let (batches, decisions) = match s.base.sweep_rounds_open(since, rounds::CLOCK_TOLERANCE_MS).await {
         Ok(x) => x,
         Err(e) => {
             tracing::warn!("sweep rounds not read: {}", e.chain());
