@@ -13,7 +13,7 @@ mod fingerprint;
 mod lifecycle;
 mod state;
 
-pub use audit::AuditOutcome;
+pub use audit::{AuditAction, AuditOutcome, LoggedAction};
 pub use credential::{CredentialRef, CredentialRefError};
 pub use device::{BmcProtocol, ConfigSource, DeviceName, DeviceNameError, Fabric, Platform, Role, Tier};
 pub use duration::Human;
