@@ -127,6 +127,7 @@ proptest! {
         let _ = UserName::decode(&bytes);
         let _ = PayloadActivated::decode(&bytes);
         let _ = PayloadActivationStatus::decode(&bytes);
+        let _ = PayloadInstanceInfo::decode(&bytes);
         let _ = ClearSel::decode(&bytes);
         let _ = ActivatePayload::decode(&bytes);
     }
@@ -363,5 +364,27 @@ proptest! {
             0x87 | 0x88 => prop_assert_eq!(outcome, CloseOutcome::Gone),
             c => prop_assert_eq!(outcome, CloseOutcome::Refused(c)),
         }
+    }
+
+    /// Get Payload Instance Info: the request is the payload type and instance to App 0x4B; the answer's
+    /// first four bytes are the holder's session id (little-endian, 0 = free), read back whatever the
+    /// payload-specific bytes after it (none, some, all eight).
+    #[test]
+    fn payload_instance_info(t in 0u8..0x40, i in 0u8..0x10, sid in any::<u32>(), data in any::<[u8; 8]>(),
+                             sent in 0usize..=8) {
+        use lifeline_ipmi::wire::Command;
+        let req = GetPayloadInstanceInfo { payload_type: t, instance: i };
+        rt(req);
+        prop_assert_eq!(req.encode(), vec![t, i]);
+        prop_assert_eq!((GetPayloadInstanceInfo::NETFN, GetPayloadInstanceInfo::CMD), (0x06, 0x4B));
+        rt(PayloadInstanceInfo { session_id: sid, data });
+        let mut wire = sid.to_le_bytes().to_vec();
+        wire.extend_from_slice(&data[..sent]);
+        let got = PayloadInstanceInfo::decode(&wire).unwrap();
+        prop_assert_eq!(got.session_id, sid);
+        prop_assert_eq!(got.holder(), (sid != 0).then_some(sid));
+        prop_assert_eq!(&got.data[..sent], &data[..sent]);
+        prop_assert!(got.data[sent..].iter().all(|b| *b == 0));
+        prop_assert!(PayloadInstanceInfo::decode(&wire[..3.min(wire.len())]).is_err());
     }
 }

@@ -11,7 +11,10 @@ use crate::wire::{
     app::GetDeviceId,
     cc,
     packet::PayloadType,
-    payload::{ActivatePayload, DeactivatePayload, PAYLOAD_SOL, PayloadActivated, SOL_AUX_ENCRYPT_AUTH},
+    payload::{
+        ActivatePayload, DeactivatePayload, GetPayloadInstanceInfo, PAYLOAD_SOL, PayloadActivated,
+        SOL_AUX_ENCRYPT_AUTH,
+    },
     sol::{SolPacket, op, status},
 };
 use std::collections::VecDeque;
@@ -160,6 +163,11 @@ impl Session {
             })
         });
         Ok(Sol { inner, instance: cfg.instance, cmd_tx, events, task, keepalive, activated })
+    }
+
+    /// The session holding a payload instance (`None`: free), via Get Payload Instance Info.
+    pub async fn payload_holder(&self, payload_type: u8, instance: u8) -> Result<Option<u32>> {
+        Ok(self.call(&GetPayloadInstanceInfo { payload_type, instance }).await?.holder())
     }
 
     /// Deactivate a payload instance, whichever session owns it (used to steal a stuck SOL).

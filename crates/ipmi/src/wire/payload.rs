@@ -137,3 +137,58 @@ impl Body for PayloadActivationStatus {
         Ok(Self { capacity, active: u16::from_le_bytes([lo, hi]) })
     }
 }
+
+/// Get Payload Instance Info (App 0x4B): which session holds a payload instance. Why: a console that finds
+/// SOL "already active" learns whose session holds it, so a session a dead process of ours left can be
+/// told from an operator's (only ours is ever deactivated without being asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GetPayloadInstanceInfo {
+    pub payload_type: u8,
+    pub instance: u8,
+}
+impl Body for GetPayloadInstanceInfo {
+    fn encode(&self) -> Vec<u8> {
+        vec![self.payload_type & 0x3F, self.instance & 0x0F]
+    }
+    fn decode(b: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(b, "Get Payload Instance Info request");
+        Ok(Self { payload_type: r.u8()? & 0x3F, instance: r.u8()? & 0x0F })
+    }
+}
+impl Command for GetPayloadInstanceInfo {
+    const NETFN: u8 = netfn::APP;
+    const CMD: u8 = 0x4B;
+    type Response = PayloadInstanceInfo;
+}
+
+/// The answer to [`GetPayloadInstanceInfo`] (IPMI v2 §24.5): the holding session's id, 0 when the instance
+/// is free, then eight bytes of payload-specific data (a port number for some OEM payloads; reserved for
+/// SOL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadInstanceInfo {
+    pub session_id: u32,
+    pub data: [u8; 8],
+}
+impl PayloadInstanceInfo {
+    /// The session holding the instance, `None` when it is free.
+    pub fn holder(&self) -> Option<u32> {
+        (self.session_id != 0).then_some(self.session_id)
+    }
+}
+impl Body for PayloadInstanceInfo {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = self.session_id.to_le_bytes().to_vec();
+        v.extend_from_slice(&self.data);
+        v
+    }
+    fn decode(b: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(b, "Get Payload Instance Info response");
+        let session_id = r.u32le()?;
+        // Lenient: the payload-specific bytes are reserved for SOL, and some BMCs send fewer.
+        let mut data = [0u8; 8];
+        for d in data.iter_mut() {
+            *d = r.opt_u8().unwrap_or(0);
+        }
+        Ok(Self { session_id, data })
+    }
+}
