@@ -85,9 +85,8 @@ fn every_bmc_behind_one_oob_switch_is_one_switch_fault_and_one_bmc_alone_is_the_
     std::thread::sleep(Duration::from_secs(4));
     assert!(s.open_faults().is_empty(), "{:#?}", s.open_faults());
 
-    for n in ["node-1", "node-2"] {
-        sim.fault(n, "bmc-unresponsive");
-    }
+    // At once, as their switch's loss strikes them (a sweep round may still straddle the moment).
+    sim.fault("node-1,node-2", "bmc-unresponsive");
     let f = wait_until("one fault on oob-a", Duration::from_secs(120), || {
         s.open_faults().into_iter().find(|f| f["device"] == "oob-a" && f["kind"] == "shared-bmc-unreachable")
     });

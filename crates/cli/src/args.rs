@@ -180,7 +180,8 @@ pub enum SimAction {
     /// Inject FAULT into DEVICE (`bmc-unresponsive`, `bmc-slow=MS`, `udp-loss=PCT`, `tls-cert-change`,
     /// `sol-stuck`, `sessions-full`, `boot-loop`, `gpu-ecc=GPU`, `gpu-xid=GPU:CODE`, `rail-down=HCA`,
     /// `rail-mtu=HCA:MTU`, `pfc-storm=PORT`, `config-change`, `ssh-key-change`, `psu-fail`, `mgmt-down`,
-    /// `redfish-down`, `sel-markup`, `os-hang`), or `clear` its faults.
+    /// `redfish-down`, `sel-markup`, `os-hang`), or `clear` its faults. DEVICE may list several,
+    /// comma-separated (`node-1,node-2`): they are struck at once, as a shared part's loss strikes them.
     Fault {
         /// The simulator's control API (printed by `lifeline sim`, kind `control` in the endpoints JSON).
         #[arg(long, env = "LIFELINE_SIM_CONTROL", value_name = "URL")]

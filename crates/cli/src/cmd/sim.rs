@@ -14,17 +14,47 @@ pub async fn run(g: &Global, args: SimArgs) -> CmdResult {
     match args.action {
         Some(SimAction::Fault { control, endpoints, device, fault }) => {
             let url = control_url(control, endpoints)?;
-            let info = if fault == "clear" {
-                lifeline_sim::control::Client::clear(&url, &device).await
-            } else {
-                lifeline_sim::control::Client::inject(&url, &device, &fault).await
+            // Several devices at once (`node-1,node-2`): injected concurrently, as the loss of a part they
+            // share would strike them, not one process start after another.
+            let devices: Vec<&str> = device.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+            if devices.is_empty() {
+                return Err(Exit::usage(anyhow::anyhow!("sim fault: no device named in `{device}`")));
             }
-            .map_err(Exit::failed)?;
+            let one = |d: &str| {
+                let (url, d, fault) = (url.clone(), d.to_owned(), fault.clone());
+                async move {
+                    if fault == "clear" {
+                        lifeline_sim::control::Client::clear(&url, &d).await
+                    } else {
+                        lifeline_sim::control::Client::inject(&url, &d, &fault).await
+                    }
+                }
+            };
+            let tasks: Vec<_> = devices.iter().map(|d| tokio::spawn(one(d))).collect();
+            let mut infos = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                infos.push(
+                    t.await
+                        .map_err(|e| Exit::failed(anyhow::anyhow!("sim fault: {e}")))?
+                        .map_err(Exit::failed)?,
+                );
+            }
             if g.json {
-                print_json(&info)?;
+                match infos.as_slice() {
+                    [info] => print_json(info)?,
+                    all => print_json(&all)?,
+                }
             } else {
-                let faults = if info.faults.is_empty() { "none".to_owned() } else { info.faults.join(", ") };
-                crate::outln!("{}: power {}, phase {}, faults: {faults}", info.name, info.power, info.phase);
+                for info in &infos {
+                    let faults =
+                        if info.faults.is_empty() { "none".to_owned() } else { info.faults.join(", ") };
+                    crate::outln!(
+                        "{}: power {}, phase {}, faults: {faults}",
+                        info.name,
+                        info.power,
+                        info.phase
+                    );
+                }
             }
             Ok(Code::Ok)
         }

@@ -29,7 +29,7 @@ pub mod rounds;
 pub mod sweep;
 pub mod topology;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -168,6 +168,8 @@ pub struct Correlator {
     index: HashMap<(String, Component), HashMap<Unit, usize>>,
     /// Switch-side evidence held for the window ([`evidence`]).
     evidence: Vec<crate::switch_evidence::PortEvidence>,
+    /// (kind, unit) -> the sweep rounds a pending observation has been through ([`Correlator::flush_round`]).
+    waited: HashMap<(String, Unit), u32>,
 }
 
 impl Correlator {
@@ -180,6 +182,7 @@ impl Correlator {
             groups: Vec::new(),
             index: HashMap::new(),
             evidence: Vec::new(),
+            waited: HashMap::new(),
         }
     }
 
@@ -236,13 +239,60 @@ impl Correlator {
     /// Decides every observation whose hold has passed at `now_ms`.
     pub fn decide(&mut self, now_ms: i64) -> Vec<Verdict> {
         let hold = i64::try_from(self.settings.hold.as_millis()).unwrap_or(i64::MAX);
-        self.decide_held(now_ms, hold)
+        self.decide_held(now_ms, hold, None)
     }
 
     /// Decides every pending observation now, without waiting for its hold: for a batch that is already
     /// complete (one sweep's rows: every member of a shared failure is in it).
     pub fn flush(&mut self, now_ms: i64) -> Vec<Verdict> {
-        self.decide_held(now_ms, 0)
+        self.decide_held(now_ms, 0, None)
+    }
+
+    /// Decides one round of a periodic sweep. An observation a part explains is decided at once (as
+    /// [`Correlator::flush`]); one that nothing explains yet is decided alone only after it has been
+    /// through `rounds` rounds (its own included), or at once when its unit is already decided alone. Why:
+    /// the round that straddles the moment an OOB switch dies reads the BMCs visited before that moment
+    /// clear (or half read), so its first dark BMC looks alone; the next round, all of whose visits start
+    /// after it, reads every member dark. A repeated observation of a waiting unit keeps the first.
+    pub fn flush_round(&mut self, now_ms: i64, rounds: u32) -> Vec<Verdict> {
+        self.pending.sort_by_key(|o| o.at_ms);
+        let mut seen = HashSet::new();
+        let (keep, repeated): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|o| seen.insert((o.kind.clone(), o.unit.clone())));
+        self.pending = keep;
+        for o in &repeated {
+            self.index_remove(o);
+        }
+        let alone: HashSet<(&str, &Unit)> = self.alone.iter().map(|o| (o.kind.as_str(), &o.unit)).collect();
+        let mut may_stand_alone = HashSet::new();
+        for o in &self.pending {
+            let key = (o.kind.clone(), o.unit.clone());
+            let n = self.waited.entry(key.clone()).or_default();
+            *n += 1;
+            if *n >= rounds || alone.contains(&(o.kind.as_str(), &o.unit)) {
+                may_stand_alone.insert(key);
+            }
+        }
+        let out = self.decide_held(now_ms, 0, Some(&may_stand_alone));
+        let waiting: HashSet<(&str, &Unit)> =
+            self.pending.iter().map(|o| (o.kind.as_str(), &o.unit)).collect();
+        self.waited.retain(|(k, u), _| waiting.contains(&(k.as_str(), u)));
+        out
+    }
+
+    /// Drops the undecided observations of `kind` on `device`: a later read proved them gone before they
+    /// were decided (a BMC dark for one sweep round only), so there is nothing to raise.
+    pub fn withdraw(&mut self, kind: &str, device: &str) -> usize {
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|o| o.kind == kind && o.unit.device == device);
+        self.pending = keep;
+        for o in &gone {
+            self.index_remove(o);
+            self.waited.remove(&(o.kind.clone(), o.unit.clone()));
+        }
+        gone.len()
     }
 
     /// Ends the group of member `kind` whose fault is recorded on `device` ([`Component::device`]): its
@@ -252,7 +302,14 @@ impl Correlator {
         self.groups.retain(|g| !(g.kind == kind && g.component.device() == device));
     }
 
-    fn decide_held(&mut self, now_ms: i64, hold: i64) -> Vec<Verdict> {
+    /// `may_stand_alone`: when given, only these (kind, unit) are decided alone; the others nothing explains
+    /// stay pending ([`Correlator::flush_round`]).
+    fn decide_held(
+        &mut self,
+        now_ms: i64,
+        hold: i64,
+        may_stand_alone: Option<&HashSet<(String, Unit)>>,
+    ) -> Vec<Verdict> {
         let window = i64::try_from(self.settings.window.as_millis()).unwrap_or(i64::MAX);
         let expired: Vec<Observation>;
         (self.alone, expired) =
@@ -290,6 +347,7 @@ impl Correlator {
         // The due observations are a prefix of the sorted pending list.
         let due_count = self.pending.partition_point(|o| now_ms - o.at_ms >= hold);
         let mut due: std::collections::VecDeque<Observation> = self.pending.drain(..due_count).collect();
+        let mut waiting = Vec::new();
         while let Some(o) = due.pop_front() {
             if let Some(i) = self.open_group(&o) {
                 self.index_remove(&o);
@@ -316,6 +374,9 @@ impl Correlator {
                     let (mine_due, rest): (Vec<_>, Vec<_>) =
                         std::mem::take(&mut due).into_iter().partition(shares);
                     due = rest.into();
+                    let (mine_waiting, rest): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut waiting).into_iter().partition(shares);
+                    waiting = rest;
                     let (was_alone, rest): (Vec<_>, Vec<_>) =
                         std::mem::take(&mut self.alone).into_iter().partition(shares);
                     self.alone = rest;
@@ -324,7 +385,7 @@ impl Correlator {
                         linked.push(x.unit.clone());
                         members.entry(x.unit.clone()).or_insert(x);
                     }
-                    for x in std::iter::once(o.clone()).chain(mine).chain(mine_due) {
+                    for x in std::iter::once(o.clone()).chain(mine).chain(mine_due).chain(mine_waiting) {
                         self.index_remove(&x);
                         members.entry(x.unit.clone()).or_insert(x);
                     }
@@ -336,12 +397,18 @@ impl Correlator {
                     let added = self.groups[i].members.keys().cloned().collect();
                     out.push(Verdict::Shared(self.report(i, linked, added, true)));
                 }
+                None if may_stand_alone.is_some_and(|m| !m.contains(&(o.kind.clone(), o.unit.clone()))) => {
+                    waiting.push(o);
+                }
                 None => {
                     self.alone.push(o.clone());
                     out.push(Verdict::Own(o));
                 }
             }
         }
+        // Still indexed: they count for the parts they share while they wait.
+        self.pending.extend(waiting);
+        self.pending.sort_by_key(|o| o.at_ms);
         out
     }
 

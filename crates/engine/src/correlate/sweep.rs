@@ -73,6 +73,13 @@ pub fn members_cleared(detail: &serde_json::Value, cleared: &HashMap<String, Vec
         })
 }
 
+/// Whether a clean read of `kind` proves an undecided observation of it gone ([`super::Correlator::withdraw`]):
+/// a state (`bmc-unreachable`, `health-critical`) is read whole again; an event-log entry (`sel-critical`)
+/// happened, and a later read without a new entry does not undo it.
+pub fn undone_by_a_clean_read(kind: &str) -> bool {
+    matches!(kind, BMC_UNREACHABLE | HEALTH_CRITICAL)
+}
+
 /// The member kind of a shared fault kind when it is a correlated sweep kind (`shared-bmc-unreachable` ->
 /// `bmc-unreachable`).
 pub fn member_kind(shared_kind: &str) -> Option<&'static str> {
@@ -240,6 +247,64 @@ mod tests {
         assert_eq!(s[0].device, "oob-b");
         assert_eq!(s[0].linked.iter().map(|u| u.device.as_str()).collect::<Vec<_>>(), ["n3"]);
         assert!(own(&v).is_empty(), "{v:#?}");
+    }
+
+    /// One round of a periodic sweep: `dark` show `kind`, `clear` were read clear of it.
+    fn round(c: &mut Correlator, dark: &[&str], clear: &[&str], at_ms: i64) -> Vec<Verdict> {
+        for n in dark {
+            c.observe(observation(n, &finding(BMC_UNREACHABLE), at_ms).expect("a correlated kind"));
+        }
+        for n in clear {
+            assert!(undone_by_a_clean_read(BMC_UNREACHABLE));
+            c.withdraw(BMC_UNREACHABLE, n);
+        }
+        c.flush_round(at_ms, 2)
+    }
+
+    #[test]
+    fn a_round_that_straddles_the_switchs_death_does_not_make_its_first_dark_bmc_a_fault_of_its_own() {
+        let mut c = Correlator::new(topology(), Settings::default());
+        // n1 visited after oob-a died, n2 before: n1 alone in its round is not yet decided.
+        let v = round(&mut c, &["n1"], &["n2"], 1_000);
+        assert!(v.is_empty(), "{v:#?}");
+        // The next round's visits all start after: both dark, one fault on the switch, no member alone.
+        let v = round(&mut c, &["n1", "n2"], &[], 12_000);
+        assert!(own(&v).is_empty(), "{v:#?}");
+        let s = shared(&v);
+        assert_eq!((s.len(), s[0].device.as_str()), (1, "oob-a"), "{v:#?}");
+        assert_eq!(members(s[0]), ["n1", "n2"]);
+        assert_eq!(s[0].members[0].at_ms, 1_000, "n1 kept as first seen");
+        assert!(s[0].linked.is_empty(), "nothing was raised alone to link: {v:#?}");
+    }
+
+    #[test]
+    fn a_lone_dark_bmc_is_its_own_fault_after_the_next_round_and_at_once_after_that() {
+        let mut c = Correlator::new(topology(), Settings::default());
+        assert!(round(&mut c, &["n3"], &["n4", "n5", "n6"], 1_000).is_empty());
+        let v = round(&mut c, &["n3"], &["n4", "n5", "n6"], 61_000);
+        assert_eq!(own(&v), ["n3"], "{v:#?}");
+        assert_eq!(c.pending(), 0, "the repeated observation was folded into the first");
+        // Already decided alone: the next round's reading is its own fault again at once (a bump).
+        assert_eq!(own(&round(&mut c, &["n3"], &[], 121_000)), ["n3"]);
+    }
+
+    #[test]
+    fn a_bmc_dark_for_one_round_only_is_not_raised() {
+        let mut c = Correlator::new(topology(), Settings::default());
+        assert!(round(&mut c, &["n3"], &[], 1_000).is_empty());
+        assert!(round(&mut c, &[], &["n3"], 61_000).is_empty());
+        assert_eq!(c.pending(), 0);
+        assert!(round(&mut c, &[], &[], 121_000).is_empty(), "nothing left to decide");
+    }
+
+    #[test]
+    fn a_critical_event_waits_its_round_and_is_not_undone_by_a_read_without_a_new_one() {
+        assert!(!undone_by_a_clean_read(SEL_CRITICAL));
+        let mut c = Correlator::new(topology(), Settings::default());
+        c.observe(observation("n3", &finding(SEL_CRITICAL), 1_000).unwrap());
+        assert!(c.flush_round(1_000, 2).is_empty());
+        // The next round reads no new entry: the server does not withdraw an event, and it stands alone.
+        assert_eq!(own(&c.flush_round(61_000, 2)), ["n3"]);
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub async fn from_sweep(
         }
     }
     if matches!(round, Round::Whole) {
-        decide(s, c, &[&batch]).await;
+        decide(s, c, &[&batch], None).await;
         return;
     }
     match s.base.sweep_batch_keep(&batch).await {
@@ -109,7 +109,7 @@ pub async fn from_sweep(
         Err(e) => {
             // Not kept, so no other replica will see it: decided here alone, as a lone replica would.
             tracing::warn!("sweep batch not kept ({}); decided by this replica alone", e.chain());
-            decide(s, c, &[&batch]).await;
+            decide(s, c, &[&batch], Some(LONE_AFTER_ROUNDS)).await;
         }
     }
 }
@@ -147,7 +147,7 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
             tracing::warn!(slot, "the sweep round's claim was lost before deciding; not decided here");
             break;
         }
-        decide(s, c, &took).await;
+        decide(s, c, &took, Some(LONE_AFTER_ROUNDS)).await;
         let d = Decision {
             slot_ms: slot,
             replica: s.replica.id().to_owned(),
@@ -161,21 +161,39 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
     }
 }
 
+/// How many rounds a sweep finding that no shared part explains waits before it is its device's own
+/// fault: its own round and the next, the first whose visits all start after it
+/// ([`Correlator::flush_round`]). The price: a lone dark BMC's own fault comes one sweep interval later.
+pub const LONE_AFTER_ROUNDS: u32 = 2;
+
 /// The correlator over the batches of one round: the verdicts raised, then the shared sweep faults whose
-/// every member the round read clear of the member kind resolved.
-async fn decide(s: &AppState, c: &mut Correlator, batches: &[&SweepBatch]) {
+/// every member the round read clear of the member kind resolved. `lone_after`: decided as one round of
+/// a periodic sweep ([`Correlator::flush_round`]); `None`: a whole sweep decided at once.
+async fn decide(s: &AppState, c: &mut Correlator, batches: &[&SweepBatch], lone_after: Option<u32>) {
     for b in batches {
         for o in &b.findings {
             c.observe(o.clone());
         }
     }
-    for v in c.flush(now_ms()) {
+    let cleared = rounds::cleared(batches);
+    for (device, kinds) in &cleared {
+        for kind in kinds.iter().filter(|k| sweep::undone_by_a_clean_read(k)) {
+            if c.withdraw(kind, device) > 0 {
+                tracing::info!(device = %device, kind = %kind, "read clear before it was decided: not raised");
+            }
+        }
+    }
+    let now = now_ms();
+    let verdicts = match lone_after {
+        Some(rounds) => c.flush_round(now, rounds),
+        None => c.flush(now),
+    };
+    for v in verdicts {
         if let Err(e) = crate::faults::verdict(s, v, Vec::new()).await {
             tracing::warn!("sweep fault: {}", e.chain());
         }
     }
     // A shared sweep fault's own evidence: every member read again and clear of the member kind.
-    let cleared = rounds::cleared(batches);
     if cleared.is_empty() {
         return;
     }
