@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::error::BoxError;
@@ -23,8 +24,8 @@ pub struct AuditIntent {
     pub at: DateTime<Utc>,
     /// Target name (inventory device name).
     pub bmc: String,
-    /// Dotted verb: `power.cycle`, `sel.clear`, `hygiene.login`.
-    pub action: String,
+    /// `power.cycle`, `sel.clear`, `hygiene.login`: the audit log's closed set.
+    pub action: AuditAction,
     /// Caller's idempotency key, if any.
     pub request_id: Option<String>,
     pub detail: serde_json::Value,
@@ -36,7 +37,7 @@ pub struct AuditOutcome {
     pub at: DateTime<Utc>,
     pub intent: AuditId,
     pub bmc: String,
-    pub action: String,
+    pub action: AuditAction,
     /// The action did what was asked (for power: the target state was confirmed).
     pub ok: bool,
     pub detail: serde_json::Value,

@@ -583,7 +583,7 @@ impl BmcPool {
         listed: &[u8],
         opts: &HygieneOptions,
     ) -> Attempt {
-        let verb = "hygiene.login";
+        let verb = lifeline_types::AuditAction::HygieneLogin;
         let mut attempt = Attempt {
             protocol,
             credential: id.to_owned(),
@@ -594,7 +594,7 @@ impl BmcPool {
         let intent = AuditIntent {
             at: Utc::now(),
             bmc: t.name.clone(),
-            action: verb.into(),
+            action: verb,
             request_id: None,
             detail: json!({ "protocol": protocol, "credential": id, "username": user, "address": t.address }),
         };
@@ -657,7 +657,7 @@ impl BmcPool {
             at: Utc::now(),
             intent: intent_id,
             bmc: t.name.clone(),
-            action: verb.into(),
+            action: verb,
             ok: true,
             detail: json!({ "protocol": protocol, "credential": id, "username": user, "outcome": attempt.outcome }),
         };

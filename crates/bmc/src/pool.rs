@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::future::BoxFuture;
 use lifeline_ipmi::wire::Privilege;
-use lifeline_types::{BmcProtocol, PowerAction, PowerState};
+use lifeline_types::{AuditAction, BmcProtocol, PowerAction, PowerState};
 use serde_json::json;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
@@ -545,20 +545,20 @@ impl Bmc {
 
     async fn intent(
         &self,
-        action: &str,
+        action: AuditAction,
         request_id: Option<&str>,
         detail: serde_json::Value,
     ) -> Result<AuditId, BmcError> {
         let rec = AuditIntent {
             at: Utc::now(),
             bmc: self.target.name.clone(),
-            action: action.to_owned(),
+            action,
             request_id: request_id.map(str::to_owned),
             detail,
         };
         self.audit.intent(&rec).await.map_err(|source| BmcError::AuditUnavailable {
             bmc: self.target.name.clone(),
-            action: action.to_owned(),
+            action: action.to_string(),
             source,
         })
     }
@@ -567,22 +567,15 @@ impl Bmc {
     async fn outcome(
         &self,
         intent: AuditId,
-        action: &str,
+        action: AuditAction,
         ok: bool,
         detail: serde_json::Value,
     ) -> Option<String> {
-        let rec = AuditOutcome {
-            at: Utc::now(),
-            intent,
-            bmc: self.target.name.clone(),
-            action: action.to_owned(),
-            ok,
-            detail,
-        };
+        let rec = AuditOutcome { at: Utc::now(), intent, bmc: self.target.name.clone(), action, ok, detail };
         match self.audit.outcome(&rec).await {
             Ok(()) => None,
             Err(e) => {
-                tracing::error!(bmc = %self.target.name, action, error = %e, "audit outcome not recorded");
+                tracing::error!(bmc = %self.target.name, %action, error = %e, "audit outcome not recorded");
                 Some(format!("audit outcome not recorded: {e}"))
             }
         }
@@ -618,8 +611,8 @@ impl Bmc {
             prev.replayed = true;
             return Ok(prev);
         }
-        let verb = format!("power.{action}");
-        let intent = self.intent(&verb, request_id.as_deref(), self.target_detail()).await?;
+        let verb = AuditAction::power(action);
+        let intent = self.intent(verb, request_id.as_deref(), self.target_detail()).await?;
         let popts = self.pool.opts.power.clone();
         let limit = self.pool.opts.op_timeout + popts.timeout;
         let rid = request_id.clone();
@@ -641,7 +634,7 @@ impl Bmc {
             Ok(r) => (r.confirmed, serde_json::to_value(r).unwrap_or_default()),
             Err(e) => (false, json!({ "error": error_chain(e) })),
         };
-        let note = self.outcome(intent, &verb, ok, detail).await;
+        let note = self.outcome(intent, verb, ok, detail).await;
         let mut result = result;
         if let (Ok(r), Some(n)) = (&mut result, note) {
             r.note = Some(match r.note.take() {
@@ -660,7 +653,7 @@ impl Bmc {
     pub async fn clear_events(&self) -> Result<(), BmcError> {
         let lock = self.pool.power_lock(&self.target.name);
         let _serial = lock.lock().await;
-        let verb = "sel.clear";
+        let verb = AuditAction::SelClear;
         let intent = self.intent(verb, None, self.target_detail()).await?;
         let limit = self.pool.opts.op_timeout;
         let r = self.with_conn(Privilege::Administrator, limit, |c| Box::pin(c.clear_events())).await;

@@ -39,7 +39,7 @@ async fn power_status_and_cycle_confirmed_off_then_on() {
 
     let rows = audit.rows();
     assert_eq!(rows.len(), 2, "{rows:#?}");
-    assert!(matches!(&rows[0], AuditRow::Intent { rec, .. } if rec.action == "power.cycle"));
+    assert!(matches!(&rows[0], AuditRow::Intent { rec, .. } if rec.action.as_str() == "power.cycle"));
     assert!(
         matches!(&rows[1], AuditRow::Outcome(o) if o.ok && o.detail["confirmation"] == "transition-observed")
     );
@@ -182,7 +182,10 @@ async fn sel_newest_first_normalised() {
     bmc.clear_events().await.unwrap();
     assert!(bmc.events(10).await.unwrap().entries.is_empty());
     assert!(
-        audit.rows().iter().any(|r| matches!(r, AuditRow::Intent { rec, .. } if rec.action == "sel.clear"))
+        audit
+            .rows()
+            .iter()
+            .any(|r| matches!(r, AuditRow::Intent { rec, .. } if rec.action.as_str() == "sel.clear"))
     );
 }
 
@@ -291,7 +294,7 @@ async fn hygiene_audit_is_bounded_and_finds_cipher_suite_zero() {
     let intents = audit
         .rows()
         .iter()
-        .filter(|r| matches!(r, AuditRow::Intent { rec, .. } if rec.action == "hygiene.login"))
+        .filter(|r| matches!(r, AuditRow::Intent { rec, .. } if rec.action.as_str() == "hygiene.login"))
         .count();
     assert_eq!(intents, 2);
     assert!(!serde_json::to_string(&audit.rows()).unwrap().contains("calvin"));

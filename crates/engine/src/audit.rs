@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use lifeline_bmc::{AuditId, AuditIntent, AuditOutcome, AuditSink};
 use lifeline_store::{AuditEntry, Store};
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
@@ -28,7 +29,7 @@ pub struct AuditService {
 #[must_use = "an intent needs its outcome"]
 pub struct Intent {
     pub id: i64,
-    action: String,
+    action: AuditAction,
     target: String,
     request_id: Option<String>,
 }
@@ -66,7 +67,7 @@ impl AuditService {
     /// Writes the intent row. Failing here refuses the action.
     pub async fn intent(
         &self,
-        action: &str,
+        action: AuditAction,
         target: &str,
         request_id: Option<&str>,
         detail: serde_json::Value,
@@ -75,12 +76,7 @@ impl AuditService {
             .write(action, target, Outcome::Started, detail, request_id)
             .await
             .map_err(|e| audit_unavailable(&self.store, action, e))?;
-        Ok(Intent {
-            id,
-            action: action.into(),
-            target: target.into(),
-            request_id: request_id.map(Into::into),
-        })
+        Ok(Intent { id, action, target: target.into(), request_id: request_id.map(Into::into) })
     }
 
     /// Writes the outcome row of an intent. The action already happened; a failure here is reported but
@@ -93,16 +89,16 @@ impl AuditService {
             }
             other => *other = serde_json::json!({ "intent": intent.id, "result": other.clone() }),
         }
-        self.write(&intent.action, &intent.target, outcome, detail, intent.request_id.as_deref())
+        self.write(intent.action, &intent.target, outcome, detail, intent.request_id.as_deref())
             .await
-            .map_err(|e| audit_unavailable(&self.store, &intent.action, e))?;
+            .map_err(|e| audit_unavailable(&self.store, intent.action, e))?;
         Ok(())
     }
 
     /// A single row for something that is both decided and done at once (a refusal, a read with effects).
     pub async fn record(
         &self,
-        action: &str,
+        action: AuditAction,
         target: &str,
         outcome: Outcome,
         request_id: Option<&str>,
@@ -117,7 +113,7 @@ impl AuditService {
 
     async fn write(
         &self,
-        action: &str,
+        action: AuditAction,
         target: &str,
         outcome: Outcome,
         detail: serde_json::Value,
@@ -126,9 +122,9 @@ impl AuditService {
         self.store
             .audit(&AuditEntry {
                 actor: self.actor.clone(),
-                action: action.into(),
+                // The store keeps the words: the one conversion, at its edge.
+                action: action.as_str().into(),
                 target: target.into(),
-                // The store keeps the word: the one conversion, at its edge.
                 outcome: outcome.as_str().into(),
                 detail,
                 request_id: request_id.map(Into::into),
@@ -142,11 +138,11 @@ impl AuditService {
     }
 }
 
-fn audit_unavailable(store: &Store, action: &str, e: lifeline_store::StoreError) -> EngineError {
+fn audit_unavailable(store: &Store, action: AuditAction, e: lifeline_store::StoreError) -> EngineError {
     let what = if store.is_read_only() {
         format!("{action}: the store {} is read-only", store.location())
     } else {
-        action.to_owned()
+        action.as_str().to_owned()
     };
     EngineError::AuditUnavailable { what, source: Box::new(e) }
 }
@@ -187,7 +183,7 @@ impl AuditSink for BmcSink {
             Some(f) => {
                 let entry = AuditEntry {
                     actor: self.audit.actor.clone(),
-                    action: rec.action.clone(),
+                    action: rec.action.as_str().into(),
                     target: rec.bmc.clone(),
                     outcome: Outcome::Started.as_str().into(),
                     detail: rec.detail.clone(),
@@ -201,7 +197,7 @@ impl AuditSink for BmcSink {
             None => {
                 self.audit
                     .write(
-                        &rec.action,
+                        rec.action,
                         &rec.bmc,
                         Outcome::Started,
                         rec.detail.clone(),
@@ -217,7 +213,7 @@ impl AuditSink for BmcSink {
             let pending = Pending::Audit {
                 intent: id,
                 actor: self.audit.actor.clone(),
-                action: rec.action.clone(),
+                action: rec.action.as_str().into(),
                 target: rec.bmc.clone(),
                 request_id: rec.request_id.clone(),
             };
@@ -242,7 +238,7 @@ impl AuditSink for BmcSink {
                         if let Some(f) = crate::lease::current_fence() {
                             let entry = AuditEntry {
                                 actor: self.audit.actor.clone(),
-                                action: rec.action.clone(),
+                                action: rec.action.as_str().into(),
                                 target: rec.bmc.clone(),
                                 outcome: Outcome::Refused.as_str().into(),
                                 detail: serde_json::json!({ "intent": id, "reason": why, "sent": false }),
@@ -260,7 +256,7 @@ impl AuditSink for BmcSink {
                     let detail = serde_json::json!({ "intent": id, "reason": why, "sent": false });
                     let _ = self
                         .audit
-                        .write(&rec.action, &rec.bmc, Outcome::Refused, detail, rec.request_id.as_deref())
+                        .write(rec.action, &rec.bmc, Outcome::Refused, detail, rec.request_id.as_deref())
                         .await;
                     return Err(Box::new(e));
                 }
@@ -283,14 +279,14 @@ impl AuditSink for BmcSink {
             Some(why) => Err(why),
             None => self
                 .audit
-                .write(&rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
+                .write(rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
                 .await
                 .map_err(|e| lifeline_types::error_chain(&e)),
         };
         #[cfg(not(feature = "test-hooks"))]
         let written = self
             .audit
-            .write(&rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
+            .write(rec.action, &rec.bmc, outcome, detail.clone(), request_id.as_deref())
             .await
             .map_err(|e| lifeline_types::error_chain(&e));
         match (written, slot) {
@@ -316,11 +312,11 @@ mod tests {
     use super::*;
     use lifeline_store::LeaseAttempt;
 
-    fn intent(action: &str) -> AuditIntent {
+    fn intent(action: AuditAction) -> AuditIntent {
         AuditIntent {
             at: chrono::Utc::now(),
             bmc: "n1".into(),
-            action: action.into(),
+            action,
             request_id: Some("r1".into()),
             detail: serde_json::json!({}),
         }
@@ -345,10 +341,10 @@ mod tests {
             fence: lease.fence,
         };
         // No stall: authorized.
-        let ok = crate::lease::run_fenced(fence.clone(), sink.intent(&intent("power.on"))).await;
+        let ok = crate::lease::run_fenced(fence.clone(), sink.intent(&intent(AuditAction::PowerOn))).await;
         assert!(ok.is_ok(), "{ok:?}");
         crate::hooks::STALL_BEFORE_SEND_MS.store(2100, std::sync::atomic::Ordering::Relaxed);
-        let r = crate::lease::run_fenced(fence, sink.intent(&intent("power.cycle"))).await;
+        let r = crate::lease::run_fenced(fence, sink.intent(&intent(AuditAction::PowerCycle))).await;
         crate::hooks::STALL_BEFORE_SEND_MS.store(0, std::sync::atomic::Ordering::Relaxed);
         let e = r.expect_err("a stalled intent must not authorize the command");
         assert!(e.to_string().contains("nothing was sent"), "{e}");
@@ -382,7 +378,7 @@ mod tests {
             fence: lease.fence,
         };
         crate::hooks::STALL_BEFORE_SEND_MS.store(2_600, std::sync::atomic::Ordering::Relaxed);
-        let r = crate::lease::run_fenced(fence, sink.intent(&intent("power.cycle"))).await;
+        let r = crate::lease::run_fenced(fence, sink.intent(&intent(AuditAction::PowerCycle))).await;
         crate::hooks::STALL_BEFORE_SEND_MS.store(0, std::sync::atomic::Ordering::Relaxed);
         assert!(r.is_err(), "a stalled intent must not authorize the command");
         let rows = store.audit_log(Some("n1"), 10).await.unwrap();

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use lifeline_store::{LeaseAttempt, LeaseRow, RequestRow, Store};
+use lifeline_types::{AuditAction, LoggedAction};
 
 use crate::audit::{AuditService, Outcome};
 use crate::error::{EngineError, Holder, Result};
@@ -77,13 +78,15 @@ impl Leases {
     pub async fn acquire(
         &self,
         target: &str,
-        action: &str,
+        action: AuditAction,
         request_id: &str,
         audit: &AuditService,
     ) -> Result<Acquired> {
         let asked_at = lifeline_store::now_ms();
         let deadline = self.wait.map(|w| tokio::time::Instant::now() + w);
         let ttl_ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        // The lease row keeps the word, as the audit log does.
+        let action = action.as_str();
         let mut waited_on_same_action = false;
         let mut pause = Duration::from_millis(50);
         loop {
@@ -219,13 +222,22 @@ impl Leases {
 
 /// The dead holder's request gets its ending: we cannot know what it did, only that it stopped.
 async fn interrupted(audit: &AuditService, prev: &LeaseRow) {
-    let detail = serde_json::json!({
+    let mut detail = serde_json::json!({
         "holder": prev.holder,
         "expired_at": ts(prev.expires_at_ms),
         "note": "the holder stopped before finishing; its lease expired and was taken over",
     });
+    // A lease another version took may name an action this one does not know: its row still gets its
+    // ending, under the family that keeps the word in the detail.
+    let action = match LoggedAction::read(&prev.action) {
+        LoggedAction::Known(a) => a,
+        LoggedAction::Unknown(word) => {
+            detail["action"] = word.into();
+            AuditAction::LeaseInterrupted
+        }
+    };
     if let Err(e) =
-        audit.record(&prev.action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
+        audit.record(action, &prev.target, Outcome::Interrupted, Some(&prev.request_id), detail).await
     {
         tracing::warn!(target = %prev.target, "cannot audit an interrupted request: {}", e.chain());
     }
@@ -370,7 +382,9 @@ mod tests {
         };
         let audit = AuditService::new(store.clone(), "cli:b");
         let leases = Leases::new(store.clone(), holder_name("cli:b"));
-        let Acquired::Lease(g) = leases.acquire("n1", "power.cycle", "r-new", &audit).await.unwrap() else {
+        let Acquired::Lease(g) =
+            leases.acquire("n1", AuditAction::PowerCycle, "r-new", &audit).await.unwrap()
+        else {
             panic!("not acquired")
         };
         assert_eq!(g.fence(), 2);

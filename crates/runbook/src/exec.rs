@@ -12,6 +12,7 @@ use lifeline_engine::ops::readmit::{ReportSource, SchedulerSpec};
 use lifeline_engine::ops::runs::{ApprovalRow, JournalRow, NewJournal, RunRow, RunState, StepState, now_ms};
 use lifeline_engine::{EngineError, Identity, Lifeline, Settings};
 use lifeline_inventory::Device;
+use lifeline_types::AuditAction;
 use serde::Serialize;
 use sha2::Digest;
 
@@ -304,7 +305,7 @@ impl Executor {
         self.check_devices(rb, &vars)?;
         let audit = self.base.audit().await?;
         let leases = self.base.leases().await?.with_wait(Some(Duration::from_secs(60)));
-        let admission = match acquire(&leases, ADMISSION, "runbook.admit", &id, &audit).await? {
+        let admission = match acquire(&leases, ADMISSION, AuditAction::RunbookAdmit, &id, &audit).await? {
             Acquired::Lease(g) => g,
             Acquired::DoneBy(_) => {
                 return Err(
@@ -355,7 +356,7 @@ impl Executor {
         let detail = serde_json::json!({ "run": id, "runbook": rb.name, "vars": vars, "guard": verdict });
         audit
             .record(
-                "runbook.start",
+                AuditAction::RunbookStart,
                 target,
                 if verdict.allowed { Outcome::Ok } else { Outcome::Refused },
                 Some(&id),
@@ -444,7 +445,7 @@ impl Executor {
             .audit()
             .await?
             .record(
-                "runbook.approve",
+                AuditAction::RunbookApprove,
                 &run.target,
                 Outcome::Ok,
                 Some(id),
@@ -506,7 +507,11 @@ impl Executor {
         }
         let detail = serde_json::json!({ "by": self.base.actor(), "reason": why });
         self.base.run_journal_append(&run_event(id, run.next_step, "cleared", detail.clone())).await?;
-        self.base.audit().await?.record("runbook.clear", &run.target, Outcome::Ok, Some(id), &detail).await?;
+        self.base
+            .audit()
+            .await?
+            .record(AuditAction::RunbookClear, &run.target, Outcome::Ok, Some(id), &detail)
+            .await?;
         let journal = self.base.run_journal(id).await?;
         Ok(RunView::build(&run, Some(&rb), &journal))
     }
@@ -538,7 +543,7 @@ impl Executor {
             .audit()
             .await?
             .record(
-                "runbook.abort",
+                AuditAction::RunbookAbort,
                 &run.target,
                 Outcome::Ok,
                 Some(id),
@@ -602,24 +607,19 @@ impl Executor {
         // A short lease: a replica that stops renewing it (killed, paused) frees the run for another within
         // RUN_LEASE_TTL, no later than its replica claim expires (the server's takeover bound).
         let leases = l.leases().await?.with_wait(Some(Duration::from_secs(45))).with_ttl(RUN_LEASE_TTL);
-        let lease = match acquire(
-            &leases,
-            &run.target,
-            &format!("runbook.{}", run.runbook),
-            &format!("runbook:{id}"),
-            &audit,
-        )
-        .await?
-        {
-            Acquired::Lease(g) => g,
-            Acquired::DoneBy(_) => {
-                return Err(RunbookError::State {
-                    id: id.into(),
-                    state: run.state.to_string(),
-                    what: "another process ran it".into(),
-                });
-            }
-        };
+        let lease =
+            match acquire(&leases, &run.target, AuditAction::RunbookRun, &format!("runbook:{id}"), &audit)
+                .await?
+            {
+                Acquired::Lease(g) => g,
+                Acquired::DoneBy(_) => {
+                    return Err(RunbookError::State {
+                        id: id.into(),
+                        state: run.state.to_string(),
+                        what: "another process ran it".into(),
+                    });
+                }
+            };
         let fence = lease.fence_token();
         let driver = Driver {
             x: self,
@@ -646,7 +646,7 @@ impl Executor {
 async fn acquire(
     leases: &lifeline_engine::lease::Leases,
     target: &str,
-    action: &str,
+    action: AuditAction,
     request_id: &str,
     audit: &lifeline_engine::AuditService,
 ) -> Result<Acquired> {
@@ -1078,7 +1078,7 @@ impl Driver<'_> {
             .audit()
             .await?
             .record(
-                "runbook.end",
+                AuditAction::RunbookEnd,
                 &self.target,
                 outcome,
                 Some(self.run_id),
@@ -1104,7 +1104,13 @@ impl Driver<'_> {
                 if let Ok(audit) = self.l.audit().await {
                     let detail = serde_json::json!({ "fault": fault, "kind": kind, "run": self.run_id });
                     let _ = audit
-                        .record("fault.resolve", &self.target, Outcome::Ok, Some(self.run_id), &detail)
+                        .record(
+                            AuditAction::FaultResolve,
+                            &self.target,
+                            Outcome::Ok,
+                            Some(self.run_id),
+                            &detail,
+                        )
                         .await;
                 }
             }

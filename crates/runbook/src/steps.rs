@@ -9,7 +9,7 @@ use lifeline_engine::ops::readmit::{ReportSource, schedulers};
 use lifeline_engine::ops::wait::{SchedulerState, Waited, wait_slurm, wait_tcp};
 use lifeline_engine::{Acted, Lifeline, error_chain};
 use lifeline_inventory::Device;
-use lifeline_types::{BmcProtocol, PowerAction, PowerState, StepState};
+use lifeline_types::{AuditAction, BmcProtocol, PowerAction, PowerState, StepState};
 use serde_json::{Value, json};
 
 use crate::cond::render;
@@ -711,7 +711,7 @@ pub(crate) async fn escalate(ctx: &StepCtx<'_>, why: &str, evidence: &Value) {
     if let Ok(audit) = l.audit().await {
         let _ = audit
             .record(
-                "runbook.escalate",
+                AuditAction::RunbookEscalate,
                 ctx.target,
                 lifeline_engine::Outcome::Refused,
                 Some(ctx.run_id),

@@ -9,6 +9,7 @@
 
 use lifeline_engine::Outcome;
 use lifeline_engine::ops::runs::RunState;
+use lifeline_types::AuditAction;
 
 use crate::error::Result;
 use crate::exec::Executor;
@@ -46,7 +47,7 @@ impl Executor {
                 .audit()
                 .await?
                 .record(
-                    "runbook.withdraw",
+                    AuditAction::RunbookWithdraw,
                     &run.target,
                     Outcome::Ok,
                     Some(&run.id),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use lifeline_engine::ops::users::{TokenRow, UserRow};
 use lifeline_engine::{AuditService, EngineError, Lifeline, Outcome};
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::auth::{self, Role};
@@ -48,14 +49,20 @@ pub async fn user_add(
     let h = hash(password).await?;
     if !l.user_insert(name, role.as_str(), &h).await? {
         audit
-            .record("user.add", name, Outcome::Refused, None, serde_json::json!({ "reason": "exists" }))
+            .record(
+                AuditAction::UserAdd,
+                name,
+                Outcome::Refused,
+                None,
+                serde_json::json!({ "reason": "exists" }),
+            )
             .await?;
         return Err(EngineError::Refused {
             target: name.into(),
             reason: "a user of that name exists".into(),
         });
     }
-    audit.record("user.add", name, Outcome::Ok, None, serde_json::json!({ "role": role })).await?;
+    audit.record(AuditAction::UserAdd, name, Outcome::Ok, None, serde_json::json!({ "role": role })).await?;
     l.user_record(name)
         .await?
         .ok_or_else(|| EngineError::NotFound { target: name.into(), what: "user".into() })
@@ -72,7 +79,7 @@ pub async fn user_passwd(
     if !l.user_set_password_hash(name, &h).await? {
         return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
     }
-    audit.record("user.passwd", name, Outcome::Ok, None, serde_json::json!({})).await
+    audit.record(AuditAction::UserPasswd, name, Outcome::Ok, None, serde_json::json!({})).await
 }
 
 pub async fn user_disable(
@@ -84,7 +91,7 @@ pub async fn user_disable(
     if !l.user_set_disabled(name, disabled).await? {
         return Err(EngineError::NotFound { target: name.into(), what: "no such user".into() });
     }
-    let action = if disabled { "user.disable" } else { "user.enable" };
+    let action = if disabled { AuditAction::UserDisable } else { AuditAction::UserEnable };
     audit.record(action, name, Outcome::Ok, None, serde_json::json!({})).await
 }
 
@@ -174,7 +181,7 @@ async fn issue(
         Some(n) => serde_json::json!({ "id": row.id, "agent": n, "expires_at": expires_at }),
         None => serde_json::json!({ "id": row.id, "role": role, "expires_at": expires_at }),
     };
-    audit.record("token.create", user, Outcome::Ok, None, detail).await?;
+    audit.record(AuditAction::TokenCreate, user, Outcome::Ok, None, detail).await?;
     Ok(CreatedToken {
         id: row.id,
         user: user.into(),
@@ -191,5 +198,7 @@ pub async fn token_revoke(l: &Lifeline, audit: &AuditService, id: &str) -> Resul
         .await?
         .ok_or_else(|| EngineError::NotFound { target: id.into(), what: "no such token".into() })?;
     l.token_revoke(id).await?;
-    audit.record("token.revoke", &t.username, Outcome::Ok, None, serde_json::json!({ "id": id })).await
+    audit
+        .record(AuditAction::TokenRevoke, &t.username, Outcome::Ok, None, serde_json::json!({ "id": id }))
+        .await
 }

@@ -18,6 +18,7 @@ use lifeline_engine::ops::event_log::NewEvent;
 use lifeline_engine::ops::fault_records::FaultRow;
 use lifeline_engine::{EngineError, FaultPolicy, PolicyMode};
 use lifeline_inventory::Inventory;
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::state::AppState;
@@ -174,7 +175,7 @@ async fn climb(s: &AppState, d: &mut Decision) -> Result<(), EngineError> {
         s.base.with_identity(lifeline_engine::Identity::new(crate::runbooks::POLICY_ACTOR)).audit().await?;
     audit
         .record(
-            "policy.escalate",
+            AuditAction::PolicyEscalate,
             &d.device,
             lifeline_engine::Outcome::Ok,
             None,

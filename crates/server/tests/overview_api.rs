@@ -8,6 +8,7 @@ mod common;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use lifeline_engine::ops::runs::RunRow;
+use lifeline_types::AuditAction;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -84,16 +85,16 @@ async fn each_device_in_the_state_its_records_say_and_filters_follow() {
     engine.run_create(&run("run-07", "gpu-node-07", "escalated", 1, Some(why), now - 60_000)).await.unwrap();
     let audit = st.audit_as("runbook:r8").await.unwrap();
     audit
-        .record("readmit.drain", "gpu-node-08", lifeline_engine::Outcome::Ok, None, json!({}))
+        .record(AuditAction::ReadmitDrain, "gpu-node-08", lifeline_engine::Outcome::Ok, None, json!({}))
         .await
         .unwrap();
     // A resumed node is not drained: its newest readmit decision is the resume.
     audit
-        .record("readmit.drain", "gpu-node-01", lifeline_engine::Outcome::Ok, None, json!({}))
+        .record(AuditAction::ReadmitDrain, "gpu-node-01", lifeline_engine::Outcome::Ok, None, json!({}))
         .await
         .unwrap();
     audit
-        .record("readmit.resume", "gpu-node-01", lifeline_engine::Outcome::Ok, None, json!({}))
+        .record(AuditAction::ReadmitResume, "gpu-node-01", lifeline_engine::Outcome::Ok, None, json!({}))
         .await
         .unwrap();
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use lifeline_engine::ops::db::{Database, MigrationState, SchemaStatus};
+use lifeline_types::AuditAction;
 use serde_json::json;
 
 use crate::args::Global;
@@ -106,7 +107,7 @@ async fn migrate(g: &Global, db: &Database, to: Option<i64>) -> CmdResult {
     let applied = db.migrate_to(to.unwrap_or(i64::MAX)).await?;
     let s = db.status().await?;
     if !applied.is_empty() && s.is_current() {
-        db.record("db.migrate", json!({ "applied": applied, "schema": s.database_version })).await;
+        db.record(AuditAction::DbMigrate, json!({ "applied": applied, "schema": s.database_version })).await;
     }
     if g.json {
         print_json(&json!({ "applied": applied, "status": s }))?;
@@ -127,7 +128,11 @@ async fn backup(g: &Global, db: &Database, file: PathBuf) -> CmdResult {
     // The operator naming the wrong file or the wrong tool is a usage error, not a broken store.
     let b = db.backup_to(&file).await?;
     if db.status().await.map(|s| s.is_current()).unwrap_or(false) {
-        db.record("db.backup", json!({ "file": b.file, "bytes": b.bytes, "audit_rows": b.audit_rows })).await;
+        db.record(
+            AuditAction::DbBackup,
+            json!({ "file": b.file, "bytes": b.bytes, "audit_rows": b.audit_rows }),
+        )
+        .await;
     }
     if g.json {
         print_json(&b)?;

@@ -19,7 +19,7 @@
 use lifeline_bmc::{Bmc, LoginCheck};
 use lifeline_inventory::credentials;
 use lifeline_ipmi::Privilege;
-use lifeline_types::{BmcProtocol, CredentialRef};
+use lifeline_types::{AuditAction, BmcProtocol, CredentialRef};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::Serialize;
 
@@ -172,7 +172,9 @@ impl Lifeline {
             seen.sort_unstable();
             seen.dedup();
             for d in seen {
-                audit.record("bmc.credentials.reveal", d, Outcome::Ok, None, serde_json::json!({})).await?;
+                audit
+                    .record(AuditAction::BmcCredentialsReveal, d, Outcome::Ok, None, serde_json::json!({}))
+                    .await?;
             }
         }
         let sealer = self.sealer();
@@ -227,7 +229,7 @@ impl Lifeline {
         for (d, name) in plan {
             let device = d.name.to_string();
             let r = self
-                .guarded(&device, "bmc.rotate", |rid| {
+                .guarded(&device, AuditAction::BmcRotate, |rid| {
                     let (d, name, opts) = (d.clone(), name.clone(), opts.clone());
                     async move { self.rotate_one(&d, &name, &opts, &rid).await }
                 })
@@ -253,7 +255,7 @@ impl Lifeline {
         let ctx = seal_context(name, &device, &user);
         let audit = self.audit().await?;
         let intent = audit
-            .intent("bmc.rotate", &device, Some(rid), serde_json::json!({ "user": user, "reference": format!("sealed:{name}"), "resume_only": opts.resume_only }))
+            .intent(AuditAction::BmcRotate, &device, Some(rid), serde_json::json!({ "user": user, "reference": format!("sealed:{name}"), "resume_only": opts.resume_only }))
             .await?;
         let pool = self.bmc_pool().await?;
         let unseal =

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use lifeline_netcfg::show::{HistoryEntry, Which};
 use lifeline_netcfg::{BackupContext, BackupOutcome, BackupTarget, BlobStore};
-use lifeline_types::{DeviceName, Platform};
+use lifeline_types::{AuditAction, DeviceName, Platform};
 use serde::Serialize;
 
 use crate::adapters::StoreIndex;
@@ -161,10 +161,10 @@ impl Lifeline {
                     let name = t.device().to_string();
                     let key = name.clone();
                     let r = self
-                        .guarded(&key, "backup.run", |rid| async move {
+                        .guarded(&key, AuditAction::BackupRun, |rid| async move {
                             let intent = audit
                                 .intent(
-                                    "backup.run",
+                                    AuditAction::BackupRun,
                                     &name,
                                     Some(&rid),
                                     serde_json::json!({ "platform": t.platform }),
@@ -252,7 +252,7 @@ impl Lifeline {
             self.audit()
                 .await?
                 .record(
-                    "backup.show-raw",
+                    AuditAction::BackupShowRaw,
                     switch,
                     Outcome::Ok,
                     None,
@@ -311,7 +311,8 @@ impl Lifeline {
     pub async fn backup_export(&self, dir: &std::path::Path) -> Result<usize> {
         let ctx = self.backup_context(false).await?;
         let audit = self.audit().await?;
-        let intent = audit.intent("backup.export", "fleet", None, serde_json::json!({ "dir": dir })).await?;
+        let intent =
+            audit.intent(AuditAction::BackupExport, "fleet", None, serde_json::json!({ "dir": dir })).await?;
         match lifeline_netcfg::git_export::export_git(dir, ctx.index.as_ref(), &ctx.blobs).await {
             Ok(n) => {
                 audit.outcome(intent, Outcome::Ok, serde_json::json!({ "dir": dir, "commits": n })).await?;
@@ -376,9 +377,9 @@ impl Lifeline {
         let audit = self.audit().await?;
         let from = switch.to_owned();
         let key = dest_name.clone();
-        self.guarded(&key, "backup.restore", |rid| async move {
+        self.guarded(&key, AuditAction::BackupRestore, |rid| async move {
             let intent = audit
-                .intent("backup.restore", &dest_name, Some(&rid), serde_json::json!({ "from": from, "version": v.record.version }))
+                .intent(AuditAction::BackupRestore, &dest_name, Some(&rid), serde_json::json!({ "from": from, "version": v.record.version }))
                 .await?;
             let opts = lifeline_netcfg::restore::RestoreOptions {
                 dry_run: false,

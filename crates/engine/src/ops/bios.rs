@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use lifeline_bmc::bios::{Drift, drift};
 use lifeline_bmc::{BiosShow, BiosStaged};
-use lifeline_types::PowerAction;
+use lifeline_types::{AuditAction, PowerAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -190,7 +190,7 @@ impl Lifeline {
             let bmc = pool.bmc(b.target.clone());
             let (audit, who) = (audit.clone(), name.clone());
             let r = self
-                .guarded(&name, "bios.apply", |rid| async move {
+                .guarded(&name, AuditAction::BiosApply, |rid| async move {
                     let fail = |source| EngineError::Bmc { target: who.clone(), source };
                     let show = bmc.bios_show().await.map_err(fail)?;
                     let d = diff_of(b, profile, &show);
@@ -213,7 +213,7 @@ impl Lifeline {
                     }
                     let intent = audit
                         .intent(
-                            "bios.apply",
+                            AuditAction::BiosApply,
                             &who,
                             Some(&rid),
                             serde_json::json!({ "changes": changes, "reset": reset }),

@@ -2,7 +2,7 @@
 //! trust, the credential hygiene audit.
 
 use lifeline_bmc::{EventLog, HealthSummary, HygieneOptions, HygieneRow};
-use lifeline_types::Health;
+use lifeline_types::{AuditAction, Health};
 use serde::Serialize;
 
 use crate::audit::Outcome;
@@ -54,7 +54,7 @@ impl Lifeline {
             let bmc = pool.bmc(b.target.clone());
             let name = bmc.name().to_owned();
             let r = self
-                .guarded(&name, "sel.clear", |_| async {
+                .guarded(&name, AuditAction::SelClear, |_| async {
                     bmc.clear_events()
                         .await
                         .map(|()| SelCleared { bmc: name.clone(), cleared: true })
@@ -82,7 +82,7 @@ impl Lifeline {
             let outcome = if row.worst() == Health::Ok { Outcome::Ok } else { Outcome::Failed };
             audit
                 .record(
-                    "audit.bmc",
+                    AuditAction::AuditBmc,
                     &row.bmc,
                     outcome,
                     None,

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use lifeline_bmc::BmcResetReport;
-use lifeline_types::BmcProtocol;
+use lifeline_types::{AuditAction, BmcProtocol};
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;
@@ -43,14 +43,14 @@ impl Lifeline {
         let key = name.clone();
         let audit = self.audit().await?;
         let pool = self.bmc_pool().await?;
-        self.guarded(&key, "bmc.reset", |rid| async move {
+        self.guarded(&key, AuditAction::BmcReset, |rid| async move {
             let mut h = pool.bmc(t.clone());
             if let Some(p) = args.protocol {
                 h = h.over(p);
             }
             let intent = audit
                 .intent(
-                    "bmc.reset",
+                    AuditAction::BmcReset,
                     &name,
                     Some(&rid),
                     serde_json::json!({

@@ -2,6 +2,7 @@
 //! change read back (see `lifeline_bmc::boot`) and audited as `boot.set` under the target's lease.
 
 use lifeline_bmc::{BootReport, BootRequest, BootShow};
+use lifeline_types::AuditAction;
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;
@@ -30,10 +31,15 @@ impl Lifeline {
             let audit = audit.clone();
             let (bmc, who) = (&bmc, name.clone());
             let r = self
-                .guarded(&name, "boot.set", |rid| async move {
+                .guarded(&name, AuditAction::BootSet, |rid| async move {
                     let name = who;
                     let intent = audit
-                        .intent("boot.set", &name, Some(&rid), serde_json::to_value(req).unwrap_or_default())
+                        .intent(
+                            AuditAction::BootSet,
+                            &name,
+                            Some(&rid),
+                            serde_json::to_value(req).unwrap_or_default(),
+                        )
                         .await?;
                     match bmc.boot_set(req).await {
                         Ok(r) => {

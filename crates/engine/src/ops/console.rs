@@ -8,6 +8,7 @@ use lifeline_console::{
     AttachOptions, Bootloader, ConsoleManager, Expect, LogReader, ManagerConfig, Pattern, RescueOptions,
     Step, Viewer, WriteMode,
 };
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::adapters::StoreLogIndex;
@@ -148,11 +149,18 @@ impl Lifeline {
         let session = self.console_open(target, WriteMode::Write, steal).await?;
         if session.stole {
             audit
-                .record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "script" }))
+                .record(
+                    AuditAction::ConsoleSteal,
+                    target,
+                    Outcome::Ok,
+                    None,
+                    serde_json::json!({ "for": "script" }),
+                )
                 .await?;
         }
-        let intent =
-            audit.intent("console.script", target, None, serde_json::json!({ "steps": steps.len() })).await?;
+        let intent = audit
+            .intent(AuditAction::ConsoleScript, target, None, serde_json::json!({ "steps": steps.len() }))
+            .await?;
         let (session, viewer) = session.split_viewer();
         let mut e = Expect::new(target, viewer);
         let res = e.run_steps(steps).await;
@@ -223,7 +231,7 @@ impl Lifeline {
         let mode_word = if read_only { "read-only" } else { "write" };
         match self.console_open(target, mode, steal).await {
             Ok(s) => {
-                let action = if s.stole { "console.steal" } else { "console.attach" };
+                let action = if s.stole { AuditAction::ConsoleSteal } else { AuditAction::ConsoleAttach };
                 audit
                     .record(
                         action,
@@ -238,7 +246,7 @@ impl Lifeline {
             Err(e) => {
                 audit
                     .record(
-                        "console.attach",
+                        AuditAction::ConsoleAttach,
                         target,
                         Outcome::Failed,
                         None,
@@ -256,7 +264,7 @@ impl Lifeline {
         session.close().await;
         self.audit()
             .await?
-            .record("console.detach", &target, Outcome::Ok, None, serde_json::json!({ "how": how }))
+            .record(AuditAction::ConsoleDetach, &target, Outcome::Ok, None, serde_json::json!({ "how": how }))
             .await
     }
 
@@ -283,11 +291,17 @@ impl Lifeline {
         let session = self.console_open(target, WriteMode::Write, steal).await?;
         if session.stole {
             audit
-                .record("console.steal", target, Outcome::Ok, None, serde_json::json!({ "for": "rescue" }))
+                .record(
+                    AuditAction::ConsoleSteal,
+                    target,
+                    Outcome::Ok,
+                    None,
+                    serde_json::json!({ "for": "rescue" }),
+                )
                 .await?;
         }
         let intent = audit
-            .intent("console.rescue", target, None, serde_json::json!({ "bootloader": bootloader }))
+            .intent(AuditAction::ConsoleRescue, target, None, serde_json::json!({ "bootloader": bootloader }))
             .await?;
         let opts = RescueOptions { wait_for_bootloader: wait, ..RescueOptions::default() };
         let (session, viewer) = session.split_viewer();

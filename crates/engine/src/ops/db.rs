@@ -59,17 +59,17 @@ impl Database {
 
     /// Records a done upgrade or copy in the audit log (target `lifeline-store`); a failure to write the
     /// row is logged, not returned (the work is done).
-    pub async fn record(&self, action: &str, detail: serde_json::Value) {
+    pub async fn record(&self, action: lifeline_types::AuditAction, detail: serde_json::Value) {
         let entry = AuditEntry {
             actor: self.actor.clone(),
-            action: action.into(),
+            action: action.as_str().into(),
             target: "lifeline-store".into(),
             outcome: crate::audit::Outcome::Ok.as_str().into(),
             detail,
             request_id: None,
         };
         if let Err(e) = self.store.audit(&entry).await {
-            tracing::warn!(error = %e, action, "could not write the audit row");
+            tracing::warn!(error = %e, %action, "could not write the audit row");
         }
     }
 

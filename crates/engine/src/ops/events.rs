@@ -3,6 +3,7 @@
 
 use lifeline_bmc::subscribe::{Subscription, SubscriptionChange, SubscriptionCheck};
 use lifeline_store::{EventRow, NewEvent};
+use lifeline_types::AuditAction;
 use serde::Serialize;
 
 use crate::audit::Outcome;
@@ -40,7 +41,8 @@ impl Lifeline {
         destination: Option<&str>,
     ) -> Result<Vec<Row<SubscriptionChange>>> {
         let audit = self.audit().await?;
-        let action = if destination.is_some() { "bmc.subscribe" } else { "bmc.unsubscribe" };
+        let action =
+            if destination.is_some() { AuditAction::BmcSubscribe } else { AuditAction::BmcUnsubscribe };
         let audit = &audit;
         self.each_bmc(sel, |bmc| async move {
             let r = bmc.subscribe(destination).await;
@@ -71,7 +73,7 @@ impl Lifeline {
     ) -> Result<Vec<Row<SubscriptionCheck>>> {
         let audit = self.audit().await?;
         let audit = &audit;
-        let action = if first { "bmc.subscribe" } else { "bmc.resubscribe" };
+        let action = if first { AuditAction::BmcSubscribe } else { AuditAction::BmcResubscribe };
         self.each_bmc(sel, |bmc| async move {
             let r = bmc.keep_subscription(destination, heartbeat, renew).await;
             let row = match &r {

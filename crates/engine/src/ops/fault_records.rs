@@ -5,6 +5,7 @@
 //! only keep and read the records, for every front end alike.
 
 pub use lifeline_store::FaultRow;
+use lifeline_types::AuditAction;
 
 use crate::audit::Outcome;
 use crate::context::Lifeline;
@@ -37,7 +38,7 @@ impl Lifeline {
         }
         audit
             .record(
-                "fault.ack",
+                AuditAction::FaultAck,
                 &f.device,
                 Outcome::Ok,
                 None,

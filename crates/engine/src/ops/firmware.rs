@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use lifeline_bmc::Bmc;
 use lifeline_bmc::firmware::{Component, FirmwareImage, FirmwarePush, TaskEnd, version_cmp};
 use lifeline_store::{RolloutRow, RolloutTargetRow, Store};
-use lifeline_types::PowerAction;
+use lifeline_types::{AuditAction, PowerAction};
 use serde::Serialize;
 
 pub use super::firmware_plan::{Change, FirmwarePlan, PlanRequest, PlannedTarget, WaveLimits};
@@ -260,7 +260,7 @@ impl Lifeline {
         }
         let intent = audit
             .intent(
-                "firmware.rollout",
+                AuditAction::FirmwareRollout,
                 &plan.id,
                 None,
                 serde_json::json!({ "component": plan.component, "version": plan.version, "image": image,
@@ -298,9 +298,11 @@ impl Lifeline {
                         "version": plan.version, "wave": w });
                     let (bmc, link, name) = (&bmc, &link, who.clone());
                     let r = self
-                        .guarded(&who, "firmware.update", |rid| async move {
-                            let intent =
-                                ctx.audit.intent("firmware.update", &name, Some(&rid), detail).await?;
+                        .guarded(&who, AuditAction::FirmwareUpdate, |rid| async move {
+                            let intent = ctx
+                                .audit
+                                .intent(AuditAction::FirmwareUpdate, &name, Some(&rid), detail)
+                                .await?;
                             let r = ctx.update(bmc, link, &mut row, &rid).await;
                             let (o, d) = match &r {
                                 Ok(()) => (

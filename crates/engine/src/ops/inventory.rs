@@ -3,6 +3,7 @@
 
 use lifeline_inventory::Device;
 use lifeline_store::{DeviceRecord, SyncSummary};
+use lifeline_types::AuditAction;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -66,7 +67,7 @@ impl Lifeline {
         self.audit()
             .await?
             .record(
-                "inventory.sync",
+                AuditAction::InventorySync,
                 "fleet",
                 Outcome::Ok,
                 None,

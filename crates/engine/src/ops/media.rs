@@ -5,6 +5,7 @@
 pub use lifeline_bmc::media::{MediaUrl, MediaUrlError};
 use lifeline_bmc::{Bmc, BmcError, MediaReport, MediaShow};
 pub use lifeline_bmc::{ImageCredentials, MediaRequest};
+use lifeline_types::AuditAction;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -73,7 +74,7 @@ impl Lifeline {
         });
         self.media_act(
             sel,
-            "media.insert",
+            AuditAction::MediaInsert,
             |_| intent.clone(),
             move |bmc| {
                 let req = req.clone();
@@ -125,7 +126,7 @@ impl Lifeline {
         let rows = self
             .media_act(
                 sel,
-                "media.insert",
+                AuditAction::MediaInsert,
                 |name| per_bmc.get(name).map(|(_, i)| i.clone()).unwrap_or_default(),
                 move |bmc| {
                     let req = per_bmc.get(bmc.name()).map(|(r, _)| r.clone());
@@ -218,7 +219,7 @@ impl Lifeline {
             let audit = self.audit().await?;
             let detail =
                 serde_json::json!({ "server": server.addr().to_string(), "served": served, "revoked": true });
-            audit.record("media.serve", target, Outcome::Ok, None, detail).await?;
+            audit.record(AuditAction::MediaServe, target, Outcome::Ok, None, detail).await?;
         }
         Ok(served)
     }
@@ -229,7 +230,7 @@ impl Lifeline {
         let (served, refused) = server.stop();
         let audit = self.audit().await?;
         let detail = serde_json::json!({ "server": addr, "served": served, "refused": refused });
-        audit.record("media.serve", &file.display().to_string(), Outcome::Ok, None, detail).await?;
+        audit.record(AuditAction::MediaServe, &file.display().to_string(), Outcome::Ok, None, detail).await?;
         Ok((served, refused))
     }
 
@@ -239,7 +240,7 @@ impl Lifeline {
         let rows = self
             .media_act(
                 sel,
-                "media.eject",
+                AuditAction::MediaEject,
                 |_| serde_json::json!({}),
                 |bmc| async move { bmc.media_eject().await },
             )
@@ -256,7 +257,7 @@ impl Lifeline {
     async fn media_act<I, F, Fut>(
         &self,
         sel: &BmcSelection,
-        action: &'static str,
+        action: AuditAction,
         intent_of: I,
         f: F,
     ) -> Result<Vec<Row<Acted<MediaReport>>>>

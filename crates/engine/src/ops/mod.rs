@@ -43,6 +43,7 @@ pub mod web_sessions;
 
 use std::future::Future;
 
+use lifeline_types::AuditAction;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -198,7 +199,7 @@ impl Lifeline {
     /// Runs one action on one target under the idempotency table and the target's lease: a replayed
     /// request id returns the first outcome; a busy target is a conflict (or a wait); the action's result
     /// is stored for replays before the lease is released.
-    pub async fn guarded<T, F, Fut>(&self, target: &str, action: &str, f: F) -> Result<Acted<T>>
+    pub async fn guarded<T, F, Fut>(&self, target: &str, action: AuditAction, f: F) -> Result<Acted<T>>
     where
         T: Serialize,
         F: FnOnce(String) -> Fut,
@@ -211,8 +212,8 @@ impl Lifeline {
         if let Some(kept) = recorded::kept_first(self, store, &request_id, &retry).await {
             return Ok(kept);
         }
-        if let Some(prev) = store.begin_request(&request_id, target, action, self.actor()).await? {
-            return replay(store, prev, &request_id, target, action).await;
+        if let Some(prev) = store.begin_request(&request_id, target, action.as_str(), self.actor()).await? {
+            return replay(store, prev, &request_id, target, action.as_str()).await;
         }
         let audit = self.audit().await?;
         let leases = self.leases().await?;

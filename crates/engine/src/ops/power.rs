@@ -48,15 +48,14 @@ impl Lifeline {
     /// the pool's `power.timeout` ([`Lifeline::with_bmc_options`]).
     pub async fn power(&self, sel: &BmcSelection, action: PowerAction) -> Result<Vec<Row<PowerOutcome>>> {
         let pool = self.bmc_pool().await?;
-        let verb = format!("power.{action}");
+        let verb = lifeline_types::AuditAction::power(action);
         let rows = futures::stream::iter(sel.bmcs.iter().cloned())
             .map(|b| {
                 let bmc = pool.bmc(b.target);
-                let verb = verb.clone();
                 async move {
                     let name = bmc.name().to_owned();
                     let r = self
-                        .guarded(&name, &verb, |request_id| async move {
+                        .guarded(&name, verb, |request_id| async move {
                             bmc.power(action, Some(request_id))
                                 .await
                                 .map_err(|source| EngineError::Bmc { target: bmc.name().to_owned(), source })

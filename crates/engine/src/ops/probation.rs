@@ -5,6 +5,7 @@
 
 use lifeline_inventory::Device;
 use lifeline_store::{LemonReleaseRow, ProbationRow, now_ms};
+use lifeline_types::AuditAction;
 use lifeline_verify::Verdict;
 use serde::Serialize;
 
@@ -114,7 +115,7 @@ impl Lifeline {
         self.audit()
             .await?
             .record(
-                "readmit.lemon",
+                AuditAction::ReadmitLemon,
                 node,
                 Outcome::Refused,
                 None,
@@ -133,7 +134,7 @@ impl Lifeline {
             store.lemon_release_use(r.id).await?;
             audit
                 .record(
-                    "readmit.lemon",
+                    AuditAction::ReadmitLemon,
                     node,
                     Outcome::Ok,
                     None,
@@ -146,7 +147,7 @@ impl Lifeline {
         }
         let now = now_ms();
         let p = store.probation_start(node, now, s.until(now), digest).await?;
-        audit.record("probation.start", node, Outcome::Ok, None, &p).await?;
+        audit.record(AuditAction::ProbationStart, node, Outcome::Ok, None, &p).await?;
         Ok(())
     }
 
@@ -203,7 +204,7 @@ impl Lifeline {
         self.audit()
             .await?
             .record(
-                "probation.recurrence",
+                AuditAction::ProbationRecurrence,
                 &name,
                 if out.drained.is_some() || scheds.is_none() { Outcome::Ok } else { Outcome::Failed },
                 None,
@@ -218,7 +219,7 @@ impl Lifeline {
             self.audit()
                 .await?
                 .record(
-                    "probation.passed",
+                    AuditAction::ProbationPassed,
                     &p.device,
                     Outcome::Ok,
                     None,
@@ -315,7 +316,7 @@ impl Lifeline {
             });
         }
         let r = self.store().await?.lemon_release(node, &actor, reason).await?;
-        self.audit().await?.record("lemon.release", node, Outcome::Ok, None, &r).await?;
+        self.audit().await?.record(AuditAction::LemonRelease, node, Outcome::Ok, None, &r).await?;
         Ok(r)
     }
 }

@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use lifeline_inventory::{Device, Inventory};
-use lifeline_readmit::{Decision, Justification, Outcome as Decided};
+use lifeline_readmit::{Action, Decision, Justification, Outcome as Decided};
+use lifeline_types::AuditAction;
 use lifeline_verify::{GpuSource, Options, Policy, Report, Roots, Verdict};
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
@@ -128,11 +129,13 @@ fn decision_outcome(d: &Decision) -> Outcome {
     }
 }
 
-fn action_of(d: &Decision) -> String {
-    format!(
-        "readmit.{}",
-        serde_json::to_value(d.action).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-    )
+fn action_of(d: &Decision) -> AuditAction {
+    match d.action {
+        Action::Drain => AuditAction::ReadmitDrain,
+        Action::Resume => AuditAction::ReadmitResume,
+        Action::Quarantine => AuditAction::ReadmitQuarantine,
+        Action::Release => AuditAction::ReadmitRelease,
+    }
 }
 
 fn summary_line(r: &Report) -> String {
@@ -152,7 +155,7 @@ impl Lifeline {
         for d in nodes {
             let name = d.name.to_string();
             let r = self
-                .guarded(&name, "drain", |rid| {
+                .guarded(&name, AuditAction::Drain, |rid| {
                     let audit = audit.clone();
                     let name = name.clone();
                     async move {
@@ -172,13 +175,13 @@ impl Lifeline {
                         }
                         for dec in &out.decisions {
                             audit
-                                .record(&action_of(dec), &name, decision_outcome(dec), Some(&rid), dec)
+                                .record(action_of(dec), &name, decision_outcome(dec), Some(&rid), dec)
                                 .await?;
                         }
                         for e in &out.errors {
                             audit
                                 .record(
-                                    "readmit.drain",
+                                    AuditAction::ReadmitDrain,
                                     &name,
                                     Outcome::Error,
                                     Some(&rid),
@@ -222,7 +225,13 @@ impl Lifeline {
                 Ok(r) => r,
                 Err(msg) => {
                     audit
-                        .record("verify", &name, Outcome::Error, None, serde_json::json!({ "error": msg }))
+                        .record(
+                            AuditAction::Verify,
+                            &name,
+                            Outcome::Error,
+                            None,
+                            serde_json::json!({ "error": msg }),
+                        )
                         .await?;
                     rows.push(Row::new(
                         "node",
@@ -249,7 +258,7 @@ impl Lifeline {
             let summary = summary_line(&report);
             audit
                 .record(
-                    "verify",
+                    AuditAction::Verify,
                     &name,
                     if passed { Outcome::Ok } else { Outcome::Failed },
                     None,
@@ -283,12 +292,12 @@ impl Lifeline {
                     }
                 }
                 for dec in &decisions {
-                    audit.record(&action_of(dec), &name, decision_outcome(dec), None, dec).await?;
+                    audit.record(action_of(dec), &name, decision_outcome(dec), None, dec).await?;
                 }
                 for e in &errors {
                     audit
                         .record(
-                            "readmit.resume",
+                            AuditAction::ReadmitResume,
                             &name,
                             Outcome::Error,
                             None,

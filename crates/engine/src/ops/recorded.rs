@@ -96,9 +96,17 @@ pub(crate) async fn kept_first<T>(
 }
 
 /// The request's slot, before it acts. Without one nothing is done.
-pub(crate) async fn reserve(l: &Lifeline, request_id: &str, target: &str, action: &str) -> Result<Slot> {
-    let pending =
-        Pending::Request { request_id: request_id.into(), target: target.into(), action: action.into() };
+pub(crate) async fn reserve(
+    l: &Lifeline,
+    request_id: &str,
+    target: &str,
+    action: lifeline_types::AuditAction,
+) -> Result<Slot> {
+    let pending = Pending::Request {
+        request_id: request_id.into(),
+        target: target.into(),
+        action: action.as_str().into(),
+    };
     l.outcome_wal().reserve(pending).await.map_err(|e| EngineError::AuditUnavailable {
         what: format!("{action} on {target}: the outcome slot cannot be written"),
         source: Box::new(e),

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use lifeline_types::Fingerprint;
+use lifeline_types::{AuditAction, Fingerprint};
 use serde::Serialize;
 
 use crate::adapters::{StoreIndex, StorePins};
@@ -87,7 +87,7 @@ impl Lifeline {
         let audit = self.audit().await?;
         let t = &b.target;
         let detail = serde_json::json!({ "url": t.redfish_url(), "expected": expected });
-        let intent = audit.intent("bmc.trust", &t.name, None, detail).await?;
+        let intent = audit.intent(AuditAction::BmcTrust, &t.name, None, detail).await?;
         let rt = lifeline_redfish::BmcTarget::new(t.name.clone(), t.redfish_url());
         let opts = lifeline_redfish::ClientOptions::default();
         let res = lifeline_redfish::trust(&rt, &pins, t.tls_pin, expected, &opts).await;
@@ -130,8 +130,9 @@ impl Lifeline {
         let t = self.switch(switch)?;
         let store = self.store().await?.clone();
         let audit = self.audit().await?;
-        let intent =
-            audit.intent("backup.trust", switch, None, serde_json::json!({ "expected": expected })).await?;
+        let intent = audit
+            .intent(AuditAction::BackupTrust, switch, None, serde_json::json!({ "expected": expected }))
+            .await?;
         let index = Arc::new(StoreIndex(store));
         let r = match lifeline_netcfg::backup::trust(&t, index.clone(), expected).await {
             Ok((previous, current)) => Ok(SwitchTrust { switch: switch.into(), previous, current }),

@@ -3,7 +3,7 @@
 //! version is no evidence (offering to undo it would offer the change it removed); the same change made
 //! by anyone else is.
 
-use lifeline_types::{DeviceName, Platform};
+use lifeline_types::{AuditAction, DeviceName, Platform};
 
 use crate::audit::Outcome;
 
@@ -39,7 +39,8 @@ async fn version(l: &crate::Lifeline, text: &str, minutes: i64) -> u32 {
 async fn restored(l: &crate::Lifeline, v: u32, outcome: Outcome) {
     let audit = l.audit().await.unwrap();
     let detail = serde_json::json!({ "from": "leaf-03", "version": v });
-    let intent = audit.intent("backup.restore", "leaf-03", Some("r1"), detail.clone()).await.unwrap();
+    let intent =
+        audit.intent(AuditAction::BackupRestore, "leaf-03", Some("r1"), detail.clone()).await.unwrap();
     audit.outcome(intent, outcome, detail).await.unwrap();
 }
 

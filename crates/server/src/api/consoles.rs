@@ -12,6 +12,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Extension, Json};
 use lifeline_console::{AttachOptions, ViewerEvent, WriteMode};
+use lifeline_types::AuditAction;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Route, operator, route, viewer};
@@ -179,7 +180,8 @@ async fn attach(
         WriteMode::Write => "write",
         WriteMode::TakeOver => "take-over",
     };
-    let action = if mode == WriteMode::TakeOver { "console.takeover" } else { "console.attach" };
+    let action =
+        if mode == WriteMode::TakeOver { AuditAction::ConsoleTakeover } else { AuditAction::ConsoleAttach };
     let detail = serde_json::json!({ "mode": mode_word, "from": caller.addr, "via": "websocket" });
     audit.record(action, &name, lifeline_engine::Outcome::Ok, None, detail).await?;
     Ok(ws.on_upgrade(move |socket| async move {
@@ -188,7 +190,7 @@ async fn attach(
         s.metrics.console_viewers.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let _ = audit
             .record(
-                "console.detach",
+                AuditAction::ConsoleDetach,
                 &name,
                 lifeline_engine::Outcome::Ok,
                 None,

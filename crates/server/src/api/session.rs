@@ -5,6 +5,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json};
+use lifeline_types::AuditAction;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{Access, Route, route, viewer};
@@ -88,7 +89,13 @@ async fn login(
     let expires = chrono::Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default();
     s.base.web_session_create(&auth::sha256_hex(&sid), &user, &csrf, expires.timestamp_millis()).await?;
     audit
-        .record("login", "server", lifeline_engine::Outcome::Ok, None, serde_json::json!({ "from": ip }))
+        .record(
+            AuditAction::Login,
+            "server",
+            lifeline_engine::Outcome::Ok,
+            None,
+            serde_json::json!({ "from": ip }),
+        )
         .await?;
     let max_age = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
     let mut resp =
@@ -137,7 +144,8 @@ pub async fn audit_refused(s: &AppState, rows: Vec<crate::login_limit::RefusalRo
         }
     };
     for detail in rows {
-        if let Err(e) = audit.record("login", "server", lifeline_engine::Outcome::Refused, None, detail).await
+        if let Err(e) =
+            audit.record(AuditAction::Login, "server", lifeline_engine::Outcome::Refused, None, detail).await
         {
             tracing::warn!("refused login not audited: {}", e.chain());
         }

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use lifeline_engine::ops::runs::now_ms;
 use lifeline_engine::{EngineError, Outcome};
 use lifeline_netcfg::schedule::{RetryPolicy, Schedule};
+use lifeline_types::AuditAction;
 
 use crate::state::AppState;
 
@@ -149,7 +150,9 @@ impl BackupScheduler {
                 "note": "the replica running this slot stopped before finishing; the slot is run again once",
             });
             let audited = match l.audit().await {
-                Ok(audit) => audit.record("backup.slot", &d.switch, Outcome::Interrupted, None, detail).await,
+                Ok(audit) => {
+                    audit.record(AuditAction::BackupSlot, &d.switch, Outcome::Interrupted, None, detail).await
+                }
                 Err(e) => Err(e),
             };
             if let Err(e) = audited {
