@@ -187,6 +187,9 @@ pub(crate) struct OpenCtx<'a> {
     /// What a Redfish first contact reads with HTTP Basic alongside the login (what the operation starts
     /// from; none after a failure: see the pool).
     pub first_contact_reads: &'static [&'static str],
+    /// BMCs already cleared of dead owners' IPMI sessions by this pool (`None`: the pool does not, as a
+    /// server's, which reclaims every BMC when it starts).
+    pub swept: Option<&'a crate::kept_ipmi::Swept>,
 }
 
 /// The Redfish client options for this connection. `opts.redfish.first_contact_reads` empty turns the
@@ -212,6 +215,16 @@ pub(crate) async fn open_ipmi(
     // Every session written down while it is open, so a process killed with it open leaves it findable.
     let ledger = crate::kept_ipmi::ledger_of(opts);
     cfg.record = ledger.clone().map(|l| crate::kept_ipmi::recorder(l, &target.name));
+    // A one-shot process first closes what dead processes of ours left here (once per BMC), so crashes
+    // never bring the BMC to its limit in the first place.
+    if let (Some(l), Some(swept)) = (&ledger, ipmi.swept)
+        && swept.first(&target.name)
+    {
+        let ids = l.stale_ipmi(&target.name).await;
+        if !ids.is_empty() {
+            crate::kept_ipmi::close_stale(target, opts, &ids, Some(l.clone())).await;
+        }
+    }
     // On the pool's mux: no socket, bind, connect and reader task per login (IPv6 BMCs: the mux is IPv4).
     let open = |cfg: ClientConfig| async move {
         match ipmi.mux.as_ref().filter(|_| addr.is_ipv4()) {

@@ -11,6 +11,13 @@
 //! OpenIPMI closes another session's id for an ADMINISTRATOR session only, and answers 0x87 for one it no
 //! longer has). A BMC that refuses leaves the session to its timeout, and the log line says so.
 //!
+//! A one-shot process (no kept sessions) also closes what dead owners left on a BMC before its first session
+//! there ([`Swept`]), not only when the BMC refuses a login at its limit: a few crash-restarts must not
+//! bring a BMC to its limit first. A stale session that holds the SOL payload (a killed process's console)
+//! has the payload deactivated before it is closed: the next console activates at once instead of being
+//! answered "payload already active" until the BMC's timeout, and a BMC that keeps a payload past its
+//! session's close (or, as ipmi_sim does for its history instance, crashes on such a close) never sees one.
+//!
 //! The window that remains: a BMC whose table is already full (of other tools' sessions, or of ours from
 //! before the ledger was readable) cannot be given even the one session that closes the others; the login
 //! then fails naming the session limit and what was recorded there, and the BMC's timeout frees it.
@@ -20,6 +27,7 @@ use std::time::Duration;
 
 use lifeline_ipmi::client::{RecordFuture, SessionRecord, SessionRecorder};
 use lifeline_ipmi::wire::app::CloseOutcome;
+use lifeline_ipmi::wire::payload::PAYLOAD_SOL;
 use lifeline_ipmi::{Privilege, Session};
 use serde::Serialize;
 
@@ -54,6 +62,21 @@ pub(crate) fn recorder(ledger: Arc<dyn SessionLedger>, bmc: &str) -> SessionReco
     SessionRecorder(Arc::new(LedgerRecord { ledger, bmc: bmc.to_owned() }))
 }
 
+/// The BMCs on which a pool has closed what dead owners left, once per process: a one-shot command
+/// does it before its first session there (the server does it for every BMC when it starts).
+#[derive(Debug, Default)]
+pub(crate) struct Swept(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl Swept {
+    /// Whether `bmc` is still to be swept (and from now on counted as swept).
+    pub(crate) fn first(&self, bmc: &str) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(bmc.to_owned())
+    }
+}
+
+/// The SOL instance a console activates (the live one; instance 2, ipmi_sim's history, is never held).
+const SOL_LIVE: u8 = 1;
+
 /// What closing the IPMI sessions dead processes left on one BMC did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StaleIpmi {
@@ -65,6 +88,8 @@ pub struct StaleIpmi {
     pub refused: usize,
     /// Not tried: no session could be opened to close them, or the BMC did not answer.
     pub failed: usize,
+    /// Of those, held the SOL payload (a dead process's console): deactivated before the close.
+    pub sol_freed: usize,
 }
 
 impl StaleIpmi {
@@ -93,6 +118,25 @@ pub(crate) async fn close_stale(
         cfg.privilege = Privilege::Administrator;
         cfg.record = ledger.clone().map(|l| recorder(l, bmc));
         let session = Session::open(addr, &cfg).await.map_err(crate::conn::ipmi_err(bmc))?;
+        // A dead console's SOL payload first: deactivated only when its holder is one of these ids (an
+        // operator's console is never touched). A BMC without the command simply has nothing freed here.
+        match session.payload_holder(PAYLOAD_SOL, SOL_LIVE).await {
+            Ok(Some(holder)) if ids.contains(&holder) => {
+                match session.deactivate_payload(PAYLOAD_SOL, SOL_LIVE).await {
+                    Ok(()) => out.sol_freed += 1,
+                    Err(e) => tracing::warn!(
+                        %bmc,
+                        session = format_args!("{holder:#010x}"),
+                        error = %e,
+                        "the SOL payload a dead process of ours held could not be deactivated; its session is closed next"
+                    ),
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(%bmc, error = %e, "who holds SOL is unknown (Get Payload Instance Info)")
+            }
+        }
         for &id in ids {
             match session.close_other(id).await {
                 Ok(CloseOutcome::Closed) => out.closed += 1,
@@ -134,7 +178,7 @@ pub(crate) async fn close_stale(
     }
     out.failed = ids.len() - out.closed - out.gone - out.refused;
     if out.freed() > 0 {
-        tracing::info!(%bmc, closed = out.closed, gone = out.gone, "IPMI sessions left by dead processes of ours closed");
+        tracing::info!(%bmc, closed = out.closed, gone = out.gone, sol_freed = out.sol_freed, "IPMI sessions left by dead processes of ours closed");
     }
     out
 }
@@ -145,5 +189,23 @@ impl crate::Bmc {
     pub async fn close_stale_ipmi(&self, ids: &[u32]) -> StaleIpmi {
         let opts = &self.pool().opts;
         close_stale(self.target(), opts, ids, ledger_of(opts)).await
+    }
+
+    /// Closes every IPMI session the pool's ledger holds for this BMC from owners that are provably dead
+    /// (a live replica's are never touched), SOL payloads included. Called before a console opens, so a
+    /// restarted process gets its console back at once; nothing (no ledger, nothing stale) costs one read.
+    pub async fn close_dead_owners_ipmi(&self) -> StaleIpmi {
+        let opts = &self.pool().opts;
+        let Some(ledger) = ledger_of(opts) else { return StaleIpmi::default() };
+        let ids = ledger.stale_ipmi(&self.target().name).await;
+        close_stale(self.target(), opts, &ids, Some(ledger)).await
+    }
+}
+
+impl crate::BmcPool {
+    /// What an IPMI session opened outside the pool (a console's SOL session) records itself with: the
+    /// pool's ledger under `bmc`'s name, so the next process closes it when this one dies with it open.
+    pub fn ipmi_recorder(&self, bmc: &str) -> Option<SessionRecorder> {
+        ledger_of(&self.inner.opts).map(|l| recorder(l, bmc))
     }
 }

@@ -62,6 +62,8 @@ pub(crate) struct PoolInner {
     /// it, so it outlives them), created on first use: a sweep of 1,000 BMCs then uses a few sockets and
     /// reader tasks instead of one of each per BMC (see `lifeline_ipmi::client::Mux`).
     ipmi_mux: StdMutex<Option<lifeline_ipmi::client::Mux>>,
+    /// BMCs this pool has cleared of dead owners' IPMI sessions (one-shot pools only: see `OpenCtx::swept`).
+    pub(crate) ipmi_swept: crate::kept_ipmi::Swept,
 }
 
 /// Every BMC Lifeline talks to, with the global limits.
@@ -109,6 +111,7 @@ impl BmcPool {
                 discovery_loaded: tokio::sync::OnceCell::new(),
                 persisted: StdMutex::new(HashMap::new()),
                 ipmi_mux: StdMutex::new(None),
+                ipmi_swept: Default::default(),
             }),
         }
     }
@@ -441,6 +444,7 @@ impl Bmc {
             } else {
                 self.first_reads
             },
+            swept: self.pool.opts.kept.is_none().then_some(&self.pool.ipmi_swept),
         };
         let (protocol, conn) = match conn::open(t, &self.pool.opts, self.pool.memory.as_ref(), &ctx).await {
             Ok(c) => c,

@@ -190,7 +190,16 @@ impl Lifeline {
         .ok_or_else(|| {
             EngineError::bad_argument(format!("cannot resolve BMC address `{host}` of `{}`", d.name))
         })?;
-        let cfg = lifeline_ipmi::ClientConfig::new(b.username.clone(), password);
+        let mut cfg = lifeline_ipmi::ClientConfig::new(b.username.clone(), password.clone());
+        // The console's session is written down while open (its process may be killed with it), and what
+        // dead processes of ours left on this BMC is closed first: a killed console's SOL payload would
+        // otherwise answer "already active" until the BMC times its session out.
+        if let Ok(pool) = self.bmc_pool().await {
+            cfg.record = pool.ipmi_recorder(d.name.as_str());
+            if let Some(t) = bmc_target(d, password) {
+                pool.bmc(t).close_dead_owners_ipmi().await;
+            }
+        }
         Ok(SolTransport::new(d.name.to_string(), addr, cfg))
     }
 

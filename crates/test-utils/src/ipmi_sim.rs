@@ -124,6 +124,21 @@ impl IpmiSims {
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
+    /// Instance `i`'s session table as the BMC reports it (`ipmitool session info active`): sessions active
+    /// now (the one ipmitool opens to ask included) and its slot count.
+    pub fn session_table(&self, i: u16) -> (usize, usize) {
+        let text = self.ipmitool(i, &["session", "info", "active"]);
+        let field = |name: &str| -> usize {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(name).map(|r| r.trim_start_matches([' ', ':']).trim().to_owned())
+                })
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no `{name}` in ipmitool's session info: {text}"))
+        };
+        (field("active sessions"), field("slot count"))
+    }
+
     /// `ipmitool -I lanplus -C 3 … ARGS` against instance `i` (blocking), asserting success.
     pub fn ipmitool(&self, i: u16, args: &[&str]) -> String {
         let port = (IPMI_SIM_BASE_PORT + i).to_string();
