@@ -8,6 +8,9 @@
 //!   fault, and the policy starts its runbook.
 //! - a GPU node in a boot loop: its console prints a kernel panic, and a `console-kernel-panic` fault is
 //!   raised on it from the console.
+//! - the leaf's shared fault is resolved by its members' own evidence: with the rail seen up on two of
+//!   the three members' consoles it stays open; with the third it is resolved, the three link-up lines
+//!   named.
 
 mod common;
 
@@ -170,4 +173,73 @@ fn a_kernel_panic_on_a_gpu_nodes_console_is_a_fault_from_the_console() {
         runs(&s, "gpu-node-05").into_iter().next()
     });
     assert_eq!(run["state"], "waiting-approval", "{run:#}");
+}
+
+fn events(s: &common::Session<'_>) -> Vec<Value> {
+    let (st, v) = s.call("GET", "/api/v1/events?limit=1000", None);
+    assert_eq!(st, 200, "{v}");
+    v.as_array().unwrap().clone()
+}
+
+#[test]
+fn a_shared_rail_fault_is_resolved_only_when_every_members_link_is_seen_up() {
+    let sim = fleet(26500);
+    add_user(&sim, "ann", "operator", PASSWORD);
+    let srv = serve(&sim);
+    let s = login(&srv.addr, "ann", PASSWORD);
+    consoles_connected(&s);
+    let members = ["gpu-node-01", "gpu-node-02", "gpu-node-03"];
+    for n in members {
+        sim.fault(n, "rail-down=mlx5_1");
+    }
+    let leaf = wait_until("one fault on leaf-a", Duration::from_secs(60), || {
+        faults(&s).into_iter().find(|f| f["device"] == "leaf-a" && f["kind"] == "shared-rail-down")
+    });
+    let id = leaf["id"].as_i64().unwrap();
+    assert_eq!(leaf["detail"]["members"].as_array().unwrap().len(), 3, "{leaf:#}");
+
+    // Two of the three come back: their consoles print the rail's link up (the simulator's `clear`).
+    for n in &members[..2] {
+        sim.fault(n, "clear");
+    }
+    let progress = |n: &str| {
+        events(&s).into_iter().find(|e| {
+            e["device"] == n && e["source"] == "correlation" && e["data"]["member"]["by"] == "link-up"
+        })
+    };
+    for n in &members[..2] {
+        let e = wait_until("the member's link up, recorded", Duration::from_secs(30), || progress(n));
+        assert_eq!(e["data"]["fault"], id, "{e:#}");
+        assert!(e["message"].as_str().unwrap().contains("Link up"), "{e:#}");
+    }
+    let e = progress("gpu-node-02").unwrap();
+    assert!(e["message"].as_str().unwrap().contains("2 of 3 members clear, the fault stays open"), "{e:#}");
+    // Two of three is not the part's evidence gone: still open, past the hold.
+    std::thread::sleep(Duration::from_secs(4));
+    let (st, f) = s.call("GET", &format!("/api/v1/faults/{id}"), None);
+    assert_eq!((st, f["state"].as_str()), (200, Some("open")), "{f:#}");
+
+    // The last member's rail comes up: the leaf's fault is resolved, each member's line named.
+    sim.fault("gpu-node-03", "clear");
+    let f = wait_until("the shared fault resolved", Duration::from_secs(30), || {
+        let (_, f) = s.call("GET", &format!("/api/v1/faults/{id}"), None);
+        (f["state"] == "resolved").then_some(f)
+    });
+    assert_eq!(f["kind"], "shared-rail-down");
+    let resolved = events(&s)
+        .into_iter()
+        .find(|e| {
+            e["source"] == "correlation" && e["data"]["fault"] == id && e["data"]["cleared_by"].is_array()
+        })
+        .expect("the resolution's event");
+    let by = resolved["data"]["cleared_by"].as_array().unwrap();
+    let devices: Vec<&str> = by.iter().map(|m| m["device"].as_str().unwrap()).collect();
+    assert_eq!(devices, members, "{resolved:#}");
+    assert!(by.iter().all(|m| m["by"] == "link-up" && m["rail"] == "mlx5_1"), "{resolved:#}");
+    assert!(by.iter().all(|m| m["evidence"].as_str().unwrap().contains("rdma1: Link up")), "{resolved:#}");
+    assert!(
+        resolved["message"].as_str().unwrap().contains("every member's own evidence is gone (3 of 3)"),
+        "{resolved:#}"
+    );
+    assert!(!faults(&s).iter().any(|f| f["kind"] == "rail-down"), "no member fault raised on the way");
 }

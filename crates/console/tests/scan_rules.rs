@@ -118,6 +118,8 @@ rule_tests! {
     block_io_error => "block-io-error",
     ib_port_down => "ib-port-down",
     mlx5e_link_down => "mlx5e-link-down",
+    ib_port_active => "ib-port-active",
+    mlx5e_link_up => "mlx5e-link-up",
     kernel_start => "kernel-start",
     systemd_multi_user => "systemd-multi-user",
 }
@@ -140,7 +142,10 @@ fn above_info(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     s.feed(ts(), text.as_bytes(), &mut out);
     out.into_iter()
-        .filter(|f| f.severity > Severity::Info || !matches!(f.kind, FindingKind::Boot | FindingKind::Ready))
+        .filter(|f| {
+            f.severity > Severity::Info
+                || !matches!(f.kind, FindingKind::Boot | FindingKind::Ready | FindingKind::LinkUp)
+        })
         .collect()
 }
 

@@ -18,6 +18,7 @@ use crate::state::AppState;
 
 mod boot;
 mod restore;
+mod shared_clear;
 
 pub use restore::offer_restore;
 
@@ -155,6 +156,8 @@ pub async fn console_intake(
     let Ok(inv) = s.base.inventory() else { return };
     let mut c = Correlator::new(Topology::from_inventory(&inv), settings);
     let mut boots = lifeline_engine::fault_rules::console::BootWatch::default();
+    // Each member's newest failing and clearing evidence, for the shared faults (`shared_clear`).
+    let mut ledger = lifeline_engine::correlate::clearing::Ledger::default();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -163,8 +166,15 @@ pub async fn console_intake(
                 Ok(f) => {
                     if let Some(clean) = boots.feed(&f) {
                         boot::clean_boot(&s, &clean).await;
+                        ledger.clean_boot(clean);
+                        shared_clear::check(&s, &mut c, &ledger, &f.console, true).await;
+                    }
+                    if let Some(up) = lifeline_engine::fault_rules::console::link_up(&f, c.topology()) {
+                        ledger.link_up(up);
+                        shared_clear::check(&s, &mut c, &ledger, &f.console, true).await;
                     }
                     if let Some(o) = lifeline_engine::fault_rules::console::observation(&f, c.topology()) {
+                        ledger.failing(&o);
                         c.observe(o);
                     }
                 }
@@ -186,16 +196,21 @@ pub async fn console_intake(
             _ = tick.tick() => {
                 for v in c.decide(lifeline_engine::ops::runs::now_ms()) {
                     let ev = c.evidence_for(&v);
-                    let own = match &v {
+                    let (own, member) = match &v {
                         lifeline_engine::correlate::Verdict::Own(o) => {
-                            Some((o.kind.clone(), o.unit.device.clone(), o.at_ms))
+                            (Some((o.kind.clone(), o.unit.device.clone(), o.at_ms)), None)
                         }
-                        lifeline_engine::correlate::Verdict::Shared(_) => None,
+                        lifeline_engine::correlate::Verdict::Shared(sh) => {
+                            (None, sh.members.first().map(|m| m.unit.device.clone()))
+                        }
                     };
                     if let Err(e) = verdict(&s, v, ev).await {
                         tracing::warn!("console fault: {}", e.chain());
                     } else if let Some((kind, device, at_ms)) = own {
                         boot::after_raise(&s, &boots, &kind, &device, at_ms).await;
+                    } else if let Some(device) = member {
+                        // Every member's evidence may have cleared while the correlator held them.
+                        shared_clear::check(&s, &mut c, &ledger, &device, false).await;
                     }
                 }
             }

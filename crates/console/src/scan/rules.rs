@@ -28,6 +28,9 @@ pub enum FindingKind {
     FsError,
     StorageError,
     LinkDown,
+    /// A link came (back) up. Info: the evidence that clears a rail's earlier link down (the engine's
+    /// `correlate::clearing`).
+    LinkUp,
     /// A kernel started (counted for boot loops; info on its own).
     Boot,
     /// The host finished booting: its init reached the multi-user (or graphical) target. Info on its own;
@@ -55,6 +58,7 @@ impl FindingKind {
             FindingKind::FsError => "fs-error",
             FindingKind::StorageError => "storage-error",
             FindingKind::LinkDown => "link-down",
+            FindingKind::LinkUp => "link-up",
             FindingKind::Boot => "boot",
             FindingKind::Ready => "ready",
             FindingKind::BootLoop => "boot-loop",

@@ -24,6 +24,7 @@
 //! The correlator is pure (time is passed in, milliseconds), so the server's intake and the tests drive it
 //! the same way.
 
+pub mod clearing;
 mod evidence;
 pub mod rounds;
 pub mod sweep;

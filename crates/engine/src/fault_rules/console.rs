@@ -46,19 +46,18 @@ pub fn observation(f: &ConsoleFinding, topology: &Topology) -> Option<Observatio
     });
     let at_ms = x.ts.timestamp_millis();
     let device = f.console.clone();
-    if x.kind == FindingKind::LinkDown {
-        let named = x.field("netdev").or_else(|| x.field("device"));
-        if let Some((name, hca)) = named.and_then(|n| Some((n, topology.rail(&device, n)?))) {
-            let what = if name == hca { hca.to_owned() } else { format!("{hca} ({name})") };
-            return Some(Observation {
-                kind: RAIL_DOWN.into(),
-                unit: Unit { device, rail: Some(hca.to_owned()) },
-                severity: severity.into(),
-                message: format!("rail {what} link down, seen on the console: {}", x.line),
-                at_ms,
-                detail,
-            });
-        }
+    if x.kind == FindingKind::LinkDown
+        && let Some((name, hca)) = rail_named(f, topology)
+    {
+        let what = if name == hca { hca.to_owned() } else { format!("{hca} ({name})") };
+        return Some(Observation {
+            kind: RAIL_DOWN.into(),
+            unit: Unit { device, rail: Some(hca.to_owned()) },
+            severity: severity.into(),
+            message: format!("rail {what} link down, seen on the console: {}", x.line),
+            at_ms,
+            detail,
+        });
     }
     Some(Observation {
         kind: format!("{CONSOLE_PREFIX}{}", x.kind.as_str()),
@@ -67,6 +66,37 @@ pub fn observation(f: &ConsoleFinding, topology: &Topology) -> Option<Observatio
         message: format!("console: {}", x.line),
         at_ms,
         detail,
+    })
+}
+
+/// The inventory's rail a link line names (`rdma3` or `mlx5_3` -> `mlx5_3`), with the name it used.
+fn rail_named<'a>(f: &'a ConsoleFinding, topology: &'a Topology) -> Option<(&'a str, &'a str)> {
+    let x = &f.finding;
+    let name = x.field("netdev").or_else(|| x.field("device"))?;
+    Some((name, topology.rail(&f.console, name)?))
+}
+
+/// A rail's link seen up on its node's console: the evidence that its earlier link down is gone.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LinkUp {
+    pub device: String,
+    /// The inventory's name of the rail (its HCA).
+    pub rail: String,
+    pub line: String,
+    pub at: DateTime<Utc>,
+}
+
+/// The link-up a finding reports on a rail the inventory lists, if it does.
+pub fn link_up(f: &ConsoleFinding, topology: &Topology) -> Option<LinkUp> {
+    if f.finding.kind != FindingKind::LinkUp {
+        return None;
+    }
+    let (_, hca) = rail_named(f, topology)?;
+    Some(LinkUp {
+        device: f.console.clone(),
+        rail: hca.to_owned(),
+        line: f.finding.line.clone(),
+        at: f.finding.ts,
     })
 }
 

@@ -8,6 +8,7 @@
 //! [`SERIES`]), so reading a window of them is an index range, never a scan of the table.
 
 use crate::context::Lifeline;
+use crate::correlate::clearing;
 use crate::correlate::rounds::{self, Decision, SweepBatch};
 use crate::error::Result;
 
@@ -97,6 +98,29 @@ impl Lifeline {
     /// The switch's newest kept counters read, by any replica.
     pub async fn switch_counters_previous(&self, switch: &str) -> Result<Option<serde_json::Value>> {
         Ok(self.store().await?.latest_observation(switch, SWITCH_COUNTERS).await?.map(|o| o.value))
+    }
+}
+
+impl Lifeline {
+    /// The open or acknowledged shared console faults (`shared-rail-down`, `shared-console-*`,
+    /// [`clearing::member_kind`]) with a member on `device`, each with its members' progress against the
+    /// evidence `ledger` holds: the caller resolves those whose every member is proven clear
+    /// ([`clearing::Progress::all`]).
+    pub async fn shared_console_progress(
+        &self,
+        ledger: &clearing::Ledger,
+        device: &str,
+    ) -> Result<Vec<(crate::ops::fault_records::FaultRow, clearing::Progress)>> {
+        let mut out = Vec::new();
+        for state in ["open", "acked"] {
+            for f in self.faults_in(state).await? {
+                if clearing::member_kind(&f.kind).is_some() && clearing::has_member(&f.detail, device) {
+                    let p = ledger.progress(&f.detail);
+                    out.push((f, p));
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
