@@ -366,27 +366,36 @@ mod tests {
         assert!(holder_name("cli:x").starts_with(&format!("cli:x (pid {} on {host}) #", std::process::id())));
     }
 
+    /// `n1`'s lease, taken by `actor` in a process that has since exited, for `request_id` and `action`.
+    async fn held_by_the_dead(store: &Store, actor: &str, request_id: &str, action: &str) {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let dead = format!("{actor} (pid {pid} on {}) #dead00", this_host());
+        let LeaseAttempt::Acquired { .. } =
+            store.try_lease("n1", &dead, request_id, action, 60_000).await.unwrap()
+        else {
+            panic!("free lease not taken")
+        };
+    }
+
+    /// `n1`'s lease for `action`, as a live `cli:b`.
+    async fn take(store: &Store, action: AuditAction) -> LeaseGuard {
+        let audit = AuditService::new(store.clone(), "cli:b");
+        let leases = Leases::new(store.clone(), holder_name("cli:b"));
+        let Acquired::Lease(g) = leases.acquire("n1", action, "r-new", &audit).await.unwrap() else {
+            panic!("not acquired")
+        };
+        g
+    }
+
     #[tokio::test]
     async fn a_dead_holders_lease_is_taken_over_at_once_and_audited() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), None).await.unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        let dead = format!("cli:a (pid {pid} on {}) #dead00", this_host());
         assert!(store.begin_request("r-dead", "n1", "power.cycle", "cli:a").await.unwrap().is_none());
-        let LeaseAttempt::Acquired { .. } =
-            store.try_lease("n1", &dead, "r-dead", "power.cycle", 60_000).await.unwrap()
-        else {
-            panic!("free lease not taken")
-        };
-        let audit = AuditService::new(store.clone(), "cli:b");
-        let leases = Leases::new(store.clone(), holder_name("cli:b"));
-        let Acquired::Lease(g) =
-            leases.acquire("n1", AuditAction::PowerCycle, "r-new", &audit).await.unwrap()
-        else {
-            panic!("not acquired")
-        };
+        held_by_the_dead(&store, "cli:a", "r-dead", "power.cycle").await;
+        let g = take(&store, AuditAction::PowerCycle).await;
         assert_eq!(g.fence(), 2);
         g.release().await;
         let rows = store.audit_log(Some("n1"), 10).await.unwrap();
@@ -397,5 +406,22 @@ mod tests {
         );
         // The dead holder's request no longer reads `running`.
         assert_eq!(store.request("r-dead").await.unwrap().unwrap().state, "interrupted");
+    }
+
+    /// A dead holder's lease whose word this version does not know (another version's, or a run's lease
+    /// named after its runbook before `runbook.run`) still gets its `interrupted` row, under
+    /// `lease.interrupted` with the word in the detail.
+    #[tokio::test]
+    async fn a_dead_lease_of_an_unknown_word_is_audited_under_its_family() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        held_by_the_dead(&store, "runbook:r9", "runbook:r9", "runbook.reinstall").await;
+        let g = take(&store, AuditAction::PowerOn).await;
+        g.release().await;
+        let rows = store.audit_log(Some("n1"), 10).await.unwrap();
+        let row = rows.iter().find(|r| r.entry.outcome == "interrupted").expect("an interrupted row");
+        assert_eq!(row.entry.action, "lease.interrupted", "{rows:?}");
+        assert_eq!(row.entry.detail["action"], "runbook.reinstall", "{rows:?}");
+        assert_eq!(row.entry.request_id.as_deref(), Some("runbook:r9"));
     }
 }

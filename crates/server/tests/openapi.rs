@@ -274,3 +274,27 @@ fn the_fault_kinds_the_schema_lists_are_the_ones_raised() {
         assert!(FaultKind::is_valid(&k), "{k}");
     }
 }
+
+/// The audit action in the document is the closed set the writer takes: the `AuditAction` enum lists
+/// exactly `AuditAction::ALL`, in order, and a row's `action` admits it or (a row of another version) any
+/// word, marked by `action_unknown`.
+#[test]
+fn the_audit_action_enum_is_the_writers_set() {
+    use lifeline_types::AuditAction;
+    let v = lifeline_server::openapi::document_json();
+    let schemas = &v["components"]["schemas"];
+    let listed: Vec<&str> = schemas["AuditAction"]["enum"]
+        .as_array()
+        .expect("AuditAction enum")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    let words: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+    assert_eq!(listed, words, "the document's AuditAction is not the code's: regenerate openapi.json");
+    let record = &schemas["AuditRecord"]["properties"];
+    assert_eq!(record["action"]["$ref"], "#/components/schemas/LoggedAction", "{record}");
+    assert_eq!(record["action_unknown"]["type"], "boolean", "{record}");
+    let any_of = schemas["LoggedAction"]["anyOf"].as_array().expect("LoggedAction anyOf");
+    assert_eq!(any_of[0]["$ref"], "#/components/schemas/AuditAction");
+    assert_eq!(any_of[1]["type"], "string");
+}

@@ -28,8 +28,8 @@ kebab_enum! {
 
 kebab_enum! {
     /// What an audit row records: the one closed set of actions Lifeline writes into its audit log, in
-    /// dotted families (`power.*`, `backup.*`, `runbook.*`, …). Each is also the name of the lease an
-    /// action holds on its target while it runs.
+    /// dotted families (`power.*`, `backup.*`, `runbook.*`, …). An action run under its target's lease
+    /// names the lease (and its request) with the same word.
     #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
     pub enum AuditAction {
         /// A confirmed power on (`power on`, a runbook's power step, the web's power bar).
@@ -318,6 +318,84 @@ mod tests {
         for a in PowerAction::ALL {
             assert_eq!(AuditAction::power(*a).as_str(), format!("power.{a}"));
         }
+    }
+
+    /// The words as operators' audit logs hold them: a variant is added (and its word here, on purpose),
+    /// never respelled or removed, or the log's older rows stop reading as what they are.
+    #[test]
+    fn the_words_are_the_logs_words() {
+        const WRITTEN: &[&str] = &[
+            "power.on",
+            "power.off",
+            "power.cycle",
+            "power.reset",
+            "power.soft",
+            "sel.clear",
+            "hygiene.login",
+            "audit.bmc",
+            "bmc.reset",
+            "bmc.subscribe",
+            "bmc.unsubscribe",
+            "bmc.resubscribe",
+            "bmc.trust",
+            "bmc.rotate",
+            "bmc.credentials.reveal",
+            "boot.set",
+            "bios.apply",
+            "firmware.update",
+            "firmware.rollout",
+            "media.insert",
+            "media.eject",
+            "media.serve",
+            "console.attach",
+            "console.detach",
+            "console.takeover",
+            "console.steal",
+            "console.script",
+            "console.rescue",
+            "backup.run",
+            "backup.restore",
+            "backup.export",
+            "backup.trust",
+            "backup.slot",
+            "backup.show-raw",
+            "drain",
+            "readmit.drain",
+            "readmit.resume",
+            "readmit.quarantine",
+            "readmit.release",
+            "readmit.lemon",
+            "verify",
+            "probation.start",
+            "probation.recurrence",
+            "probation.passed",
+            "lemon.release",
+            "fault.ack",
+            "fault.resolve",
+            "policy.escalate",
+            "inventory.sync",
+            "db.migrate",
+            "db.backup",
+            "login",
+            "user.add",
+            "user.passwd",
+            "user.enable",
+            "user.disable",
+            "token.create",
+            "token.revoke",
+            "runbook.admit",
+            "runbook.start",
+            "runbook.approve",
+            "runbook.clear",
+            "runbook.abort",
+            "runbook.end",
+            "runbook.withdraw",
+            "runbook.escalate",
+            "runbook.run",
+            "lease.interrupted",
+        ];
+        let words: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(words, WRITTEN);
     }
 
     /// A word this version does not write (another version's) reads as itself, marked, and is written

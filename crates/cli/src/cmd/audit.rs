@@ -12,7 +12,7 @@ pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
         AuditCmd::Bmc { sel, max_attempts } => crate::cmd::bmc::hygiene(g, sel, max_attempts).await,
         AuditCmd::Log { target, limit } => {
             let l = lifeline(g)?;
-            let rows = l.audit_log(target.as_deref(), limit).await?;
+            let rows = l.audit_view(target.as_deref(), limit).await?;
             if g.json {
                 print_json(&rows)?;
             } else if rows.is_empty() {
@@ -27,11 +27,11 @@ pub async fn run(g: &Global, cmd: AuditCmd) -> CmdResult {
                     outln!(
                         "{:>6}  {at}  {:<18} {:<20} {:<18} {:<11} {}",
                         r.id,
-                        r.entry.actor,
-                        r.entry.action,
-                        r.entry.target,
-                        r.entry.outcome,
-                        r.entry.detail
+                        r.actor,
+                        r.action,
+                        r.target,
+                        r.outcome,
+                        r.detail
                     );
                 }
             }

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use lifeline_types::{AuditOutcome, FaultState};
+use lifeline_engine::ops::audit_log::AuditView;
+use lifeline_types::{AuditOutcome, FaultState, LoggedAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -84,8 +85,13 @@ pub struct AuditRecord {
     pub at_ms: i64,
     /// Who asked: `cli:<unix user>`, `web:<user>`, `scheduler`, `runbook:<run id>`, `fault-policy`.
     pub actor: String,
-    /// What: `power.cycle`, `backup.restore`, `readmit.resume`, `login`, … (a dotted family).
-    pub action: String,
+    /// What: `power.cycle`, `backup.restore`, `readmit.resume`, `login`, … (`AuditAction`), or, on a
+    /// row another version of Lifeline wrote, its word as written.
+    pub action: LoggedAction,
+    /// `true`, and present, only when `action` is a word this version does not know (a row of another
+    /// version sharing the database): the row is shown as written, never refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub action_unknown: bool,
     /// Which device (or `fleet`, `server`).
     pub target: String,
     /// `started` is the intent, written before acting; the others say how it ended.
@@ -96,18 +102,20 @@ pub struct AuditRecord {
 }
 
 impl AuditRecord {
-    /// The view of a stored row; an outcome word this version does not know fails the answer.
+    /// The view of a stored row: its action read leniently (the engine's [`AuditView`]); an outcome word
+    /// this version does not know fails the answer.
     pub fn from_row(r: lifeline_engine::ops::audit_log::AuditRow) -> ApiResult<AuditRecord> {
-        let e = r.entry;
+        let v = AuditView::from(r);
         Ok(AuditRecord {
-            outcome: stored("audit outcome", &e.outcome, e.outcome.parse().ok())?,
-            id: r.id,
-            at_ms: r.at_ms,
-            actor: e.actor,
-            action: e.action,
-            target: e.target,
-            detail: e.detail,
-            request_id: e.request_id,
+            outcome: stored("audit outcome", &v.outcome, v.outcome.parse().ok())?,
+            id: v.id,
+            at_ms: v.at_ms,
+            actor: v.actor,
+            action: v.action,
+            action_unknown: v.action_unknown,
+            target: v.target,
+            detail: v.detail,
+            request_id: v.request_id,
         })
     }
 }
