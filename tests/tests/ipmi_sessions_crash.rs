@@ -17,8 +17,9 @@
 //! on) is then killed with SIGKILL ten times, each restart within seconds of the kill: every start closes the
 //! console session its dead predecessor recorded (and the SOL payload it held), so the console is back at
 //! once (its host output logged again within seconds, not after the BMC's 30 s), one-shot power reads keep
-//! working, and the BMC never holds more than one session of ours (the live console). Without the record,
-//! each crash left its session and the payload: the third restart found no free slot.
+//! working, and the BMC never holds more than one session of ours (the live console). Each kill leaves the
+//! console's session on the BMC (checked every round): unclosed, they would take the four free slots within
+//! four restarts.
 
 use std::io::Write;
 use std::path::Path;
