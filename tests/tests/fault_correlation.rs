@@ -183,7 +183,7 @@ fn events(s: &common::Session<'_>) -> Vec<Value> {
 
 #[test]
 fn a_shared_rail_fault_is_resolved_only_when_every_members_link_is_seen_up() {
-    let sim = fleet(26500);
+    let sim = fleet(27700);
     add_user(&sim, "ann", "operator", PASSWORD);
     let srv = serve(&sim);
     let s = login(&srv.addr, "ann", PASSWORD);

@@ -166,3 +166,77 @@ fn an_oob_switch_whose_bmcs_are_swept_by_three_replicas_is_one_fault() {
         1
     );
 }
+
+/// No fault policy: a runbook answering the lone BMC's fault would act on the simulator.
+const CONFIG_NO_POLICY: &str = "[server]\nsweep-interval = \"3s\"\nconsole-logging = false\n";
+
+/// The kept decisions: (slot, replica id), oldest first.
+fn decisions(url: &str) -> Vec<(i64, String)> {
+    pg_text_rows(url, "SELECT value_json FROM observations WHERE kind = 'sweep-decision' ORDER BY id")
+        .into_iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(r[0].as_deref().unwrap_or("{}")).unwrap();
+            (v["slot_ms"].as_i64().unwrap(), v["replica"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The replica that decides the sweep rounds dies after it decided a BMC alone; the replica that takes over
+/// rebuilds the correlation from the store, so when the BMC's switch's other BMC goes dark the switch's
+/// fault links the lone BMC's fault (a correlator started empty would leave it unlinked).
+#[test]
+fn a_new_decider_links_the_bmc_the_dead_one_decided_alone() {
+    let Some(admin) = postgres_url() else { return };
+    let db = create_database_blocking(&admin);
+    let sim = fleet(27800);
+    let db_args = ["--database-url", db.url.as_str()];
+    let mut replicas: Vec<ServeProcess> =
+        (0..3).map(|_| ServeProcess::start_args(&sim, CONFIG_NO_POLICY, &db_args)).collect();
+    wait_until("three replicas live", Duration::from_secs(60), || {
+        replicas
+            .iter()
+            .all(|r| {
+                let m = lifeline_test_utils::http_get(&format!("http://{}/metrics", r.addr));
+                m.lines().any(|l| l.trim() == "lifeline_replicas 3")
+            })
+            .then_some(())
+    });
+
+    // node-9, one of oob-b's two BMCs, goes dark alone: its own fault, decided by the current decider.
+    sim.fault("node-9", "bmc-unresponsive");
+    let (lone_id, _) = wait_until("node-9's own fault", Duration::from_secs(60), || {
+        pg_text_rows(
+            &db.url,
+            "SELECT id::text, state FROM faults WHERE kind = 'bmc-unreachable' AND device = 'node-9'",
+        )
+        .into_iter()
+        .next()
+        .map(|r| (r[0].clone().unwrap().parse::<i64>().unwrap(), r[1].clone()))
+    });
+    // The replica that decided the newest slot (its id names its pid) is killed.
+    let (slot, decider) = decisions(&db.url).pop().expect("a decision");
+    let i = replicas
+        .iter()
+        .position(|r| decider.contains(&format!("pid {} ", r.pid())))
+        .unwrap_or_else(|| panic!("no replica is {decider}"));
+    replicas[i].kill9();
+    let (_, next) = wait_until("another replica decides", Duration::from_secs(90), || {
+        decisions(&db.url).into_iter().rev().find(|(s, r)| *s > slot && *r != decider)
+    });
+    eprintln!("decider {decider} killed; {next} decides");
+
+    // node-10 goes dark too: oob-b (2 of 2) is blamed, and node-9's own fault is linked to it.
+    sim.fault("node-10", "bmc-unresponsive");
+    let (_, _, detail) = wait_until("one fault on oob-b", Duration::from_secs(60), || {
+        unresolved(&db.url).into_iter().find(|f| f.0 == "shared-bmc-unreachable" && f.1 == "oob-b")
+    });
+    let listed: BTreeSet<&str> =
+        detail["members"].as_array().unwrap().iter().map(|m| m["device"].as_str().unwrap()).collect();
+    assert_eq!(listed, BTreeSet::from(["node-10", "node-9"]), "{detail:#}");
+    assert_eq!(detail["linked_faults"], serde_json::json!([lone_id]), "{detail:#}");
+    assert_eq!(
+        count(&db.url, "SELECT count(*)::text FROM faults WHERE device = 'node-10'"),
+        0,
+        "node-10 is a member, not a fault of its own"
+    );
+}

@@ -249,19 +249,8 @@ pub async fn verdict(
                     linked_faults.push(f.id);
                 }
             }
-            let members: Vec<serde_json::Value> = sh
-                .members
-                .iter()
-                .map(|m| {
-                    serde_json::json!({
-                        "device": m.unit.device,
-                        "rail": m.unit.rail,
-                        "kind": m.kind,
-                        "message": m.message,
-                        "at_ms": m.at_ms,
-                    })
-                })
-                .collect();
+            let members: Vec<serde_json::Value> =
+                sh.members.iter().map(lifeline_engine::correlate::rebuild::member_record).collect();
             let mut detail = serde_json::json!({
                 "source": "correlation",
                 "component": sh.component,

@@ -26,6 +26,7 @@
 
 pub mod clearing;
 mod evidence;
+pub mod rebuild;
 pub mod rounds;
 pub mod sweep;
 pub mod topology;
@@ -491,6 +492,12 @@ impl Correlator {
         }
     }
 }
+
+/// The head of a test inventory (cluster, defaults, one site, rack `r1`), for the topologies of the tests.
+#[cfg(test)]
+const TEST_INVENTORY_HEAD: &str = "[cluster]\nname = \"t\"\noob-subnets = [\"127.0.0.0/8\"]\n[defaults.bmc]\n\
+    username = \"a\"\ncredential = \"env:X\"\n[defaults.management]\nusername = \"a\"\ncredential = \"env:X\"\n\
+    [[site]]\nname = \"s\"\n[[rack]]\nname = \"r1\"\nsite = \"s\"\n";
 
 #[cfg(test)]
 mod tests;

@@ -67,6 +67,11 @@ pub fn newest_decided(decisions: &[Decision]) -> Option<i64> {
     decisions.iter().map(|d| d.slot_ms).max()
 }
 
+/// The decision of the newest decided slot, if any.
+pub fn newest_decision(decisions: &[Decision]) -> Option<&Decision> {
+    decisions.iter().max_by_key(|d| d.slot_ms)
+}
+
 /// The slots ready for a decision at `now_ms`, oldest first: slots later than the newest decided one
 /// ([`newest_decided`]) of batches no decision took, for which every replica in `live` has kept a batch
 /// of that slot or a later one, or that began more than `wait_ms` ago.
@@ -207,6 +212,7 @@ mod tests {
         let mut b = vec![batch("c", 1000, &["n3"], &[]), batch("a", 2000, &[], &[])];
         let d = vec![Decision { slot_ms: 2000, replica: "a".into(), took: vec![("a".into(), 2000)] }];
         assert_eq!(newest_decided(&d), Some(2000));
+        assert_eq!(newest_decision(&d).map(|d| d.replica.as_str()), Some("a"));
         assert!(ready(&b, &d, &live(&["a", "c"]), 100_000, 10_000).is_empty(), "1000 is past the wait");
         b.push(batch("a", 3000, &[], &[]));
         b.push(batch("c", 3000, &[], &[]));

@@ -24,7 +24,7 @@ lifeline_types::kebab_enum! {
 }
 
 /// A shared part.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Component {
     pub kind: ComponentKind,
     /// The leaf, rack, PDU, NVLink domain or OOB switch as the inventory names it.

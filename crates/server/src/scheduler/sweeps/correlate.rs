@@ -130,6 +130,9 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
     };
     let preferred = s.replica.prefers(DECIDER);
     let live = s.replica.live();
+    // The newest slot was decided by another replica, or by this one before a restart: its groups and
+    // lone members are not in this correlator.
+    let mut take_over = rounds::newest_decision(&decisions).is_none_or(|d| d.replica != s.replica.id());
     for slot in rounds::ready(&batches, &decisions, &live, now, wait(every)) {
         if !preferred && now - slot < every.saturating_mul(2) {
             break;
@@ -147,6 +150,9 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
             tracing::warn!(slot, "the sweep round's claim was lost before deciding; not decided here");
             break;
         }
+        if std::mem::take(&mut take_over) {
+            rebuild(s, c).await;
+        }
         decide(s, c, &took, Some(LONE_AFTER_ROUNDS)).await;
         let d = Decision {
             slot_ms: slot,
@@ -159,6 +165,30 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
         lease.finish("ok").await;
         tracing::debug!(slot, batches = took.len(), "sweep round decided");
     }
+}
+
+/// This replica starts deciding: the correlator's open groups and lone members rebuilt from the store
+/// (`lifeline_engine::correlate::rebuild`), so that a BMC the previous decider left alone is still linked
+/// to the group its switch's others form later, and an open group still grows.
+async fn rebuild(s: &AppState, c: &mut Correlator) {
+    let mut unresolved = Vec::new();
+    for state in ["open", "acked"] {
+        match s.base.faults_in(state).await {
+            Ok(f) => unresolved.extend(f),
+            Err(e) => {
+                tracing::warn!("sweep correlation not rebuilt from the store: {}", e.chain());
+                return;
+            }
+        }
+    }
+    let r = c.rebuild(&unresolved, &sweep::CORRELATED, now_ms());
+    tracing::info!(
+        groups = r.groups,
+        members = r.members,
+        alone = r.alone,
+        dropped = r.dropped,
+        "deciding the sweep rounds: correlation rebuilt from the store"
+    );
 }
 
 /// How many rounds a sweep finding that no shared part explains waits before it is its device's own
