@@ -283,6 +283,20 @@ impl Correlator {
         out
     }
 
+    /// An observation of a round another process decided (the previous decider of the sweep rounds): it
+    /// has been through that round, so it counts one round towards [`Correlator::flush_round`]'s wait, and
+    /// a lone BMC is not held back again by each change of decider. One its unit's group or lone decision
+    /// already holds (rebuilt from the store, [`Correlator::rebuild`]) adds nothing.
+    pub fn carry(&mut self, o: Observation) {
+        let decided = self.alone.iter().any(|a| a.kind == o.kind && a.unit == o.unit)
+            || self.groups.iter().any(|g| g.kind == o.kind && g.members.contains_key(&o.unit));
+        if decided {
+            return;
+        }
+        self.waited.entry((o.kind.clone(), o.unit.clone())).or_insert(1);
+        self.observe(o);
+    }
+
     /// Drops the undecided observations of `kind` on `device`: a later read proved them gone before they
     /// were decided (a BMC dark for one sweep round only), so there is nothing to raise.
     pub fn withdraw(&mut self, kind: &str, device: &str) -> usize {

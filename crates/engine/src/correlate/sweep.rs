@@ -289,6 +289,19 @@ mod tests {
     }
 
     #[test]
+    fn a_new_decider_counts_the_round_the_old_one_decided() {
+        // The old decider saw n3 dark and decided nothing yet; the new one carries that round's finding.
+        let mut c = Correlator::new(topology(), Settings::default());
+        c.carry(observation("n3", &finding(BMC_UNREACHABLE), 1_000).unwrap());
+        let v = round(&mut c, &["n3"], &[], 61_000);
+        assert_eq!(own(&v), ["n3"], "its second round, though the first on this decider: {v:#?}");
+        assert_eq!(v.iter().filter(|v| matches!(v, Verdict::Own(o) if o.at_ms == 1_000)).count(), 1);
+        // A unit already decided alone (rebuilt from the store) is not carried again.
+        c.carry(observation("n3", &finding(BMC_UNREACHABLE), 2_000).unwrap());
+        assert_eq!(c.pending(), 0);
+    }
+
+    #[test]
     fn a_bmc_dark_for_one_round_only_is_not_raised() {
         let mut c = Correlator::new(topology(), Settings::default());
         assert!(round(&mut c, &["n3"], &[], 1_000).is_empty());

@@ -152,6 +152,16 @@ pub async fn decide_ready(s: &AppState, c: &mut Correlator) {
         }
         if std::mem::take(&mut take_over) {
             rebuild(s, c).await;
+            // What the previous decider's last round saw and left waiting counts as waited here.
+            if let Some(d) = rounds::newest_decision(&decisions) {
+                for b in
+                    batches.iter().filter(|b| d.took.iter().any(|(r, t)| *r == b.replica && *t == b.slot_ms))
+                {
+                    for o in &b.findings {
+                        c.carry(o.clone());
+                    }
+                }
+            }
         }
         decide(s, c, &took, Some(LONE_AFTER_ROUNDS)).await;
         let d = Decision {
