@@ -84,6 +84,15 @@ impl Lifeline {
         Ok(Self::from_parts(config, paths, identity))
     }
 
+    /// A context over a fresh data directory with the default configuration: the engine's own tests.
+    #[cfg(test)]
+    pub(crate) fn in_dir(dir: &std::path::Path) -> Lifeline {
+        let settings = crate::Settings { data_dir: Some(dir.into()), ..Default::default() };
+        let config = LoadedConfig::default();
+        let paths = crate::Paths::resolve(&settings, &config);
+        Self::from_parts(config, paths, Identity::new("test"))
+    }
+
     pub fn from_parts(config: LoadedConfig, paths: Paths, identity: Identity) -> Lifeline {
         let holder = crate::lease::holder_name(&identity.actor);
         Lifeline {

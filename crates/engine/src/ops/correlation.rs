@@ -151,13 +151,6 @@ impl Lifeline {
 mod tests {
     use crate::correlate::rounds::{Decision, SweepBatch};
 
-    fn engine(dir: &std::path::Path) -> crate::Lifeline {
-        let settings = crate::Settings { data_dir: Some(dir.into()), ..Default::default() };
-        let config = crate::LoadedConfig::default();
-        let paths = crate::Paths::resolve(&settings, &config);
-        crate::Lifeline::from_parts(config, paths, crate::Identity::new("test"))
-    }
-
     fn batch(replica: &str, slot_ms: i64) -> SweepBatch {
         SweepBatch { slot_ms, replica: replica.into(), findings: Vec::new(), cleared: Default::default() }
     }
@@ -178,7 +171,7 @@ mod tests {
     #[tokio::test]
     async fn only_the_batches_from_the_newest_decided_slot_on_are_read_again() {
         let dir = tempfile::tempdir().unwrap();
-        let l = engine(dir.path());
+        let l = crate::Lifeline::in_dir(dir.path());
         let horizon = lifeline_store::now_ms() - 3_600_000;
         // Slot s1: two replicas keep their batches; nothing decided yet: the whole horizon is read.
         let s1 = lifeline_store::now_ms();

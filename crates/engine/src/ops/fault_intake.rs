@@ -45,19 +45,13 @@ impl Lifeline {
 
 #[cfg(test)]
 mod tests {
-    fn engine(dir: &std::path::Path) -> crate::Lifeline {
-        let settings = crate::Settings { data_dir: Some(dir.into()), ..Default::default() };
-        let config = crate::LoadedConfig::default();
-        let paths = crate::Paths::resolve(&settings, &config);
-        crate::Lifeline::from_parts(config, paths, crate::Identity::new("test"))
-    }
 
     /// One open record per kind and device: a repeat bumps it (not new, so nothing answers it twice), an
     /// acknowledged one is bumped too, and a resolved one leaves room for a new record.
     #[tokio::test]
     async fn a_repeat_bumps_the_open_record_and_a_resolved_one_opens_anew() {
         let dir = tempfile::tempdir().unwrap();
-        let l = engine(dir.path());
+        let l = crate::Lifeline::in_dir(dir.path());
         let d = serde_json::json!({ "n": 1 });
         let (f1, new1) = l.fault_raise("rail-down", "n1", "critical", "first", &d).await.unwrap();
         let (f2, new2) = l.fault_raise("rail-down", "n1", "critical", "again", &d).await.unwrap();

@@ -19,13 +19,6 @@ fn sonic(mtu: &str) -> String {
     .unwrap()
 }
 
-fn engine(dir: &std::path::Path) -> crate::Lifeline {
-    let settings = crate::Settings { data_dir: Some(dir.into()), ..Default::default() };
-    let config = crate::LoadedConfig::default();
-    let paths = crate::Paths::resolve(&settings, &config);
-    crate::Lifeline::from_parts(config, paths, crate::Identity::new("test"))
-}
-
 /// Records a backup version of leaf-03 taken `minutes` from now; its number.
 async fn version(l: &crate::Lifeline, text: &str, minutes: i64) -> u32 {
     let ctx = l.backup_context(false).await.unwrap();
@@ -48,7 +41,7 @@ async fn restored(l: &crate::Lifeline, v: u32, outcome: Outcome) {
 /// outcome, or none), then the next backup finds `after`: the evidence that backup makes.
 async fn after_restore(restore: Option<Outcome>, after: &str) -> Option<super::PortEvidence> {
     let dir = tempfile::tempdir().unwrap();
-    let l = engine(dir.path());
+    let l = crate::Lifeline::in_dir(dir.path());
     assert_eq!(version(&l, &sonic("9100"), -180).await, 1);
     assert_eq!(version(&l, &sonic("1500"), -120).await, 2);
     // The operator's change: evidence, with v1 offered for restore.
